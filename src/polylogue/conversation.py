@@ -1,0 +1,330 @@
+"""Conversation types: participants, utterances, conversations.
+
+This module is the root of the data flow (corpora -> conversations -> decision points ->
+predictions -> metrics -> reports) and imports nothing else from polylogue.
+
+Conventions
+-----------
+* Times are seconds from the start of the recording; ``None`` when the corpus has no timing.
+* ``Utterance.addressees`` is ``None`` when the corpus says nothing about addressing for that
+  utterance and a (possibly empty) tuple of participant ids when it is annotated.
+* ``Conversation.roster_known`` is True when attendance comes from corpus metadata (e.g. AMI
+  ``meetings.xml``). Otherwise a participant only counts as present once they have spoken or
+  been annotated as an addressee, so presence never leaks who will speak later.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class ConversationFormatError(ValueError):
+    """Raised for malformed transcripts or conversation files; names the file and record."""
+
+    def __init__(self, path: str | Path, where: str, message: str) -> None:
+        self.path = str(path)
+        self.where = where
+        self.message = message
+        loc = f"{self.path}:{where}" if where else self.path
+        super().__init__(f"{loc}: {message}")
+
+
+@dataclass(frozen=True, slots=True)
+class Participant:
+    """A person (or agent) in a conversation.
+
+    ``id`` is the corpus-local identifier used in ``Utterance.speaker`` (an AMI agent letter,
+    a Friends character name, an Earnings-21 speaker number). ``name`` is what people call them
+    (used for vocative / reference detection); ``aliases`` adds further names or nicknames.
+    """
+
+    id: str
+    name: str | None = None
+    role: str | None = None
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def display_name(self) -> str:
+        return self.name or self.id
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "role": self.role, "aliases": list(self.aliases)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Participant:
+        return cls(
+            id=str(d["id"]),
+            name=d.get("name"),
+            role=d.get("role"),
+            aliases=tuple(d.get("aliases") or ()),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Utterance:
+    """One unit of talk: a dialogue act, a speaker turn, or a transcript line."""
+
+    speaker: str
+    text: str
+    start: float | None = None
+    end: float | None = None
+    addressees: tuple[str, ...] | None = None
+    dialogue_act: str | None = None
+    id: str | None = None
+    #: Free-form annotation kept from the source (e.g. a Friends stage note "(to Ross)").
+    note: str | None = None
+
+    @property
+    def duration(self) -> float | None:
+        if self.start is None or self.end is None:
+            return None
+        return max(0.0, self.end - self.start)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["addressees"] = None if self.addressees is None else list(self.addressees)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Utterance:
+        addr = d.get("addressees")
+        return cls(
+            speaker=str(d["speaker"]),
+            text=str(d["text"]),
+            start=_opt_float(d.get("start")),
+            end=_opt_float(d.get("end")),
+            addressees=None if addr is None else tuple(str(a) for a in addr),
+            dialogue_act=d.get("dialogue_act"),
+            id=d.get("id"),
+            note=d.get("note"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """An ordered multi-party conversation.
+
+    ``group`` is the unit that must never be split across train/validation/test (an AMI meeting
+    series member, a Friends episode, an earnings call); it defaults to the conversation id.
+    """
+
+    id: str
+    corpus: str
+    utterances: tuple[Utterance, ...]
+    participants: tuple[Participant, ...]
+    domain: str = "meeting"
+    group: str | None = None
+    roster_known: bool = False
+    source: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        ids = [p.id for p in self.participants]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"conversation {self.id}: duplicate participant ids {ids}")
+        known = set(ids)
+        for i, u in enumerate(self.utterances):
+            if u.speaker not in known:
+                raise ValueError(
+                    f"conversation {self.id}: utterance {i} speaker {u.speaker!r} "
+                    f"is not a participant ({sorted(known)})"
+                )
+
+    @property
+    def group_id(self) -> str:
+        return self.group or self.id
+
+    def participant(self, pid: str) -> Participant:
+        for p in self.participants:
+            if p.id == pid:
+                return p
+        raise KeyError(f"conversation {self.id}: unknown participant {pid!r}")
+
+    def __len__(self) -> int:
+        return len(self.utterances)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "corpus": self.corpus,
+            "domain": self.domain,
+            "group": self.group,
+            "roster_known": self.roster_known,
+            "source": self.source,
+            "metadata": self.metadata,
+            "participants": [p.to_dict() for p in self.participants],
+            "utterances": [u.to_dict() for u in self.utterances],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Conversation:
+        meta = d.get("metadata") or {}
+        if isinstance(meta, str):  # Parquet stores metadata as a JSON string
+            meta = json.loads(meta)
+        return cls(
+            id=str(d["id"]),
+            corpus=str(d["corpus"]),
+            domain=str(d.get("domain") or "meeting"),
+            group=d.get("group"),
+            roster_known=bool(d.get("roster_known", False)),
+            source=d.get("source"),
+            metadata=dict(meta),
+            participants=tuple(Participant.from_dict(p) for p in d["participants"]),
+            utterances=tuple(Utterance.from_dict(u) for u in d["utterances"]),
+        )
+
+
+def _opt_float(v: Any) -> float | None:
+    if v is None:
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if f != f else f  # NaN (from Parquet/pandas) means unknown
+
+
+def participants_from_speakers(utterances: Iterable[Utterance]) -> tuple[Participant, ...]:
+    """Participants in order of first appearance (for corpora without a roster)."""
+    seen: dict[str, Participant] = {}
+    for u in utterances:
+        if u.speaker not in seen:
+            seen[u.speaker] = Participant(id=u.speaker, name=u.speaker)
+    return tuple(seen.values())
+
+
+def merge_turns(conv: Conversation) -> Conversation:
+    """Merge consecutive utterances of the same speaker into one turn.
+
+    Addressees are united (None only when every merged part is unannotated); the dialogue-act
+    label of a merged turn is the last part's label, since that is what precedes the pause.
+    """
+    merged: list[Utterance] = []
+    for u in conv.utterances:
+        if merged and merged[-1].speaker == u.speaker:
+            prev = merged[-1]
+            if prev.addressees is None and u.addressees is None:
+                addr: tuple[str, ...] | None = None
+            else:
+                addr = tuple(dict.fromkeys((prev.addressees or ()) + (u.addressees or ())))
+            merged[-1] = Utterance(
+                speaker=u.speaker,
+                text=f"{prev.text} {u.text}".strip(),
+                start=prev.start if prev.start is not None else u.start,
+                end=u.end if u.end is not None else prev.end,
+                addressees=addr,
+                dialogue_act=u.dialogue_act,
+                id=prev.id,
+                note=" ".join(n for n in (prev.note, u.note) if n) or None,
+            )
+        else:
+            merged.append(u)
+    return Conversation(
+        id=conv.id,
+        corpus=conv.corpus,
+        utterances=tuple(merged),
+        participants=conv.participants,
+        domain=conv.domain,
+        group=conv.group,
+        roster_known=conv.roster_known,
+        source=conv.source,
+        metadata={**conv.metadata, "unit": "turn"},
+    )
+
+
+# ----------------------------------------------------------------------------- I/O
+
+
+def write_jsonl(conversations: Iterable[Conversation], path: str | Path) -> int:
+    """Write one conversation per line; returns the count."""
+    n = 0
+    with open(path, "w", encoding="utf-8") as f:
+        for c in conversations:
+            f.write(json.dumps(c.to_dict(), ensure_ascii=False) + "\n")
+            n += 1
+    return n
+
+
+def read_jsonl(path: str | Path) -> Iterator[Conversation]:
+    """Read conversations written by :func:`write_jsonl`."""
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                yield Conversation.from_dict(json.loads(line))
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+                raise ConversationFormatError(path, f"line {lineno}", str(exc)) from exc
+
+
+def write_parquet(conversations: Sequence[Conversation], path: str | Path) -> int:
+    """Write conversations as Parquet, one row per conversation with nested lists."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = []
+    for c in conversations:
+        d = c.to_dict()
+        d["metadata"] = json.dumps(d["metadata"], ensure_ascii=False)
+        rows.append(d)
+    table = pa.Table.from_pylist(rows, schema=_parquet_schema())
+    pq.write_table(table, path)
+    return len(rows)
+
+
+def read_parquet(path: str | Path) -> list[Conversation]:
+    import pyarrow.parquet as pq
+
+    try:
+        rows = pq.read_table(path).to_pylist()
+    except Exception as exc:  # pyarrow raises several types for corrupt files
+        raise ConversationFormatError(path, "", f"not a readable Parquet file: {exc}") from exc
+    out = []
+    for i, r in enumerate(rows):
+        try:
+            out.append(Conversation.from_dict(r))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConversationFormatError(path, f"row {i}", str(exc)) from exc
+    return out
+
+
+def _parquet_schema() -> Any:
+    import pyarrow as pa
+
+    participant = pa.struct(
+        [
+            ("id", pa.string()),
+            ("name", pa.string()),
+            ("role", pa.string()),
+            ("aliases", pa.list_(pa.string())),
+        ]
+    )
+    utterance = pa.struct(
+        [
+            ("speaker", pa.string()),
+            ("text", pa.string()),
+            ("start", pa.float64()),
+            ("end", pa.float64()),
+            ("addressees", pa.list_(pa.string())),
+            ("dialogue_act", pa.string()),
+            ("id", pa.string()),
+            ("note", pa.string()),
+        ]
+    )
+    return pa.schema(
+        [
+            ("id", pa.string()),
+            ("corpus", pa.string()),
+            ("domain", pa.string()),
+            ("group", pa.string()),
+            ("roster_known", pa.bool_()),
+            ("source", pa.string()),
+            ("metadata", pa.string()),
+            ("participants", pa.list_(participant)),
+            ("utterances", pa.list_(utterance)),
+        ]
+    )

@@ -1,0 +1,425 @@
+"""Earnings-21 reader: 44 real earnings calls as speaker turns with RTTM timings.
+
+Layout (``folder`` = ``.../earnings21``)::
+
+    transcripts/nlp_references/{call}.nlp   token|speaker|ts|endTs|punctuation|case|tags|wer_tags
+    rttms/{call}.rttm                       SPEAKER {call} 1 start duration <NA> <NA> speaker ...
+    speaker-metadata.csv                    file_id,speaker_id,speaker_name
+    earnings21-file-metadata.csv            company, sector, quarter, ...
+
+One call is one :class:`Conversation`; one utterance is one speaker turn (a maximal run of
+tokens by the same speaker in the ``.nlp`` reference).
+
+Text
+    Tokens are kept as written (they already carry their casing; the ``case`` column disagrees
+    with the token in ~800 places, e.g. ``GILTI`` tagged lower-case) and the ``punctuation``
+    column is re-attached. Transcriber tags such as ``<inaudible>`` or ``<crosstalk>`` stay;
+    only ``<silence>`` and the bare ``*`` placeholder are dropped as they carry no speech.
+
+Timings
+    The ``.nlp`` references have no times, so turns are aligned to the RTTM speaker runs
+    (consecutive RTTM segments of the same speaker). The RTTMs do not always agree with the
+    references: some stretches of a call are missing from one side and in a few calls the
+    RTTM renumbers speakers. Alignment is therefore a monotone max-weight matching (dynamic
+    programming, like an LCS) where a turn may only be matched to an RTTM run of the *same
+    speaker id* whose speech time is plausible for the turn's word count; among equally long
+    matchings the one with the best duration fit wins. Turns left unmatched get
+    ``start``/``end`` = ``None`` rather than an invented time. See
+    ``docs/corpora-friends-earnings-user.md`` for measured coverage.
+
+Roles
+    ``operator`` when the metadata name says so or the speaker uses call-operator phrases
+    ("next question comes from", "press star one", ...); ``analyst`` for a speaker the operator
+    introduces by name ("... comes from Jeff Sprague with Vertical Research") when the
+    introduced name matches that speaker's metadata name. Otherwise ``None``.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+import math
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from polylogue.conversation import (
+    Conversation,
+    ConversationFormatError,
+    Participant,
+    Utterance,
+)
+
+CORPUS = "earnings21"
+DOMAIN = "earnings_call"
+
+_NLP_COLUMNS = ("token", "speaker", "ts", "endTs", "punctuation", "case", "tags", "wer_tags")
+_DROPPED_TOKENS = frozenset({"<silence>", "*"})
+
+# Speaking-rate band (words per second of RTTM speech time) inside which a turn may be matched
+# to an RTTM run. Measured on the 26 calls whose turn and RTTM-run sequences agree exactly:
+# turns of >= 20 words span 1.3-4.7 words/s (1st-99th percentile), median 3.3. The slack
+# absorbs RTTM boundary jitter on very short turns ("Thanks." in 0.05 s).
+_RATE_MIN = 0.6
+_RATE_MAX = 8.0
+_RATE_TYPICAL = 3.3
+_SLACK_S = 1.5
+
+_GENERIC_NAME = re.compile(r"^speaker\s*\d+$", re.IGNORECASE)
+_OPERATOR_NAME = re.compile(r"\b(operator|moderator|conference call operator)\b", re.IGNORECASE)
+# Phrases call operators use. Reference transcripts sometimes merge an executive's turn with
+# the operator's, so one hit is not proof: the operator is the speaker with the most hits.
+_OPERATOR_CUES = re.compile(
+    r"(next question (?:is |will )?comes? from|first question (?:is |will )?comes? from"
+    r"|question (?:is |will )?comes? from the line of|your line is (?:now )?open"
+    r"|press(?:ing)? star(?:,)? (?:one|1|then)|press \*1|star one on your (?:telephone|phone)"
+    r"|this concludes (?:today's|our|the) (?:conference|call|question)"
+    r"|(?:we|I) will now begin the question[- ]and[- ]answer"
+    r"|(?:be|am) your (?:operator|conference (?:operator|facilitator|coordinator)|moderator)"
+    r"|participants are (?:now )?in (?:a )?listen[- ]only mode)",
+    re.IGNORECASE,
+)
+# "... question comes from Jeff Sprague with Vertical Research" -> "Jeff Sprague"
+_INTRODUCTION = re.compile(
+    r"question (?:is |will )?comes? from (?:the line of )?"
+    r"(?P<name>[A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,3}?)"
+    r"(?=,| with | from | of | at | over |\.|$)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Token:
+    text: str
+    speaker: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Turn:
+    speaker: str
+    text: str
+    words: int
+
+
+@dataclass(frozen=True, slots=True)
+class SpeakerRun:
+    """Consecutive RTTM segments of one speaker: span and summed speech time."""
+
+    speaker: str
+    start: float
+    end: float
+    speech: float
+
+
+@dataclass(frozen=True, slots=True)
+class AlignmentStats:
+    """How many turns of a call got RTTM timings."""
+
+    turns: int
+    rttm_runs: int
+    aligned: int
+
+
+def read_earnings21(
+    folder: str | Path, calls: Iterable[str] | None = None
+) -> Iterator[Conversation]:
+    """Yield the Earnings-21 calls (all, or the given file ids) in file-id order."""
+    root = Path(folder)
+    nlp_dir = root / "transcripts" / "nlp_references"
+    if not nlp_dir.is_dir():
+        raise FileNotFoundError(f"{nlp_dir} does not exist (expected an Earnings-21 folder)")
+    wanted = None if calls is None else {str(c) for c in calls}
+    available = sorted(p.stem for p in nlp_dir.glob("*.nlp"))
+    if wanted is not None:
+        missing = wanted - set(available)
+        if missing:
+            raise KeyError(f"unknown Earnings-21 call(s): {', '.join(sorted(missing))}")
+    names = read_speaker_names(root / "speaker-metadata.csv")
+    file_meta = _read_file_metadata(root / "earnings21-file-metadata.csv")
+    for call_id in available:
+        if wanted is not None and call_id not in wanted:
+            continue
+        yield read_call(
+            nlp_dir / f"{call_id}.nlp",
+            root / "rttms" / f"{call_id}.rttm",
+            names=names.get(call_id, {}),
+            metadata=file_meta.get(call_id, {}),
+        )
+
+
+def read_call(
+    nlp_path: Path,
+    rttm_path: Path | None,
+    names: dict[str, str] | None = None,
+    metadata: dict[str, str] | None = None,
+) -> Conversation:
+    """One call: turns from the ``.nlp`` reference, timings from the RTTM when it aligns."""
+    call_id = nlp_path.stem
+    turns = _turns(read_nlp_tokens(nlp_path))
+    if not turns:
+        raise ConversationFormatError(nlp_path, "", "no tokens")
+    runs = read_rttm_runs(rttm_path) if rttm_path is not None and rttm_path.exists() else []
+    matches = align_turns_to_runs([(t.speaker, t.words) for t in turns], runs)
+    utterances = []
+    for i, turn in enumerate(turns):
+        j = matches.get(i)
+        utterances.append(
+            Utterance(
+                speaker=turn.speaker,
+                text=turn.text,
+                start=None if j is None else round(runs[j].start, 3),
+                end=None if j is None else round(runs[j].end, 3),
+                id=f"{call_id}_t{i:04d}",
+            )
+        )
+    participants = _participants(turns, names or {})
+    meta: dict[str, object] = {
+        "unit": "turn",
+        "timing": "rttm_aligned",
+        "aligned_turns": len(matches),
+        "rttm_runs": len(runs),
+    }
+    meta.update({k: v for k, v in (metadata or {}).items() if k != "file_id"})
+    return Conversation(
+        id=f"earnings21_{call_id}",
+        corpus=CORPUS,
+        utterances=tuple(utterances),
+        participants=participants,
+        domain=DOMAIN,
+        group=call_id,
+        roster_known=False,
+        source=str(nlp_path),
+        metadata=meta,
+    )
+
+
+# ----------------------------------------------------------------------------- parsing
+
+
+def read_nlp_tokens(path: Path) -> list[_Token]:
+    """Tokens of one ``.nlp`` reference with punctuation re-attached."""
+    tokens: list[_Token] = []
+    with open(path, encoding="utf-8", newline="") as f:
+        reader = csv.reader(f, delimiter="|", quoting=csv.QUOTE_NONE)
+        header = next(reader, None)
+        if header is None or tuple(header[:6]) != _NLP_COLUMNS[:6]:
+            raise ConversationFormatError(path, "line 1", f"unexpected header {header!r}")
+        for lineno, row in enumerate(reader, 2):
+            if not row:
+                continue
+            if len(row) < 6:
+                raise ConversationFormatError(
+                    path, f"line {lineno}", f"expected {len(_NLP_COLUMNS)} columns, got {len(row)}"
+                )
+            word, speaker, punct = row[0], row[1].strip(), row[4]
+            if not speaker:
+                raise ConversationFormatError(path, f"line {lineno}", "empty speaker")
+            if word in _DROPPED_TOKENS:
+                # The speaker column still counts: a turn made only of <silence> is a turn.
+                tokens.append(_Token("", speaker))
+                continue
+            tokens.append(_Token(word + punct, speaker))
+    return tokens
+
+
+def _turns(tokens: Sequence[_Token]) -> list[_Turn]:
+    grouped: list[tuple[str, list[str]]] = []
+    for tok in tokens:
+        if not grouped or grouped[-1][0] != tok.speaker:
+            grouped.append((tok.speaker, []))
+        if tok.text:
+            grouped[-1][1].append(tok.text)
+    return [_Turn(spk, " ".join(words), len(words)) for spk, words in grouped]
+
+
+def read_rttm_runs(path: Path) -> list[SpeakerRun]:
+    """RTTM segments sorted by start, merged into runs of the same speaker."""
+    segments: list[tuple[float, float, str]] = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            parts = line.split()
+            if not parts or parts[0] != "SPEAKER":
+                continue
+            try:
+                start, dur, speaker = float(parts[3]), float(parts[4]), parts[7]
+            except (IndexError, ValueError) as exc:
+                raise ConversationFormatError(path, f"line {lineno}", f"bad RTTM row: {exc}") from exc
+            if dur < 0:
+                raise ConversationFormatError(path, f"line {lineno}", "negative duration")
+            segments.append((start, start + dur, speaker))
+    segments.sort()
+    runs: list[SpeakerRun] = []
+    for start, end, speaker in segments:
+        if runs and runs[-1].speaker == speaker:
+            last = runs[-1]
+            runs[-1] = SpeakerRun(speaker, last.start, max(last.end, end), last.speech + end - start)
+        else:
+            runs.append(SpeakerRun(speaker, start, end, end - start))
+    return runs
+
+
+def read_speaker_names(path: Path) -> dict[str, dict[str, str]]:
+    """``{file_id: {speaker_id: name}}`` from ``speaker-metadata.csv``."""
+    out: dict[str, dict[str, str]] = {}
+    if not path.exists():
+        return out
+    with open(path, encoding="utf-8", newline="") as f:
+        for row in csv.DictReader(f):
+            out.setdefault(row["file_id"].strip(), {})[row["speaker_id"].strip()] = row[
+                "speaker_name"
+            ].strip()
+    return out
+
+
+def _read_file_metadata(path: Path) -> dict[str, dict[str, str]]:
+    if not path.exists():
+        return {}
+    with open(path, encoding="utf-8", newline="") as f:
+        return {row["file_id"]: dict(row) for row in csv.DictReader(f)}
+
+
+# ----------------------------------------------------------------------------- alignment
+
+
+def plausible_duration(words: int, speech_s: float) -> bool:
+    """Could ``words`` words have been spoken in ``speech_s`` seconds of RTTM speech?"""
+    return words <= _RATE_MAX * (speech_s + _SLACK_S) and words >= _RATE_MIN * (speech_s - _SLACK_S)
+
+
+def _fit(words: int, speech_s: float) -> float:
+    """1.0 for a typical speaking rate, falling towards 0 as the rate departs from it."""
+    expected = max(words, 1) / _RATE_TYPICAL
+    return math.exp(-abs(math.log((speech_s + 0.5) / (expected + 0.5))))
+
+
+def align_turns_to_runs(
+    turns: Sequence[tuple[str, int]], runs: Sequence[SpeakerRun]
+) -> dict[int, int]:
+    """Monotone matching of turns ``(speaker, n_words)`` to RTTM runs; returns turn -> run.
+
+    Maximises the number of matched pairs (same speaker id and plausible duration), breaking
+    ties by the summed duration fit, so an alternating A/B/A/B stretch is not matched one run
+    off. Unmatched turns are simply absent from the result.
+    """
+    n, m = len(turns), len(runs)
+    if n == 0 or m == 0:
+        return {}
+    # score[i][j]: best score aligning turns[i:] with runs[j:]; a match is worth 1 + fit/2,
+    # so one extra match always beats any fit improvement.
+    score = [[0.0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        spk, words = turns[i]
+        row, nxt = score[i], score[i + 1]
+        for j in range(m - 1, -1, -1):
+            best = max(nxt[j], row[j + 1])
+            run = runs[j]
+            if run.speaker == spk and plausible_duration(words, run.speech):
+                best = max(best, 1.0 + 0.5 * _fit(words, run.speech) + nxt[j + 1])
+            row[j] = best
+    matches: dict[int, int] = {}
+    i = j = 0
+    while i < n and j < m:
+        spk, words = turns[i]
+        run = runs[j]
+        if run.speaker == spk and plausible_duration(words, run.speech):
+            take = 1.0 + 0.5 * _fit(words, run.speech) + score[i + 1][j + 1]
+            if math.isclose(score[i][j], take):
+                matches[i] = j
+                i += 1
+                j += 1
+                continue
+        if math.isclose(score[i][j], score[i + 1][j]):
+            i += 1
+        else:
+            j += 1
+    return matches
+
+
+# ----------------------------------------------------------------------------- participants
+
+
+def _participants(turns: Sequence[_Turn], names: dict[str, str]) -> tuple[Participant, ...]:
+    order = list(dict.fromkeys(t.speaker for t in turns))
+    operators = {sid for sid in order if _OPERATOR_NAME.search(names.get(sid, ""))} or (
+        _cue_operator(turns)
+    )
+    analysts = _introduced_analysts(turns, names, operators)
+    out = []
+    for sid in order:
+        raw = names.get(sid, "")
+        name = None if not raw or _GENERIC_NAME.match(raw) else raw
+        role = "operator" if sid in operators else "analyst" if sid in analysts else None
+        out.append(Participant(id=sid, name=name, role=role, aliases=name_aliases(name)))
+    return tuple(out)
+
+
+def _cue_operator(turns: Sequence[_Turn]) -> set[str]:
+    """The one speaker with strictly the most operator-phrase turns (empty set on a tie)."""
+    hits = Counter(t.speaker for t in turns if _OPERATOR_CUES.search(t.text))
+    ranked = hits.most_common(2)
+    if not ranked or (len(ranked) == 2 and ranked[0][1] == ranked[1][1]):
+        return set()
+    return {ranked[0][0]}
+
+
+def name_aliases(name: str | None) -> tuple[str, ...]:
+    """First and last name on their own, so "Thanks, Larry" or "Mr. Culp" can be detected."""
+    if not name or _OPERATOR_NAME.search(name):
+        return ()
+    parts = [p for p in re.split(r"\s+", name.strip()) if p]
+    if len(parts) < 2:
+        return ()
+    return tuple(dict.fromkeys(p for p in (parts[0], parts[-1]) if p != name))
+
+
+def _introduced_analysts(
+    turns: Sequence[_Turn], names: dict[str, str], operators: set[str]
+) -> set[str]:
+    """Speakers introduced by an operator whose metadata name matches the introduction."""
+    found: set[str] = set()
+    for k, turn in enumerate(turns[:-1]):
+        if turn.speaker not in operators:
+            continue
+        intro = None
+        for m in _INTRODUCTION.finditer(turn.text):
+            intro = m.group("name")  # the last introduction is the one that takes the floor
+        if intro is None:
+            continue
+        nxt = turns[k + 1].speaker
+        if nxt in operators:
+            continue
+        if _same_person(intro, names.get(nxt, "")):
+            found.add(nxt)
+    return found
+
+
+def _same_person(introduced: str, metadata_name: str) -> bool:
+    if not metadata_name or _GENERIC_NAME.match(metadata_name):
+        return False
+    a = {w.lower().strip(".,") for w in introduced.split()}
+    b = {w.lower().strip(".,") for w in metadata_name.split()}
+    return bool(a & b)
+
+
+def alignment_stats(conversation: Conversation) -> AlignmentStats:
+    """Coverage of RTTM timings for a call read by :func:`read_earnings21`."""
+    return AlignmentStats(
+        turns=len(conversation.utterances),
+        rttm_runs=int(conversation.metadata.get("rttm_runs", 0)),
+        aligned=sum(1 for u in conversation.utterances if u.start is not None),
+    )
+
+
+__all__ = [
+    "AlignmentStats",
+    "SpeakerRun",
+    "align_turns_to_runs",
+    "alignment_stats",
+    "name_aliases",
+    "plausible_duration",
+    "read_call",
+    "read_earnings21",
+    "read_nlp_tokens",
+    "read_rttm_runs",
+    "read_speaker_names",
+]

@@ -1,0 +1,1 @@
+"""Evaluation: decision parsing, metrics, resumable runs and reports."""

@@ -1,0 +1,386 @@
+"""Turn-taking metrics: pure functions over aligned arrays.
+
+Inputs are per decision point: ``gold`` (SPEAK/SILENT), ``pred`` (SPEAK/SILENT or ``None`` when
+the answer was unparseable), ``category`` (I1/I2/S1/S2 or ``None``), ``group`` (meeting, episode or
+call: the bootstrap resampling unit) and ``p_speak`` (``None`` where a backend gives none).
+
+An unparseable prediction is wrong in every metric: it is a miss in the recall of its gold
+class (so it lowers accuracy, balanced accuracy and both F1s) and is reported on its own as
+``unparseable_rate``. SPEAK is the positive class. Definitions follow the paper (§4.1):
+``f1_avg`` = mean of the SPEAK and SILENT F1; ``balanced_accuracy`` = mean of the two recalls.
+
+Point estimates come from scikit-learn; the bootstrap uses the same formulas on confusion
+counts (one count table per group, resampled groups summed) so a thousand replicates cost
+milliseconds. ``tests/test_eval_metrics.py`` checks that both paths agree.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from polylogue.turntaking.types import CATEGORIES, Decision
+
+GOLD_LABELS: tuple[str, ...] = (Decision.SPEAK.value, Decision.SILENT.value)
+PRED_LABELS: tuple[str, ...] = (*GOLD_LABELS, "UNPARSEABLE")
+#: Category slots in count tables; the last one holds points without a category.
+CATEGORY_SLOTS: tuple[str, ...] = (*(c.value for c in CATEGORIES), "other")
+
+Label = Decision | str
+FloatArray = NDArray[np.float64]
+
+
+def _gold_codes(gold: Sequence[Label]) -> NDArray[np.int64]:
+    index = {lab: i for i, lab in enumerate(GOLD_LABELS)}
+    try:
+        return np.array([index[str(g)] for g in gold], dtype=np.int64)
+    except KeyError as exc:
+        raise ValueError(f"gold labels must be SPEAK or SILENT, got {exc.args[0]!r}") from None
+
+
+def _pred_codes(pred: Sequence[Label | None]) -> NDArray[np.int64]:
+    index = {lab: i for i, lab in enumerate(GOLD_LABELS)}
+    out = np.empty(len(pred), dtype=np.int64)
+    for i, p in enumerate(pred):
+        if p is None:
+            out[i] = 2
+        else:
+            try:
+                out[i] = index[str(p)]
+            except KeyError:
+                raise ValueError(f"predictions must be SPEAK, SILENT or None, got {p!r}") from None
+    return out
+
+
+def _pred_strings(pred: Sequence[Label | None]) -> list[str]:
+    return [PRED_LABELS[c] for c in _pred_codes(pred)]
+
+
+def _check_lengths(*arrays: Sequence[Any] | None) -> int:
+    lengths = {len(a) for a in arrays if a is not None}
+    if len(lengths) > 1:
+        raise ValueError(f"arrays must have equal lengths, got {sorted(lengths)}")
+    n = lengths.pop() if lengths else 0
+    if n == 0:
+        raise ValueError("cannot compute metrics over zero decision points")
+    return n
+
+
+# ----------------------------------------------------------------------------- point metrics
+
+
+def accuracy(gold: Sequence[Label], pred: Sequence[Label | None]) -> float:
+    from sklearn.metrics import accuracy_score
+
+    _check_lengths(gold, pred)
+    return float(accuracy_score([str(g) for g in gold], _pred_strings(pred)))
+
+
+def f1_avg(gold: Sequence[Label], pred: Sequence[Label | None]) -> float:
+    """Mean of the SPEAK and SILENT F1 scores (an F1 with no support is 0)."""
+    from sklearn.metrics import f1_score
+
+    _check_lengths(gold, pred)
+    return float(
+        f1_score(
+            [str(g) for g in gold],
+            _pred_strings(pred),
+            labels=list(GOLD_LABELS),
+            average="macro",
+            zero_division=0,
+        )
+    )
+
+
+def balanced_accuracy(gold: Sequence[Label], pred: Sequence[Label | None]) -> float:
+    """Mean recall of the gold classes present (unparseable answers are misses)."""
+    from sklearn.metrics import recall_score
+
+    _check_lengths(gold, pred)
+    present = [lab for lab in GOLD_LABELS if any(str(g) == lab for g in gold)]
+    return float(
+        recall_score(
+            [str(g) for g in gold],
+            _pred_strings(pred),
+            labels=present,
+            average="macro",
+            zero_division=0,
+        )
+    )
+
+
+def confusion(gold: Sequence[Label], pred: Sequence[Label | None]) -> dict[str, dict[str, int]]:
+    """Counts as ``{gold: {pred: n}}`` with pred in SPEAK, SILENT, UNPARSEABLE."""
+    from sklearn.metrics import confusion_matrix
+
+    _check_lengths(gold, pred)
+    m = confusion_matrix([str(g) for g in gold], _pred_strings(pred), labels=list(PRED_LABELS))
+    return {
+        g: {p: int(m[i, j]) for j, p in enumerate(PRED_LABELS)} for i, g in enumerate(GOLD_LABELS)
+    }
+
+
+def false_interruption_rate(gold: Sequence[Label], pred: Sequence[Label | None]) -> float:
+    """Share of SILENT points where the model spoke."""
+    g, p = _gold_codes(gold), _pred_codes(pred)
+    silent = g == 1
+    return float(np.mean(p[silent] == 0)) if silent.any() else math.nan
+
+
+def missed_turn_rate(gold: Sequence[Label], pred: Sequence[Label | None]) -> float:
+    """Share of SPEAK points where the model did not speak (SILENT or unparseable)."""
+    g, p = _gold_codes(gold), _pred_codes(pred)
+    speak = g == 0
+    return float(np.mean(p[speak] != 0)) if speak.any() else math.nan
+
+
+def unparseable_rate(pred: Sequence[Label | None]) -> float:
+    _check_lengths(pred)
+    return float(np.mean(_pred_codes(pred) == 2))
+
+
+def per_category_accuracy(
+    gold: Sequence[Label], pred: Sequence[Label | None], category: Sequence[str | None]
+) -> dict[str, float | None]:
+    """Accuracy within each of I1, I2, S1, S2 (None when a category has no points)."""
+    _check_lengths(gold, pred, category)
+    g, p = _gold_codes(gold), _pred_codes(pred)
+    cats = np.array([None if c is None else str(c) for c in category], dtype=object)
+    out: dict[str, float | None] = {}
+    for c in CATEGORIES:
+        mask = cats == c.value
+        out[c.value] = float(np.mean(g[mask] == p[mask])) if mask.any() else None
+    return out
+
+
+# ----------------------------------------------------------------------------- count tables
+
+
+def count_table(
+    gold: Sequence[Label],
+    pred: Sequence[Label | None],
+    category: Sequence[str | None] | None = None,
+    group: Sequence[Hashable] | None = None,
+) -> tuple[NDArray[np.int64], list[Hashable]]:
+    """Counts of shape (groups, category slots, 2 gold, 3 pred) and the group keys."""
+    n = _check_lengths(gold, pred, category, group)
+    g, p = _gold_codes(gold), _pred_codes(pred)
+    slot = {c: i for i, c in enumerate(CATEGORY_SLOTS[:-1])}
+    other = len(CATEGORY_SLOTS) - 1
+    c = np.array(
+        [other if category is None else slot.get(str(x), other) for x in (category or [None] * n)],
+        dtype=np.int64,
+    )
+    keys: list[Hashable] = list(range(n)) if group is None else list(dict.fromkeys(group))
+    gindex = {k: i for i, k in enumerate(keys)}
+    gi = np.arange(n) if group is None else np.array([gindex[k] for k in group], dtype=np.int64)
+    table = np.zeros((len(keys), len(CATEGORY_SLOTS), 2, 3), dtype=np.int64)
+    np.add.at(table, (gi, c, g, p), 1)
+    return table, keys
+
+
+def _safe_div(num: FloatArray, den: FloatArray) -> FloatArray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
+
+
+def metrics_from_counts(counts: NDArray[Any]) -> dict[str, FloatArray]:
+    """Every scalar metric from count tables of shape (..., category slots, 2, 3).
+
+    Vectorised over leading dimensions (bootstrap replicates).
+    """
+    n = counts.astype(np.float64)
+    cm = n.sum(axis=-3)  # (..., 2, 3)
+    total = cm.sum(axis=(-2, -1))
+    tp, fn_sil, fn_unp = cm[..., 0, 0], cm[..., 0, 1], cm[..., 0, 2]
+    fp, tn, _ = cm[..., 1, 0], cm[..., 1, 1], cm[..., 1, 2]
+    speak_n, silent_n = cm[..., 0, :].sum(-1), cm[..., 1, :].sum(-1)
+    rec_speak, rec_silent = _safe_div(tp, speak_n), _safe_div(tn, silent_n)
+    prec_speak, prec_silent = _safe_div(tp, tp + fp), _safe_div(tn, tn + fn_sil)
+
+    def f1(prec: FloatArray, rec: FloatArray) -> FloatArray:
+        p, r = np.nan_to_num(prec), np.nan_to_num(rec)  # no support -> 0, as sklearn does
+        den = p + r
+        return np.where(den > 0, 2 * p * r / np.where(den > 0, den, 1), 0.0)
+
+    f1_speak, f1_silent = f1(prec_speak, rec_speak), f1(prec_silent, rec_silent)
+    recalls = np.stack([rec_speak, rec_silent])
+    present = np.isfinite(recalls)
+    # Mean over the gold classes present (sklearn's balanced accuracy does the same).
+    bal = _safe_div(np.where(present, recalls, 0).sum(0), present.sum(0).astype(np.float64))
+    out: dict[str, FloatArray] = {
+        "accuracy": _safe_div(tp + tn, total),
+        "f1_avg": (f1_speak + f1_silent) / 2,
+        "balanced_accuracy": bal,
+        "f1_speak": f1_speak,
+        "f1_silent": f1_silent,
+        "recall_speak": rec_speak,
+        "recall_silent": rec_silent,
+        "false_interruption_rate": _safe_div(fp, silent_n),
+        "missed_turn_rate": _safe_div(fn_sil + fn_unp, speak_n),
+        "unparseable_rate": _safe_div(cm[..., :, 2].sum(-1), total),
+    }
+    for i, c in enumerate(CATEGORY_SLOTS[:-1]):
+        cat = n[..., i, :, :]
+        correct = cat[..., 0, 0] + cat[..., 1, 1]
+        out[c] = _safe_div(correct, cat.sum(axis=(-2, -1)))
+    return out
+
+
+# ----------------------------------------------------------------------------- bootstrap
+
+
+def bootstrap_ci(
+    gold: Sequence[Label],
+    pred: Sequence[Label | None],
+    category: Sequence[str | None] | None = None,
+    group: Sequence[Hashable] | None = None,
+    *,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict[str, tuple[float, float]]:
+    """Percentile intervals from resampling whole groups with replacement.
+
+    Decision points of one meeting share context, so resampling points would understate the
+    uncertainty; without ``group`` every point is its own group.
+    """
+    table, keys = count_table(gold, pred, category, group)
+    rng = np.random.default_rng(seed)
+    n_groups = len(keys)
+    draws = rng.integers(0, n_groups, size=(n_boot, n_groups))
+    weights = np.zeros((n_boot, n_groups), dtype=np.float64)
+    np.add.at(weights, (np.repeat(np.arange(n_boot), n_groups), draws.ravel()), 1.0)
+    replicates = np.tensordot(weights, table.astype(np.float64), axes=(1, 0))
+    values = metrics_from_counts(replicates)
+    alpha = (1 - confidence) / 2
+    out: dict[str, tuple[float, float]] = {}
+    for name, arr in values.items():
+        finite = arr[np.isfinite(arr)]
+        if finite.size == 0:
+            continue
+        lo, hi = np.quantile(finite, [alpha, 1 - alpha])
+        out[name] = (float(lo), float(hi))
+    return out
+
+
+# ----------------------------------------------------------------------------- thresholds
+
+
+@dataclass(frozen=True, slots=True)
+class ThresholdSweep:
+    """Decisions ``SPEAK if p_speak >= threshold`` over the points that have a probability."""
+
+    thresholds: list[float]
+    balanced_accuracy: list[float]
+    false_interruption_rate: list[float]
+    missed_turn_rate: list[float]
+    #: Share of all points that had a probability (the sweep covers only those).
+    coverage: float
+    roc_auc: float | None
+    best_threshold: float
+    best_balanced_accuracy: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "thresholds": self.thresholds,
+            "balanced_accuracy": self.balanced_accuracy,
+            "false_interruption_rate": self.false_interruption_rate,
+            "missed_turn_rate": self.missed_turn_rate,
+            "coverage": self.coverage,
+            "roc_auc": self.roc_auc,
+            "best_threshold": self.best_threshold,
+            "best_balanced_accuracy": self.best_balanced_accuracy,
+        }
+
+
+def threshold_sweep(
+    gold: Sequence[Label], p_speak: Sequence[float | None], *, max_points: int = 201
+) -> ThresholdSweep | None:
+    """Balanced accuracy and the interruption / missed-turn trade-off across thresholds.
+
+    Returns None when no point has a probability or only one gold class has any.
+    """
+    from sklearn.metrics import roc_auc_score, roc_curve
+
+    n = _check_lengths(gold, p_speak)
+    keep = [i for i, p in enumerate(p_speak) if p is not None and math.isfinite(p)]
+    if not keep:
+        return None
+    y = (_gold_codes([gold[i] for i in keep]) == 0).astype(np.int64)
+    scores = np.array([p_speak[i] for i in keep], dtype=np.float64)
+    if y.min() == y.max():
+        return None
+    fpr, tpr, thr = roc_curve(y, scores, drop_intermediate=False)
+    thr = np.clip(thr, 0.0, 1.0)  # sklearn's first threshold is +inf ("never speak")
+    if len(thr) > max_points:  # keep the curve's shape, thin the table
+        idx = np.unique(np.linspace(0, len(thr) - 1, max_points).round().astype(int))
+        fpr, tpr, thr = fpr[idx], tpr[idx], thr[idx]
+    bal = (tpr + (1 - fpr)) / 2
+    best = int(np.argmax(bal))
+    return ThresholdSweep(
+        thresholds=[float(t) for t in thr],
+        balanced_accuracy=[float(b) for b in bal],
+        false_interruption_rate=[float(f) for f in fpr],
+        missed_turn_rate=[float(1 - t) for t in tpr],
+        coverage=len(keep) / n,
+        roc_auc=float(roc_auc_score(y, scores)),
+        best_threshold=float(thr[best]),
+        best_balanced_accuracy=float(bal[best]),
+    )
+
+
+# ----------------------------------------------------------------------------- everything
+
+
+def compute_metrics(
+    gold: Sequence[Label],
+    pred: Sequence[Label | None],
+    category: Sequence[str | None] | None = None,
+    group: Sequence[Hashable] | None = None,
+    p_speak: Sequence[float | None] | None = None,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """All metrics as a JSON-ready dict (``metrics.json`` of a run)."""
+    n = _check_lengths(gold, pred, category, group, p_speak)
+    result: dict[str, Any] = {
+        "n": n,
+        "n_speak": int(sum(str(g) == "SPEAK" for g in gold)),
+        "n_silent": int(sum(str(g) == "SILENT" for g in gold)),
+        "n_unparseable": int(sum(p is None for p in pred)),
+        "accuracy": accuracy(gold, pred),
+        "f1_avg": f1_avg(gold, pred),
+        "balanced_accuracy": balanced_accuracy(gold, pred),
+        "false_interruption_rate": _nan_to_none(false_interruption_rate(gold, pred)),
+        "missed_turn_rate": _nan_to_none(missed_turn_rate(gold, pred)),
+        "unparseable_rate": unparseable_rate(pred),
+        "confusion": confusion(gold, pred),
+        "per_category": per_category_accuracy(gold, pred, category or [None] * n),
+        "per_category_n": {
+            c.value: int(sum(str(x) == c.value for x in (category or []))) for c in CATEGORIES
+        },
+    }
+    if n_boot > 0:
+        ci = bootstrap_ci(gold, pred, category, group, n_boot=n_boot, seed=seed)
+        result["ci95"] = {k: [lo, hi] for k, (lo, hi) in ci.items()}
+        result["bootstrap"] = {
+            "n_boot": n_boot,
+            "seed": seed,
+            "unit": "group" if group is not None else "point",
+            "n_units": len(set(group)) if group is not None else n,
+        }
+    if p_speak is not None:
+        sweep = threshold_sweep(gold, p_speak)
+        result["threshold_sweep"] = None if sweep is None else sweep.to_dict()
+    return result
+
+
+def _nan_to_none(x: float) -> float | None:
+    return None if math.isnan(x) else x

@@ -1,0 +1,185 @@
+"""The one interface every turn-taking model implements, and the model-spec registry.
+
+A :class:`Predictor` receives model-visible :class:`DecisionInput` objects only (never
+:class:`~polylogue.turntaking.types.DecisionGold`) and returns one :class:`Prediction` per input,
+in order. ``decision`` is ``None`` when the model's answer could not be parsed; the evaluation
+counts that as wrong and reports it separately.
+
+Model specs (``polylogue eval --model SPEC``)::
+
+    default                                the shipped model (polylogue.models.default_model)
+    baseline:always-speak | always-silent | random | explicit-address
+    hf:PATH_OR_ALIAS                       local Hugging Face causal LM (alias: smollm2)
+    openai:MODEL@URL                       any OpenAI-compatible chat-completions server
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from polylogue.turntaking.types import Decision, DecisionInput
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    """One model answer for one decision point."""
+
+    point_id: str
+    #: None when the answer could not be parsed (counted wrong, reported as "unparseable").
+    decision: Decision | None
+    #: Calibrated P(SPEAK) when the backend can give one.
+    p_speak: float | None
+    reasoning: str | None
+    raw_output: str
+    latency_s: float
+    #: Optional interpretable cues (e.g. "addressed_by_name") a backend may expose.
+    cues: Mapping[str, Any] = field(default_factory=dict)
+    #: Backend-specific details (token counts, cache hit, HTTP attempts, ...).
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "point_id": self.point_id,
+            "decision": None if self.decision is None else self.decision.value,
+            "p_speak": self.p_speak,
+            "reasoning": self.reasoning,
+            "raw_output": self.raw_output,
+            "latency_s": self.latency_s,
+            "cues": dict(self.cues),
+            "extra": dict(self.extra),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Prediction:
+        dec = d.get("decision")
+        p = d.get("p_speak")
+        return cls(
+            point_id=str(d["point_id"]),
+            decision=None if dec is None else Decision(dec),
+            p_speak=None if p is None else float(p),
+            reasoning=d.get("reasoning"),
+            raw_output=str(d.get("raw_output") or ""),
+            latency_s=float(d.get("latency_s") or 0.0),
+            cues=dict(d.get("cues") or {}),
+            extra=dict(d.get("extra") or {}),
+        )
+
+
+@runtime_checkable
+class Predictor(Protocol):
+    """A turn-taking model: inputs in, one prediction per input out (same order)."""
+
+    #: A stable, human-readable description (goes into run manifests and run keys).
+    @property
+    def name(self) -> str: ...
+
+    def predict(self, inputs: Sequence[DecisionInput]) -> list[Prediction]: ...
+
+    def describe(self) -> dict[str, Any]:
+        """Everything that changes the model's answers (for run keys and manifests)."""
+        ...
+
+
+class PredictionError(RuntimeError):
+    """A backend could not answer some inputs (dead server, retries exhausted, ...).
+
+    ``completed`` holds the predictions that did finish so a caller can keep them.
+    """
+
+    def __init__(self, message: str, completed: Sequence[Prediction] = ()) -> None:
+        super().__init__(message)
+        self.completed = list(completed)
+
+
+class ModelSpecError(ValueError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    """A parsed ``--model`` string."""
+
+    kind: str  # "default" | "baseline" | "hf" | "openai"
+    target: str  # baseline name, HF path/alias, or OpenAI model name
+    url: str | None = None
+
+    @property
+    def text(self) -> str:
+        if self.kind == "default":
+            return "default"
+        if self.kind == "openai":
+            return f"openai:{self.target}@{self.url}"
+        return f"{self.kind}:{self.target}"
+
+
+BASELINE_NAMES = ("always-speak", "always-silent", "random", "explicit-address")
+
+
+def parse_model_spec(spec: str) -> ModelSpec:
+    """Parse ``default``, ``baseline:NAME``, ``hf:PATH`` or ``openai:MODEL@URL``."""
+    spec = spec.strip()
+    if spec == "default":
+        return ModelSpec("default", "default")
+    kind, sep, rest = spec.partition(":")
+    if not sep or not rest:
+        raise ModelSpecError(
+            f"model spec {spec!r} is not one of: default, baseline:NAME, hf:PATH, openai:MODEL@URL"
+        )
+    if kind == "baseline":
+        if rest not in BASELINE_NAMES:
+            raise ModelSpecError(
+                f"unknown baseline {rest!r}; known: {', '.join(BASELINE_NAMES)}"
+            )
+        return ModelSpec("baseline", rest)
+    if kind == "hf":
+        return ModelSpec("hf", rest)
+    if kind == "openai":
+        # The URL itself contains ':' so split on the last '@' only.
+        model, at, url = rest.rpartition("@")
+        if not at or not model or not url.startswith(("http://", "https://")):
+            raise ModelSpecError(
+                f"OpenAI spec {spec!r} must look like openai:MODEL@http://host:port/v1"
+            )
+        return ModelSpec("openai", model, url.rstrip("/"))
+    raise ModelSpecError(f"unknown model kind {kind!r} in {spec!r}")
+
+
+#: kind -> "module:function" building a predictor from (spec, **options). Imported lazily so
+#: ``polylogue --help`` never pulls in torch.
+_FACTORIES: dict[str, str] = {
+    "default": "polylogue.models.default_model:load_default_predictor",
+    "baseline": "polylogue.models.baselines:make_baseline",
+    "hf": "polylogue.models.hf_local:make_hf_predictor",
+    "openai": "polylogue.models.openai_compat:make_openai_predictor",
+}
+
+
+def _factory(kind: str) -> Callable[..., Predictor]:
+    mod, fn = _FACTORIES[kind].split(":")
+    return getattr(importlib.import_module(mod), fn)  # type: ignore[no-any-return]
+
+
+def default_model_available() -> bool:
+    """True once the shipped default model module exists in this installation."""
+    return importlib.util.find_spec("polylogue.models.default_model") is not None
+
+
+def load_predictor(spec: str | ModelSpec, **options: Any) -> Predictor:
+    """Build a predictor from a model spec; ``options`` go to the backend's factory.
+
+    The default model's factory is called with ``(**options)``; every other factory receives the
+    parsed :class:`ModelSpec` first.
+    """
+    parsed = parse_model_spec(spec) if isinstance(spec, str) else spec
+    if parsed.kind == "default":
+        if not default_model_available():
+            raise ModelSpecError(
+                "the shipped default model is not installed (polylogue.models.default_model)"
+            )
+        return _factory("default")(**options)
+    return _factory(parsed.kind)(parsed, **options)
+

@@ -1,0 +1,214 @@
+"""Lexical cues in an utterance: who is addressed, who is referenced, is it complete.
+
+These rules define the benchmark categories (see docs/benchmark.md) and are reused as features
+by the shipped model, so they are pure functions of (utterance text, participants).
+
+Name and role matching is word-bounded and case-aware:
+
+* In a conversation whose transcript keeps capitalisation, a name only matches in its
+  capitalised form ("Will" the person, not "will" the verb).
+* In an all-lower-case transcript names match in lower case, except names that are ordinary
+  English words (see ``COMMON_WORD_NAMES``), which then never match.
+* A one-letter participant id (AMI's ``A``..``E``) is never used as a name, so the article
+  "a" can never count as a mention of participant A.
+* Upper-case role codes ("PM", "UI") match only as upper-case tokens.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from polylogue.conversation import Participant, Utterance
+
+# Names that are also ordinary words; in lower-cased transcripts they are ambiguous.
+COMMON_WORD_NAMES = frozenset(
+    {
+        "will", "may", "june", "april", "august", "mark", "bill", "grant", "frank", "joy", "hope",
+        "rich", "art", "pat", "sue", "don", "ray", "guy", "rose", "faith", "glen", "jack", "joe",
+        "dean", "drew", "gene", "hunter", "major", "page", "sky", "summer", "victor", "wade",
+        "gunther", "carol", "ben", "max", "chase", "cliff", "dawn", "eve", "iris", "ivy", "jean",
+        "jewel", "lane", "miles", "nick", "penny", "robin", "sandy", "stone", "tim", "amber",
+        "operator", "professor", "grad", "undergrad", "postdoc", "phd",
+    }
+)
+
+# Words that may precede a vocative name at the start of an utterance ("Okay Ross, ...").
+_OPENERS = (
+    r"hey|hi|hello|oh|okay|ok|so|well|and|but|yes|yeah|yep|no|nope|right|alright|thanks|"
+    r"thank\s+you|um|uh|now|look|listen|sorry|excuse\s+me|please|come\s+on|good\s+morning|"
+    r"morning|bye|goodbye|great|cool|sure|wait"
+)
+_GREETERS = r"hey|hi|hello|thanks|thank\s+you|bye|goodbye|morning|good\s+morning|welcome|sorry"
+
+FILLER_WORDS = frozenset(
+    {
+        "um", "uh", "er", "erm", "ah", "oh", "hm", "hmm", "mm", "mhm", "mm-hmm", "mmhmm",
+        "uh-huh", "uhhuh", "huh", "uh-uh", "mm-mm", "eh", "ehm", "em", "hmmm", "mmm", "ooh",
+        "umm", "uhh", "ahh", "ohh",
+    }
+)
+_FILLER_TOKEN = re.compile(r"^(?:u+m+|u+h+|e+r+m*|a+h+|o+h+|h+m+|m+h*m+|m+-?h+m+|u+h+-?h+u+h+|h+u+h+|e+h+|e+m+)$")
+_PUNCT = re.compile(r"[^\w\s'-]+")
+_WORD = re.compile(r"[\w'-]+")
+
+
+def strip_punctuation(text: str) -> str:
+    return re.sub(r"[^\w\s]", "", text).strip()
+
+
+def is_filler_only(text: str) -> bool:
+    """True for utterances made only of fillers and backchannel sounds (um, uh-huh, mm-hmm)."""
+    words = _WORD.findall(text.lower())
+    if not words:
+        return True
+    return all(w.strip("-'") in FILLER_WORDS or bool(_FILLER_TOKEN.match(w.strip("-'"))) for w in words)
+
+
+def is_too_short(text: str, min_chars: int = 3) -> bool:
+    """Fewer than ``min_chars`` characters after removing punctuation (the paper's filter)."""
+    return len(strip_punctuation(text).replace(" ", "")) < min_chars
+
+
+def looks_incomplete(text: str) -> bool:
+    """Trailing-off or cut-off utterance: '...', a dash, a trailing filler or <= 2 words."""
+    t = text.strip()
+    if t.endswith(("...", "…", "-", "--", "—")):
+        return True
+    words = _WORD.findall(t.lower())
+    if len(words) <= 2:
+        return True
+    return words[-1] in FILLER_WORDS or words[-1] in {"and", "but", "or", "so", "the", "a", "to"}
+
+
+def is_cased(utterances: Iterable[Utterance]) -> bool:
+    """Does the transcript keep capitalisation (beyond the pronoun 'I')?"""
+    for u in utterances:
+        for w in _WORD.findall(u.text):
+            if w[0].isupper() and w not in {"I", "I'm", "I'll", "I've", "I'd"}:
+                return True
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class _Matcher:
+    pid: str
+    mention: re.Pattern[str] | None  # any word-bounded mention of a name or role
+    vocative: re.Pattern[str] | None  # the name/role used to address
+    role_only: bool  # True when no personal name is known (mentions are role mentions)
+
+
+def _name_variants(p: Participant) -> list[str]:
+    names: list[str] = []
+    for n in (p.name, *p.aliases):
+        if not n:
+            continue
+        n = n.strip()
+        names.append(n)
+        parts = n.split()
+        if len(parts) > 1 and p.name == n:
+            names.append(parts[0])  # first name: "Larry Culp" -> "Larry"
+    out = []
+    for n in dict.fromkeys(names):
+        if len(n) < 2 or n == p.id and len(p.id) < 2:
+            continue
+        out.append(n)
+    return out
+
+
+def _role_variants(p: Participant) -> list[str]:
+    if not p.role or p.role.lower() in {"group", "unknown"}:
+        return []
+    return [p.role]
+
+
+def _term_pattern(term: str, cased: bool) -> str | None:
+    """Regex for one name/role term, or None if it cannot be matched safely."""
+    words = term.split()
+    is_code = len(term) <= 3 and term.isupper()
+    if is_code:
+        return r"(?<![\w'])" + re.escape(term) + r"(?![\w'])" if cased else None
+    if not cased and term.lower() in COMMON_WORD_NAMES:
+        return None
+    body = r"\s+".join(re.escape(w) for w in words)
+    if cased and term[:1].isupper():
+        return r"(?<![\w'])" + body + r"(?![\w'])"
+    return r"(?i:(?<![\w'])" + body + r"(?![\w']))"
+
+
+def build_matchers(participants: Sequence[Participant], cased: bool) -> dict[str, _Matcher]:
+    """Compile mention and vocative patterns once per conversation."""
+    out: dict[str, _Matcher] = {}
+    for p in participants:
+        name_terms = [t for t in (_term_pattern(n, cased) for n in _name_variants(p)) if t]
+        role_terms = [t for t in (_term_pattern(r, cased) for r in _role_variants(p)) if t]
+        terms = name_terms + role_terms
+        if not terms:
+            out[p.id] = _Matcher(p.id, None, None, role_only=False)
+            continue
+        alt = "(?:" + "|".join(terms) + ")"
+        # Roles are addressed with an optional determiner/title ("Mister Marketing", rare) but
+        # mostly mentioned ("our marketing expert"); names are the usual vocative.
+        voc = (
+            rf"^\W*(?:(?i:{_OPENERS})\W+)*{alt}\s*(?:[,!?:;]|\.|$)"  # "Ross, ..." / "Okay Ross."
+            rf"|[,;]\s*{alt}\s*[.!?]*\s*$"  # "..., Ross?"
+            rf"|[,;.!?]\s*{alt}\s*[,!?]"  # "... . Ross, what ..."
+            rf"|(?i:{_GREETERS})[\s,]+{alt}(?![\w'])"  # "thanks Ross" / "hi Ross"
+            rf"|{alt}\s*\?"  # "Ross?"
+        )
+        out[p.id] = _Matcher(
+            p.id,
+            mention=re.compile(alt),
+            vocative=re.compile(voc),
+            role_only=not name_terms,
+        )
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class UtteranceCues:
+    """Who an utterance addresses or references, and why."""
+
+    addressed: dict[str, str]  # participant id -> evidence ("annotation", "note", "vocative", "role")
+    referenced: dict[str, str]  # participant id -> evidence ("name", "role")
+    annotated: bool  # the corpus annotates addressees for this utterance
+
+
+def utterance_cues(
+    utterance: Utterance,
+    matchers: dict[str, _Matcher],
+    present: Iterable[str] | None = None,
+) -> UtteranceCues:
+    """Address and reference cues of ``utterance`` for every participant (speaker excluded).
+
+    Annotated addressees (AMI ``addressee``, Friends "(to X)" notes) are trusted first; a
+    vocative name/role in the text counts as address too. A participant who is mentioned
+    without being addressed is "referenced".
+    """
+    addressed: dict[str, str] = {}
+    referenced: dict[str, str] = {}
+    candidates = set(matchers) if present is None else set(present)
+    candidates.discard(utterance.speaker)
+    annotated = utterance.addressees is not None
+    if utterance.addressees:
+        evidence = "note" if utterance.note else "annotation"
+        for a in utterance.addressees:
+            if a != utterance.speaker:
+                addressed[a] = evidence
+    text = utterance.text
+    for pid in candidates:
+        m = matchers.get(pid)
+        if m is None or m.mention is None:
+            continue
+        if not m.mention.search(text):
+            continue
+        if pid not in addressed and m.vocative is not None and m.vocative.search(text):
+            # An annotation that names other addressees overrides a vocative guess only when it
+            # is explicit about this utterance; otherwise a vocative is an explicit address.
+            if not annotated or not utterance.addressees:
+                addressed[pid] = "role" if m.role_only else "vocative"
+                continue
+        if pid not in addressed:
+            referenced[pid] = "role" if m.role_only else "name"
+    return UtteranceCues(addressed=addressed, referenced=referenced, annotated=annotated)

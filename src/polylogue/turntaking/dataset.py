@@ -1,0 +1,495 @@
+"""Build, save and load turn-taking benchmark folders.
+
+A benchmark folder holds::
+
+    manifest.json          options, inputs and their hashes, versions, counts, data_hash
+    conversations.parquet  the conversations points refer to (full annotations, for audit)
+    train.parquet/.jsonl   decision points of each split; "input" and "gold" are separate
+    validation.*  test.*   columns, so nothing label-bearing sits among the model inputs
+    stats.md, stats.csv    Table-1 counts (total, I1, I2, S1, S2) per corpus and split
+
+Points store their context *by reference* (conversation id + utterance index) because full
+contexts repeated per point would be quadratic in meeting length; :class:`Benchmark` rebuilds
+them as cheap views. ``BuildOptions.context_turns`` can also materialise the last K turns
+into the files for users of other tools (e.g. Hugging Face ``datasets``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from polylogue.conversation import Conversation, Participant, read_parquet, write_parquet
+from polylogue.conversation import merge_turns as merge_conversation_turns
+from polylogue.turntaking.points import (
+    ContextView,
+    PointOptions,
+    conversation_points,
+    model_visible,
+    prefix_hashes,
+)
+from polylogue.turntaking.splits import SPLITS, balanced_indices, grouped_split, stratified_subsample
+from polylogue.turntaking.types import (
+    CATEGORIES,
+    DecisionGold,
+    DecisionInput,
+    DecisionPoint,
+)
+
+FORMAT_VERSION = 1
+
+
+class BenchmarkFormatError(ValueError):
+    """A benchmark folder is missing files or holds malformed rows."""
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """Everything that determines a build; recorded in the manifest."""
+
+    points: PointOptions = field(default_factory=PointOptions)
+    #: Merge consecutive same-speaker utterances into turns before making points.
+    merge_turns: bool = False
+    #: Remove exact duplicates of (context, current utterance, target, label).
+    dedup: bool = True
+    seed: int = 13
+    fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
+    #: Stratified subsample sizes per split, e.g. {"train": 11000} (the paper's SPGI recipe).
+    max_points: dict[str, int] = field(default_factory=dict)
+    #: Last K context utterances written into the point files (0: context by reference only).
+    context_turns: int = 0
+
+
+@dataclass
+class BenchmarkBuild:
+    """The in-memory result of :func:`build_benchmark`."""
+
+    conversations: list[Conversation]
+    points: list[DecisionPoint]
+    options: BuildOptions
+    counts: dict[str, int]
+
+    def split(self, name: str) -> list[DecisionPoint]:
+        return [p for p in self.points if p.split == name]
+
+
+def build_benchmark(
+    conversations: Iterable[Conversation],
+    options: BuildOptions | None = None,
+    on_conversation: Callable[[Conversation], None] | None = None,
+) -> BenchmarkBuild:
+    """Decision points for ``conversations``, de-duplicated and split per corpus by group."""
+    options = options or BuildOptions()
+    convs: list[Conversation] = []
+    points: list[DecisionPoint] = []
+    seen: set[tuple[str, str, str]] = set()
+    counts: Counter[str] = Counter()
+    conv_ids: set[str] = set()
+    for conv in conversations:
+        if conv.id in conv_ids:
+            raise ValueError(f"duplicate conversation id {conv.id!r} (corpus {conv.corpus})")
+        conv_ids.add(conv.id)
+        if options.merge_turns:
+            conv = merge_conversation_turns(conv)
+        convs.append(conv)
+        counts["conversations"] += 1
+        counts["boundaries"] += max(0, len(conv.utterances) - 1)
+        hashes = prefix_hashes(conv) if options.dedup else None
+        for p in conversation_points(conv, options.points):
+            if hashes is not None:
+                key = (hashes[p.index], p.input.target.id, p.gold.label.value)
+                if key in seen:
+                    counts["duplicates_removed"] += 1
+                    continue
+                seen.add(key)
+            points.append(p)
+        if on_conversation is not None:
+            on_conversation(conv)
+    points = _assign_splits(points, options)
+    counts["points"] = len(points)
+    return BenchmarkBuild(conversations=convs, points=points, options=options, counts=dict(counts))
+
+
+def _assign_splits(points: list[DecisionPoint], options: BuildOptions) -> list[DecisionPoint]:
+    by_corpus: dict[str, list[int]] = {}
+    for i, p in enumerate(points):
+        by_corpus.setdefault(p.input.corpus, []).append(i)
+    split_of = [""] * len(points)
+    for corpus, idx in sorted(by_corpus.items()):
+        groups = [points[i].group for i in idx]
+        strata = [points[i].gold.category.value for i in idx]
+        assignment = grouped_split(groups, strata, options.fractions, options.seed)
+        for i in idx:
+            split_of[i] = assignment[points[i].group]
+    out = [replace(p, split=s) for p, s in zip(points, split_of, strict=True)]
+    if options.max_points:
+        keep: list[DecisionPoint] = []
+        for name in SPLITS:
+            members = [p for p in out if p.split == name]
+            limit = options.max_points.get(name)
+            if limit is not None and limit < len(members):
+                strata = [f"{p.input.corpus}/{p.gold.category.value}" for p in members]
+                members = [members[i] for i in stratified_subsample(strata, limit, options.seed)]
+            keep.extend(members)
+        out = keep
+    return out
+
+
+# ----------------------------------------------------------------------------- stats
+
+
+def table1(points: Sequence[DecisionPoint]) -> list[dict[str, Any]]:
+    """Rows in the layout of the paper's Table 1: corpus, Total, I1, I2, S1, S2 (+ SPEAK %)."""
+    rows: list[dict[str, Any]] = []
+    by_corpus: dict[str, Counter[str]] = {}
+    for p in points:
+        by_corpus.setdefault(p.input.corpus, Counter())[p.gold.category.value] += 1
+    total: Counter[str] = Counter()
+    for corpus in sorted(by_corpus):
+        c = by_corpus[corpus]
+        total.update(c)
+        rows.append(_row(corpus, c))
+    if len(by_corpus) > 1:
+        rows.append(_row("Total", total))
+    return rows
+
+
+def _row(name: str, c: Counter[str]) -> dict[str, Any]:
+    n = sum(c.values())
+    speak = c["I1"] + c["I2"]
+    return {
+        "dataset": name,
+        "total": n,
+        **{cat.value: c[cat.value] for cat in CATEGORIES},
+        "speak_pct": round(100 * speak / n, 2) if n else 0.0,
+    }
+
+
+def stats_markdown(points: Sequence[DecisionPoint]) -> str:
+    lines = [
+        "Decision points per corpus and category (natural class ratios; Table 1 layout).",
+        "",
+    ]
+    for title, subset in [("All splits", list(points))] + [
+        (s, [p for p in points if p.split == s]) for s in SPLITS
+    ]:
+        if not subset:
+            continue
+        lines += [f"### {title}", "", "| Dataset | Total | I1 | I2 | S1 | S2 | SPEAK % |", "|---|---:|---:|---:|---:|---:|---:|"]
+        for r in table1(subset):
+            lines.append(
+                f"| {r['dataset']} | {r['total']:,} | {r['I1']:,} | {r['I2']:,} | {r['S1']:,} | "
+                f"{r['S2']:,} | {r['speak_pct']:.1f} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- save
+
+
+def _point_row(p: DecisionPoint, context_turns: int) -> dict[str, Any]:
+    cur = p.input.current
+    ctx: list[dict[str, Any]] = []
+    if context_turns > 0:
+        ctx = [
+            {"speaker": u.speaker, "text": u.text, "start": u.start, "end": u.end}
+            for u in p.input.history[-context_turns:]
+        ]
+    return {
+        "point_id": p.point_id,
+        "conversation_id": p.input.conversation_id,
+        "corpus": p.input.corpus,
+        "domain": p.input.domain,
+        "group": p.group,
+        "split": p.split,
+        "index": p.index,
+        "input": {
+            "target": p.input.target.to_dict(),
+            "present": [q.to_dict() for q in p.input.present],
+            "current": {"speaker": cur.speaker, "text": cur.text, "start": cur.start, "end": cur.end},
+            "context": ctx,
+        },
+        "gold": p.gold.to_dict(),
+    }
+
+
+def _points_schema() -> Any:
+    import pyarrow as pa
+
+    participant = pa.struct(
+        [("id", pa.string()), ("name", pa.string()), ("role", pa.string()), ("aliases", pa.list_(pa.string()))]
+    )
+    turn = pa.struct(
+        [("speaker", pa.string()), ("text", pa.string()), ("start", pa.float64()), ("end", pa.float64())]
+    )
+    gold = pa.struct(
+        [
+            ("label", pa.string()),
+            ("category", pa.string()),
+            ("fine_category", pa.string()),
+            ("addressed", pa.bool_()),
+            ("referenced", pa.bool_()),
+            ("address_evidence", pa.string()),
+            ("reference_evidence", pa.string()),
+            ("next_speaker", pa.string()),
+        ]
+    )
+    return pa.schema(
+        [
+            ("point_id", pa.string()),
+            ("conversation_id", pa.string()),
+            ("corpus", pa.string()),
+            ("domain", pa.string()),
+            ("group", pa.string()),
+            ("split", pa.string()),
+            ("index", pa.int32()),
+            (
+                "input",
+                pa.struct(
+                    [
+                        ("target", participant),
+                        ("present", pa.list_(participant)),
+                        ("current", turn),
+                        ("context", pa.list_(turn)),
+                    ]
+                ),
+            ),
+            ("gold", gold),
+        ]
+    )
+
+
+def save_benchmark(
+    build: BenchmarkBuild,
+    out_dir: str | Path,
+    inputs: dict[str, dict[str, Any]] | None = None,
+    formats: Sequence[str] = ("parquet", "jsonl"),
+) -> Path:
+    """Write ``build`` as a benchmark folder and return its path."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    write_parquet(build.conversations, out / "conversations.parquet")
+    data_hash = hashlib.sha256()
+    for conv in build.conversations:
+        data_hash.update(json.dumps(conv.to_dict(), sort_keys=True, ensure_ascii=False).encode())
+    split_counts: dict[str, int] = {}
+    schema = _points_schema()
+    for name in SPLITS:
+        rows = [_point_row(p, build.options.context_turns) for p in build.points if p.split == name]
+        split_counts[name] = len(rows)
+        for r in rows:
+            data_hash.update(json.dumps(r, sort_keys=True, ensure_ascii=False).encode())
+        if "parquet" in formats:
+            pq.write_table(pa.Table.from_pylist(rows, schema=schema), out / f"{name}.parquet")
+        if "jsonl" in formats:
+            with open(out / f"{name}.jsonl", "w", encoding="utf-8") as f:
+                for r in rows:
+                    f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    stats = table1(build.points)
+    (out / "stats.md").write_text(stats_markdown(build.points) + "\n", encoding="utf-8")
+    _write_stats_csv(build.points, out / "stats.csv")
+    manifest = {
+        "format_version": FORMAT_VERSION,
+        "kind": "polylogue.turntaking.benchmark",
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "polylogue_version": _version(),
+        "python": platform.python_version(),
+        "options": _options_dict(build.options),
+        "inputs": inputs or {},
+        "counts": {**build.counts, "splits": split_counts},
+        "corpora": sorted({c.corpus for c in build.conversations}),
+        "table1": stats,
+        "class_ratio": "natural",
+        "data_hash": data_hash.hexdigest(),
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return out
+
+
+def _write_stats_csv(points: Sequence[DecisionPoint], path: Path) -> None:
+    import csv
+
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["split", "dataset", "total", "I1", "I2", "S1", "S2", "speak_pct"])
+        for split in ("all", *SPLITS):
+            subset = points if split == "all" else [p for p in points if p.split == split]
+            for r in table1(subset):
+                w.writerow([split, r["dataset"], r["total"], r["I1"], r["I2"], r["S1"], r["S2"], r["speak_pct"]])
+
+
+def _options_dict(o: BuildOptions) -> dict[str, Any]:
+    d = asdict(o)
+    d["fractions"] = list(o.fractions)
+    return d
+
+
+def _version() -> str:
+    from polylogue import __version__
+
+    return __version__
+
+
+def hash_tree(folder: str | Path, patterns: Sequence[str] = ("**/*",)) -> str:
+    """Content hash of the files under ``folder`` (relative paths + bytes)."""
+    root = Path(folder)
+    h = hashlib.sha256()
+    files = sorted({p for pat in patterns for p in root.glob(pat) if p.is_file()})
+    for p in files:
+        h.update(str(p.relative_to(root)).encode())
+        h.update(b"\0")
+        with open(p, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()
+
+
+# ----------------------------------------------------------------------------- load
+
+
+class Benchmark:
+    """A saved benchmark folder.
+
+    >>> bench = load_benchmark("data/ami-bench")          # doctest: +SKIP
+    >>> inputs = bench.inputs("test")                     # what models see
+    >>> gold = {p.point_id: p.gold for p in bench.points("test")}
+    """
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        mpath = self.folder / "manifest.json"
+        if not mpath.is_file():
+            raise BenchmarkFormatError(f"{self.folder}: not a benchmark folder (no manifest.json)")
+        try:
+            self.manifest: dict[str, Any] = json.loads(mpath.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise BenchmarkFormatError(f"{mpath}: invalid JSON: {exc}") from exc
+        if self.manifest.get("kind") != "polylogue.turntaking.benchmark":
+            raise BenchmarkFormatError(f"{mpath}: not a polylogue turn-taking benchmark manifest")
+        self._points: dict[str, list[DecisionPoint]] = {}
+
+    @property
+    def name(self) -> str:
+        return self.folder.name
+
+    @property
+    def data_hash(self) -> str:
+        return str(self.manifest["data_hash"])
+
+    @property
+    def splits(self) -> list[str]:
+        return [s for s in SPLITS if (self.folder / f"{s}.parquet").exists() or (self.folder / f"{s}.jsonl").exists()]
+
+    @cached_property
+    def conversations(self) -> dict[str, Conversation]:
+        return {c.id: c for c in read_parquet(self.folder / "conversations.parquet")}
+
+    @cached_property
+    def _visible(self) -> dict[str, tuple[Any, ...]]:
+        return {cid: model_visible(c) for cid, c in self.conversations.items()}
+
+    def rows(self, split: str) -> list[dict[str, Any]]:
+        """Raw point rows of a split (Parquet preferred, JSONL otherwise)."""
+        pq_path = self.folder / f"{split}.parquet"
+        if pq_path.exists():
+            import pyarrow.parquet as pq
+
+            return pq.read_table(pq_path).to_pylist()  # type: ignore[no-any-return]
+        jl = self.folder / f"{split}.jsonl"
+        if not jl.exists():
+            raise BenchmarkFormatError(f"{self.folder}: no split {split!r} (have {self.splits})")
+        out = []
+        with open(jl, encoding="utf-8") as f:
+            for lineno, line in enumerate(f, 1):
+                if line.strip():
+                    try:
+                        out.append(json.loads(line))
+                    except json.JSONDecodeError as exc:
+                        raise BenchmarkFormatError(f"{jl}:{lineno}: invalid JSON: {exc}") from exc
+        return out
+
+    def points(self, split: str, balanced: bool = False, seed: int = 13) -> list[DecisionPoint]:
+        """Decision points of ``split`` at natural class ratios, or a balanced view."""
+        if split not in self._points:
+            self._points[split] = [self._point(r, split) for r in self.rows(split)]
+        pts = self._points[split]
+        if balanced:
+            idx = balanced_indices(
+                [p.gold.label.value for p in pts], [p.gold.category.value for p in pts], seed
+            )
+            pts = [pts[i] for i in idx]
+        return pts
+
+    def inputs(self, split: str, balanced: bool = False, seed: int = 13) -> list[DecisionInput]:
+        return [p.input for p in self.points(split, balanced, seed)]
+
+    def _point(self, r: dict[str, Any], split: str) -> DecisionPoint:
+        try:
+            cid = r["conversation_id"]
+            visible = self._visible[cid]
+            idx = int(r["index"])
+            inp = r["input"]
+            return DecisionPoint(
+                input=DecisionInput(
+                    point_id=r["point_id"],
+                    conversation_id=cid,
+                    corpus=r["corpus"],
+                    domain=r["domain"],
+                    target=Participant.from_dict(inp["target"]),
+                    present=tuple(Participant.from_dict(q) for q in inp["present"]),
+                    context=ContextView(visible, idx + 1),
+                ),
+                gold=DecisionGold.from_dict(r["gold"]),
+                group=r["group"],
+                index=idx,
+                split=split,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise BenchmarkFormatError(
+                f"{self.folder}/{split}: malformed point {r.get('point_id', '?')}: {exc!r}"
+            ) from exc
+
+
+def load_benchmark(folder: str | Path) -> Benchmark:
+    return Benchmark(folder)
+
+
+def render_point(p: DecisionPoint, max_context: int = 8, show_gold: bool = True) -> str:
+    """A readable view of one decision point (for ``polylogue inspect``)."""
+    names = {q.id: q.display_name for q in p.input.present}
+    target = p.input.target
+    lines = [
+        f"{p.point_id}  [{p.input.corpus}/{p.split or '-'}]  target: {target.display_name}"
+        + (f" ({target.role})" if target.role else ""),
+        "present: " + ", ".join(f"{q.display_name}" + (f" ({q.role})" if q.role else "") for q in p.input.present),
+    ]
+    hist = p.input.history
+    skipped = len(hist) - max_context
+    if skipped > 0:
+        lines.append(f"  ... {skipped} earlier utterances ...")
+    for u in hist[-max_context:]:
+        mark = "*" if u.speaker == target.id else " "
+        lines.append(f" {mark} {names.get(u.speaker, u.speaker)}: {u.text}")
+    cur = p.input.current
+    lines.append(f" > {names.get(cur.speaker, cur.speaker)}: {cur.text}")
+    lines.append("   [pause]")
+    if show_gold:
+        g = p.gold
+        ev = g.address_evidence or g.reference_evidence or "-"
+        lines.append(
+            f"gold: {g.label.value}  category {g.category.value} (fine {g.fine_category}, evidence {ev})"
+            f"  next: {names.get(g.next_speaker or '', g.next_speaker)}"
+        )
+    return "\n".join(lines)

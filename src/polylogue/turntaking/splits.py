@@ -1,0 +1,105 @@
+"""Grouped, stratified splits and stratified subsampling.
+
+Splits are made per corpus at the level of the conversation *group* (an AMI meeting series, a
+Friends episode, an earnings call): adjacent boundaries share most of their context, so a
+per-sample split would leak. Within that constraint scikit-learn's ``StratifiedGroupKFold``
+keeps the category proportions of each split close to the corpus's.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+SPLITS: tuple[str, ...] = ("train", "validation", "test")
+
+
+def grouped_split(
+    groups: Sequence[str],
+    strata: Sequence[str],
+    fractions: tuple[float, float, float] = (0.8, 0.1, 0.1),
+    seed: int = 13,
+) -> dict[str, str]:
+    """Assign each group to train/validation/test.
+
+    Uses ``StratifiedGroupKFold`` with ``round(1/min(fraction))`` folds; validation and test
+    each take the number of folds matching their fraction. Returns ``{group: split}``.
+    Deterministic for a given seed and input order.
+    """
+    from sklearn.model_selection import StratifiedGroupKFold
+
+    if abs(sum(fractions) - 1.0) > 1e-6:
+        raise ValueError(f"split fractions must sum to 1, got {fractions}")
+    unique_groups = sorted(set(groups))
+    if len(unique_groups) < 3:
+        raise ValueError(
+            f"need at least 3 conversation groups to make train/validation/test, got {len(unique_groups)}"
+        )
+    smallest = min(f for f in fractions if f > 0)
+    n_folds = max(3, min(round(1 / smallest), len(unique_groups)))
+    n_val = max(1, round(fractions[1] * n_folds)) if fractions[1] > 0 else 0
+    n_test = max(1, round(fractions[2] * n_folds)) if fractions[2] > 0 else 0
+    y = np.asarray(strata)
+    g = np.asarray(groups)
+    # sklearn needs at least n_folds members in the least populated class to avoid a warning;
+    # rare strata are merged into a catch-all so tiny corpora still split.
+    counts = Counter(strata)
+    y = np.asarray([s if counts[s] >= n_folds else "_rare" for s in strata])
+    skf = StratifiedGroupKFold(n_splits=n_folds, shuffle=True, random_state=seed)
+    assignment: dict[str, str] = {}
+    for fold, (_, test_idx) in enumerate(skf.split(np.zeros(len(y)), y, g)):
+        if fold < n_test:
+            name = "test"
+        elif fold < n_test + n_val:
+            name = "validation"
+        else:
+            name = "train"
+        for grp in set(g[test_idx].tolist()):
+            assignment[grp] = name
+    return assignment
+
+
+def stratified_subsample(
+    strata: Sequence[str], n: int, seed: int = 13
+) -> list[int]:
+    """Indices of a subsample of size ``n`` preserving stratum proportions (largest remainder).
+
+    The returned indices are sorted so the subsample keeps the original order.
+    """
+    total = len(strata)
+    if n >= total:
+        return list(range(total))
+    rng = np.random.default_rng(seed)
+    by_stratum: dict[str, list[int]] = {}
+    for i, s in enumerate(strata):
+        by_stratum.setdefault(s, []).append(i)
+    keys = sorted(by_stratum)
+    exact = {k: len(by_stratum[k]) * n / total for k in keys}
+    quota = {k: int(exact[k]) for k in keys}
+    short = n - sum(quota.values())
+    for k in sorted(keys, key=lambda k: exact[k] - quota[k], reverse=True)[:short]:
+        quota[k] += 1
+    chosen: list[int] = []
+    for k in keys:
+        idx = np.asarray(by_stratum[k])
+        chosen.extend(rng.choice(idx, size=quota[k], replace=False).tolist())
+    return sorted(chosen)
+
+
+def balanced_indices(labels: Sequence[str], strata: Sequence[str], seed: int = 13) -> list[int]:
+    """Indices of a class-balanced view: the majority label is subsampled to the minority size,
+    preserving its category proportions. Natural ratios stay the default everywhere else."""
+    by_label: dict[str, list[int]] = {}
+    for i, lab in enumerate(labels):
+        by_label.setdefault(lab, []).append(i)
+    if len(by_label) < 2:
+        return list(range(len(labels)))
+    size = min(len(v) for v in by_label.values())
+    chosen: list[int] = []
+    for lab in sorted(by_label):
+        idx = by_label[lab]
+        sub = stratified_subsample([strata[i] for i in idx], size, seed)
+        chosen.extend(idx[j] for j in sub)
+    return sorted(chosen)

@@ -1,0 +1,152 @@
+"""Decision-point types: what a model may see, kept apart from what it is scored against.
+
+A :class:`DecisionPoint` pairs a :class:`DecisionInput` (model-visible) with a
+:class:`DecisionGold` (label-bearing). Only ``DecisionInput`` objects cross into
+``polylogue.models``; the evaluation runner joins predictions back to gold by ``point_id``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from polylogue.conversation import Participant, Utterance
+
+
+class Decision(StrEnum):
+    SPEAK = "SPEAK"
+    SILENT = "SILENT"
+
+
+class Category(StrEnum):
+    """The paper's four categories (speak-or-stay-silent §3)."""
+
+    I1 = "I1"  # SPEAK, explicitly addressed
+    I2 = "I2"  # SPEAK, not addressed: contextual intervention
+    S1 = "S1"  # SILENT, not referenced
+    S2 = "S2"  # SILENT, referenced (named, role mentioned, talked about) but not addressed
+
+    @property
+    def decision(self) -> Decision:
+        return Decision.SPEAK if self.value.startswith("I") else Decision.SILENT
+
+
+CATEGORIES: tuple[Category, ...] = (Category.I1, Category.I2, Category.S1, Category.S2)
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionInput:
+    """Everything a model may use at one pause.
+
+    ``context`` holds every utterance up to and including the one that just ended
+    (``context[-1]`` is the *current* utterance). Context utterances carry speaker, text and
+    timing only: addressee annotations, dialogue-act labels and stage notes are stripped.
+    """
+
+    point_id: str
+    conversation_id: str
+    corpus: str
+    domain: str
+    target: Participant
+    #: Participants present at the pause (causal: from attendance metadata or seen so far).
+    present: tuple[Participant, ...]
+    context: Sequence[Utterance]
+
+    @property
+    def current(self) -> Utterance:
+        return self.context[-1]
+
+    @property
+    def history(self) -> Sequence[Utterance]:
+        return self.context[:-1]
+
+    @property
+    def pause_time(self) -> float | None:
+        return self.current.end
+
+    def to_dict(self, max_context: int | None = None) -> dict[str, Any]:
+        ctx = self.context if max_context is None else self.context[-max_context:]
+        return {
+            "point_id": self.point_id,
+            "conversation_id": self.conversation_id,
+            "corpus": self.corpus,
+            "domain": self.domain,
+            "target": self.target.to_dict(),
+            "present": [p.to_dict() for p in self.present],
+            "context": [
+                {"speaker": u.speaker, "text": u.text, "start": u.start, "end": u.end} for u in ctx
+            ],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> DecisionInput:
+        return cls(
+            point_id=str(d["point_id"]),
+            conversation_id=str(d["conversation_id"]),
+            corpus=str(d["corpus"]),
+            domain=str(d.get("domain") or "meeting"),
+            target=Participant.from_dict(d["target"]),
+            present=tuple(Participant.from_dict(p) for p in d["present"]),
+            context=tuple(Utterance.from_dict(u) for u in d["context"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionGold:
+    """Label-bearing fields. Never shown to a model."""
+
+    label: Decision
+    category: Category
+    #: The authors' finer 8-way scheme (I1, I2, I3, S1..S5), see docs/benchmark.md.
+    fine_category: str
+    addressed: bool
+    referenced: bool
+    #: Why the target counts as addressed: "annotation", "note", "vocative", "role" or None.
+    address_evidence: str | None
+    #: Why the target counts as referenced: "name", "role", "third-person" or None.
+    reference_evidence: str | None
+    next_speaker: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "label": self.label.value,
+            "category": self.category.value,
+            "fine_category": self.fine_category,
+            "addressed": self.addressed,
+            "referenced": self.referenced,
+            "address_evidence": self.address_evidence,
+            "reference_evidence": self.reference_evidence,
+            "next_speaker": self.next_speaker,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> DecisionGold:
+        return cls(
+            label=Decision(d["label"]),
+            category=Category(d["category"]),
+            fine_category=str(d.get("fine_category") or d["category"]),
+            addressed=bool(d.get("addressed")),
+            referenced=bool(d.get("referenced")),
+            address_evidence=d.get("address_evidence"),
+            reference_evidence=d.get("reference_evidence"),
+            next_speaker=d.get("next_speaker"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionPoint:
+    """A labelled pause: model input + gold + bookkeeping."""
+
+    input: DecisionInput
+    gold: DecisionGold
+    #: The grouping unit for splits and bootstrap (meeting, episode, call).
+    group: str
+    #: Index of the current utterance in the conversation.
+    index: int
+    split: str | None = None
+
+    @property
+    def point_id(self) -> str:
+        return self.input.point_id
