@@ -82,7 +82,7 @@ def krippendorff_alpha(ratings: RatingTable) -> tuple[float, int]:
     α = 1 − D_o / D_e with the coincidence matrix o_ck = Σ_u (pairs c–k in unit u) / (m_u − 1).
     """
     n_items = _check_aligned(ratings)
-    coincidence: Counter[tuple[Label, Label]] = Counter()
+    coincidence: dict[tuple[Label, Label], float] = {}
     used = 0
     for i in range(n_items):
         values = [v[i] for v in ratings.values() if v[i] is not None]
@@ -91,12 +91,12 @@ def krippendorff_alpha(ratings: RatingTable) -> tuple[float, int]:
             continue
         used += 1
         for x, y in itertools.permutations(values, 2):
-            coincidence[(x, y)] += 1.0 / (m_u - 1)
+            coincidence[(x, y)] = coincidence.get((x, y), 0.0) + 1.0 / (m_u - 1)
     if used == 0:
         return math.nan, 0
-    marginals: Counter[Label] = Counter()
+    marginals: dict[Label, float] = {}
     for (c, _), w in coincidence.items():
-        marginals[c] += w
+        marginals[c] = marginals.get(c, 0.0) + w
     n = sum(marginals.values())
     disagreement_observed = sum(w for (c, k), w in coincidence.items() if c != k)
     expected_pairs = sum(

@@ -383,7 +383,8 @@ class AnnotationStore:
     def annotators(self, study: Study) -> list[Annotator]:
         with self._connect() as con:
             rows = con.execute(
-                "SELECT name, role, item_order FROM annotators WHERE study_id=? ORDER BY created_at, name",
+                "SELECT name, role, item_order FROM annotators WHERE study_id=? "
+                "ORDER BY created_at, name",
                 (study.id,),
             ).fetchall()
         return [Annotator(study, r[0], Role(r[1]), tuple(json.loads(r[2]))) for r in rows]
@@ -465,12 +466,13 @@ class AnnotationStore:
                 (annotator.study.id, item_id, question_id, annotator.name, label, seconds, now),
             )
             con.execute(
-                "INSERT INTO answer_log(study_id, item_id, question_id, annotator, label, answered_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO answer_log(study_id, item_id, question_id, annotator, label, "
+                "answered_at) VALUES (?, ?, ?, ?, ?, ?)",
                 (annotator.study.id, item_id, question_id, annotator.name, label, now),
             )
             saved = con.execute(
-                "SELECT * FROM answers WHERE study_id=? AND item_id=? AND question_id=? AND annotator=?",
+                "SELECT * FROM answers "
+                "WHERE study_id=? AND item_id=? AND question_id=? AND annotator=?",
                 (annotator.study.id, item_id, question_id, annotator.name),
             ).fetchone()
         return _answer(saved)
@@ -526,8 +528,9 @@ class AnnotationStore:
             if label not in options[question_id]:
                 raise StoreError(f"{label!r} is not an option of {question_id}")
             con.execute(
-                "INSERT INTO adjudications(study_id, item_id, question_id, label, adjudicator, note, "
-                "decided_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(study_id, item_id, question_id) "
+                "INSERT INTO adjudications(study_id, item_id, question_id, label, adjudicator, "
+                "note, decided_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT(study_id, item_id, question_id) "
                 "DO UPDATE SET label=excluded.label, adjudicator=excluded.adjudicator, "
                 "note=excluded.note, decided_at=excluded.decided_at",
                 (study.id, item_id, question_id, label, adjudicator, note, now),

@@ -15,12 +15,13 @@ app = typer.Typer(
     help="AI participants in multi-party conversation: turn-taking and meeting Theory-of-Mind.",
     no_args_is_help=True,
     add_completion=False,
-    pretty_exceptions_show_locals=False,
+    pretty_exceptions_enable=False,
 )
 
 # One line per command module; each defines register(app).
 _COMMAND_MODULES: tuple[str, ...] = (
     "polylogue.cli.build",
+    "polylogue.cli.eval",
 )
 
 for _name in _COMMAND_MODULES:
@@ -28,4 +29,15 @@ for _name in _COMMAND_MODULES:
 
 
 def main() -> None:
-    app()
+    """Entry point: user-facing errors (bad input files, missing data) print one clear line."""
+    import sys
+
+    from polylogue.errors import USER_ERRORS
+
+    try:
+        app()
+    except USER_ERRORS as exc:
+        from rich.console import Console
+
+        Console(stderr=True).print(f"[bold red]error:[/bold red] {exc}", markup=True, highlight=False)
+        sys.exit(2)

@@ -46,6 +46,10 @@ def build(
         int, typer.Option(help="Materialise the last K context turns into the point files.")
     ] = 0,
     no_dedup: Annotated[bool, typer.Option("--no-dedup", help="Keep exact duplicates.")] = False,
+    annotated_only: Annotated[
+        bool,
+        typer.Option(help="Keep only conversations with addressee annotation (AMI: 22 meetings)."),
+    ] = False,
 ) -> None:
     """Build a turn-taking benchmark (decision points, categories, grouped splits)."""
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -71,13 +75,15 @@ def build(
     inputs: dict[str, dict[str, str]] = {}
 
     def sources():  # type: ignore[no-untyped-def]
-        from polylogue.corpora.transcripts import read_transcript
-
         for name in corpora:
             folder = corpus_dir(READERS[name][1], data_root)
             inputs[name] = {"path": str(folder), "sha256": hash_tree(folder)}
             opts = {"unit": unit} if name == "ami" else {}
             yield from itertools.islice(load_corpus(name, folder, **opts), limit_conversations)
+        if not transcripts:
+            return
+        from polylogue.corpora.transcripts import read_transcript
+
         for path in transcripts:
             inputs[f"transcript:{path.name}"] = {"path": str(path), "sha256": hash_tree(path.parent, [path.name])}
             yield read_transcript(path)
@@ -88,6 +94,7 @@ def build(
         seed=seed,
         max_points={"train": max_train} if max_train else {},
         context_turns=context_turns,
+        require_addressee_annotation=annotated_only,
     )
     with Progress(
         SpinnerColumn(),

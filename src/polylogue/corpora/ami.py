@@ -505,9 +505,7 @@ def _read_meeting(
             id=letter,
             name=None,  # AMI participants are anonymous; first names are not annotated
             role=roster[letter].role if letter in roster else None,
-            aliases=(roster[letter].role_code,)
-            if letter in roster and roster[letter].role_code
-            else (),
+            aliases=_role_aliases(roster.get(letter)),
         )
         for letter in sorted(set(roster) | set(letters))
     )
@@ -541,6 +539,11 @@ def _read_meeting(
         source=str(rel / "dialogueActs" / f"{meeting}.*.dialog-act.xml"),
         metadata=metadata,
     )
+
+
+def _role_aliases(speaker: AmiSpeaker | None) -> tuple[str, ...]:
+    # The role code ("PM") is how the scenario documents refer to the person.
+    return (speaker.role_code,) if speaker is not None and speaker.role_code else ()
 
 
 def _scenario(info: AmiMeetingInfo | None) -> str | None:

@@ -37,9 +37,9 @@ Roles
 from __future__ import annotations
 
 import csv
-from collections import Counter
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -243,7 +243,9 @@ def read_rttm_runs(path: Path) -> list[SpeakerRun]:
             try:
                 start, dur, speaker = float(parts[3]), float(parts[4]), parts[7]
             except (IndexError, ValueError) as exc:
-                raise ConversationFormatError(path, f"line {lineno}", f"bad RTTM row: {exc}") from exc
+                raise ConversationFormatError(
+                    path, f"line {lineno}", f"bad RTTM row: {exc}"
+                ) from exc
             if dur < 0:
                 raise ConversationFormatError(path, f"line {lineno}", "negative duration")
             segments.append((start, start + dur, speaker))
@@ -252,7 +254,9 @@ def read_rttm_runs(path: Path) -> list[SpeakerRun]:
     for start, end, speaker in segments:
         if runs and runs[-1].speaker == speaker:
             last = runs[-1]
-            runs[-1] = SpeakerRun(speaker, last.start, max(last.end, end), last.speech + end - start)
+            runs[-1] = SpeakerRun(
+                speaker, last.start, max(last.end, end), last.speech + end - start
+            )
         else:
             runs.append(SpeakerRun(speaker, start, end, end - start))
     return runs

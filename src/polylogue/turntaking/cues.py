@@ -132,9 +132,10 @@ def _term_pattern(term: str, cased: bool) -> str | None:
     if not cased and term.lower() in COMMON_WORD_NAMES:
         return None
     body = r"\s+".join(re.escape(w) for w in words)
+    # A possessive ("Bob's") is still a mention of Bob.
     if cased and term[:1].isupper():
-        return r"(?<![\w'])" + body + r"(?![\w'])"
-    return r"(?i:(?<![\w'])" + body + r"(?![\w']))"
+        return r"(?<![\w'])" + body + r"(?:'s)?(?![\w'])"
+    return r"(?i:(?<![\w'])" + body + r"(?:'s)?(?![\w']))"
 
 
 def build_matchers(participants: Sequence[Participant], cased: bool) -> dict[str, _Matcher]:

@@ -66,6 +66,9 @@ class BuildOptions:
     max_points: dict[str, int] = field(default_factory=dict)
     #: Last K context utterances written into the point files (0: context by reference only).
     context_turns: int = 0
+    #: Keep only conversations with at least one annotated addressee (e.g. the 22 AMI
+    #: meetings with addressee annotation, as in the paper's AMI set).
+    require_addressee_annotation: bool = False
 
 
 @dataclass
@@ -93,12 +96,19 @@ def build_benchmark(
     seen: set[tuple[str, str, str]] = set()
     counts: Counter[str] = Counter()
     conv_ids: set[str] = set()
+    annotated_groups: set[str] = set()
     for conv in conversations:
         if conv.id in conv_ids:
             raise ValueError(f"duplicate conversation id {conv.id!r} (corpus {conv.corpus})")
         conv_ids.add(conv.id)
         if options.merge_turns:
             conv = merge_conversation_turns(conv)
+        annotated = any(u.addressees is not None for u in conv.utterances)
+        if options.require_addressee_annotation and not annotated:
+            counts["conversations_without_annotation_skipped"] += 1
+            continue
+        if annotated:
+            annotated_groups.add(conv.group_id)
         convs.append(conv)
         counts["conversations"] += 1
         counts["boundaries"] += max(0, len(conv.utterances) - 1)
@@ -113,12 +123,14 @@ def build_benchmark(
             points.append(p)
         if on_conversation is not None:
             on_conversation(conv)
-    points = _assign_splits(points, options)
+    points = _assign_splits(points, options, annotated_groups)
     counts["points"] = len(points)
     return BenchmarkBuild(conversations=convs, points=points, options=options, counts=dict(counts))
 
 
-def _assign_splits(points: list[DecisionPoint], options: BuildOptions) -> list[DecisionPoint]:
+def _assign_splits(
+    points: list[DecisionPoint], options: BuildOptions, annotated_groups: set[str]
+) -> list[DecisionPoint]:
     by_corpus: dict[str, list[int]] = {}
     for i, p in enumerate(points):
         by_corpus.setdefault(p.input.corpus, []).append(i)
@@ -126,7 +138,8 @@ def _assign_splits(points: list[DecisionPoint], options: BuildOptions) -> list[D
     for corpus, idx in sorted(by_corpus.items()):
         groups = [points[i].group for i in idx]
         strata = [points[i].gold.category.value for i in idx]
-        assignment = grouped_split(groups, strata, options.fractions, options.seed)
+        group_strata = {g: ("annotated" if g in annotated_groups else "plain") for g in set(groups)}
+        assignment = grouped_split(groups, strata, options.fractions, options.seed, group_strata)
         for i in idx:
             split_of[i] = assignment[points[i].group]
     out = [replace(p, split=s) for p, s in zip(points, split_of, strict=True)]

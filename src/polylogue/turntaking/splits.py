@@ -21,15 +21,15 @@ def grouped_split(
     strata: Sequence[str],
     fractions: tuple[float, float, float] = (0.8, 0.1, 0.1),
     seed: int = 13,
+    group_strata: dict[str, str] | None = None,
 ) -> dict[str, str]:
-    """Assign each group to train/validation/test.
+    """Assign each group to train/validation/test; returns ``{group: split}``.
 
-    Uses ``StratifiedGroupKFold`` with ``round(1/min(fraction))`` folds; validation and test
-    each take the number of folds matching their fraction. Returns ``{group: split}``.
-    Deterministic for a given seed and input order.
+    Groups are first partitioned by ``group_strata`` (e.g. whether a meeting series carries
+    addressee annotation, which is what makes I1 points possible), and each partition is split
+    on its own with ``StratifiedGroupKFold`` over the per-point ``strata``, using
+    ``round(1/min(fraction))`` folds. Deterministic for a given seed and input.
     """
-    from sklearn.model_selection import StratifiedGroupKFold
-
     if abs(sum(fractions) - 1.0) > 1e-6:
         raise ValueError(f"split fractions must sum to 1, got {fractions}")
     unique_groups = sorted(set(groups))
@@ -37,14 +37,38 @@ def grouped_split(
         raise ValueError(
             f"need at least 3 conversation groups to make train/validation/test, got {len(unique_groups)}"
         )
+    partitions: dict[str, list[int]] = {}
+    for i, grp in enumerate(groups):
+        key = (group_strata or {}).get(grp, "")
+        partitions.setdefault(key, []).append(i)
+    assignment: dict[str, str] = {}
+    for key in sorted(partitions):
+        idx = partitions[key]
+        n_groups = len({groups[i] for i in idx})
+        if n_groups < 3 and len(partitions) > 1:
+            # Too few groups to split this partition: fold it into the largest one.
+            largest = max(partitions, key=lambda k: len(partitions[k]))
+            if largest != key:
+                partitions[largest].extend(idx)
+                continue
+        assignment.update(
+            _split_partition([groups[i] for i in idx], [strata[i] for i in idx], fractions, seed)
+        )
+    return assignment
+
+
+def _split_partition(
+    groups: Sequence[str], strata: Sequence[str], fractions: tuple[float, float, float], seed: int
+) -> dict[str, str]:
+    from sklearn.model_selection import StratifiedGroupKFold
+
+    n_unique = len(set(groups))
     smallest = min(f for f in fractions if f > 0)
-    n_folds = max(3, min(round(1 / smallest), len(unique_groups)))
+    n_folds = max(3, min(round(1 / smallest), n_unique))
     n_val = max(1, round(fractions[1] * n_folds)) if fractions[1] > 0 else 0
     n_test = max(1, round(fractions[2] * n_folds)) if fractions[2] > 0 else 0
-    y = np.asarray(strata)
     g = np.asarray(groups)
-    # sklearn needs at least n_folds members in the least populated class to avoid a warning;
-    # rare strata are merged into a catch-all so tiny corpora still split.
+    # Rare strata are merged into a catch-all so small corpora still split without warnings.
     counts = Counter(strata)
     y = np.asarray([s if counts[s] >= n_folds else "_rare" for s in strata])
     skf = StratifiedGroupKFold(n_splits=n_folds, shuffle=True, random_state=seed)

@@ -1,0 +1,152 @@
+"""``polylogue eval`` and ``polylogue report``: thin wiring of polylogue.evaluation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+
+def _parse_options(items: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"--option expects KEY=VALUE, got {item!r}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def register(app: typer.Typer) -> None:
+    app.command("eval")(eval_command)
+    app.command("report")(report_command)
+
+
+def eval_command(
+    data: Annotated[Path, typer.Option("--data", "-d", help="Benchmark folder (polylogue build).")],
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="default | baseline:NAME | hf:PATH_OR_ALIAS | openai:MODEL@URL "
+            "(default: the shipped model).",
+        ),
+    ] = None,
+    split: Annotated[str, typer.Option(help="train, validation or test.")] = "test",
+    adapter: Annotated[Path | None, typer.Option(help="LoRA adapter folder (hf backend).")] = None,
+    limit: Annotated[int | None, typer.Option(help="Only the first N points.")] = None,
+    out: Annotated[Path, typer.Option(help="Folder holding run folders.")] = Path("runs"),
+    concurrency: Annotated[int, typer.Option(help="Parallel requests (openai backend).")] = 8,
+    batch_size: Annotated[int | None, typer.Option(help="Points per predictor call.")] = None,
+    balanced: Annotated[
+        bool, typer.Option(help="Evaluate a class-balanced view (majority class subsampled).")
+    ] = False,
+    mode: Annotated[str, typer.Option(help="Prompt mode: decision or reasoning.")] = "decision",
+    system_repeats: Annotated[int, typer.Option(help="System prompt repetitions (1 or 2).")] = 1,
+    max_prompt_tokens: Annotated[
+        int | None, typer.Option(help="Token budget; oldest turns are dropped first.")
+    ] = None,
+    system_template: Annotated[Path | None, typer.Option(help="Override system.txt.")] = None,
+    user_template: Annotated[Path | None, typer.Option(help="Override user.txt.")] = None,
+    api_key_env: Annotated[
+        str, typer.Option(help="Environment variable holding the API key (openai backend).")
+    ] = "OPENAI_API_KEY",
+    option: Annotated[
+        list[str] | None, typer.Option("--option", "-O", help="Backend option KEY=VALUE.")
+    ] = None,
+    n_boot: Annotated[int, typer.Option(help="Bootstrap replicates for 95% intervals.")] = 1000,
+    cache: Annotated[bool, typer.Option(help="Use the deterministic response cache.")] = True,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+) -> None:
+    """Evaluate a model on a benchmark split; resumes an interrupted run of the same setup."""
+    from rich.console import Console
+
+    from polylogue.evaluation.runner import RunError, load_points, run_evaluation
+    from polylogue.models.base import ModelSpecError, default_model_available, load_predictor
+    from polylogue.prompts.builder import PromptOptions
+
+    console = Console(stderr=True)
+    if model is None:
+        if not default_model_available():
+            raise typer.BadParameter(
+                "no default model is installed; pass --model (e.g. baseline:explicit-address)",
+                param_hint="--model",
+            )
+        model = "default"
+    try:
+        prompt = PromptOptions(
+            mode=mode,  # type: ignore[arg-type]
+            system_repeats=system_repeats,
+            max_prompt_tokens=max_prompt_tokens,
+            system_template=None if system_template is None else str(system_template),
+            user_template=None if user_template is None else str(user_template),
+        )
+    except (ValueError, FileNotFoundError) as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    options: dict[str, Any] = {
+        "prompt": prompt,
+        "concurrency": concurrency,
+        "api_key_env": api_key_env,
+        **_parse_options(option or []),
+    }
+    if adapter is not None:
+        options["adapter"] = str(adapter)
+    if batch_size is not None:
+        options["batch_size"] = batch_size
+    if cache:
+        options["cache_path"] = str(out / "_cache" / "responses.sqlite")
+    points, info = load_points(data, split, balanced=balanced)
+    try:
+        predictor = load_predictor(model, **options)
+    except ModelSpecError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--model") from exc
+    try:
+        result = run_evaluation(
+            points,
+            info,
+            predictor,
+            out,
+            spec=model,
+            limit=limit,
+            chunk_size=batch_size,
+            n_boot=n_boot,
+            progress=progress,
+        )
+    except RunError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from exc
+    m = result.metrics or {}
+    state = "complete" if m.get("complete") else f"{result.n_done}/{len(points)} points"
+    console.print(f"run folder: {result.folder} ({state}, {info.class_ratio} class ratio)")
+    if m:
+        console.print(
+            f"Acc {100 * m['accuracy']:.2f}  F1avg {100 * m['f1_avg']:.2f}  "
+            f"BalAcc {100 * m['balanced_accuracy']:.2f}  "
+            f"unparseable {100 * m['unparseable_rate']:.2f}%"
+        )
+
+
+def report_command(
+    runs: Annotated[list[Path], typer.Argument(help="Run folders (or folders holding runs).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder for the report.")],
+    reference: Annotated[
+        list[Path] | None,
+        typer.Option(help="Reference run(s); deltas are shown against the same dataset."),
+    ] = None,
+    title: Annotated[str, typer.Option(help="Report title.")] = "Turn-taking evaluation",
+) -> None:
+    """Tables (Markdown, CSV) and an HTML page with plots from finished runs; runs no model."""
+    from polylogue.evaluation.report import ReportError, write_report
+
+    try:
+        paths = write_report(runs, out, references=reference or [], title=title)
+    except ReportError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    for p in paths:
+        typer.echo(str(p))

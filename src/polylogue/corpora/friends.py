@@ -1,0 +1,492 @@
+"""Friends reader: one scene of the TV series is one :class:`Conversation`.
+
+Two sources live under ``folder`` (= ``.../friends``):
+
+``friends-r-package/derived_csv/friends.csv`` (seasons 1-8 and 10; season 9 is held out)
+    Columns ``text, speaker, season, episode, scene, utterance``. The packager dropped the
+    "(to X)" notes, so these utterances carry no addressing (``addressees=None``).
+``character-mining/json/friends_season_10.json`` (EmoryNLP, season 10 only)
+    Keeps ``transcript_with_note``, whose "(to Ross)" notes are explicit addressee cues.
+
+``source="all"`` reads season 10 from the JSON and every other season from the CSV; the CSV's
+season 10 is the same transcript (all 5,479 rows line up with the JSON utterance ids and texts,
+bar one line the CSV files as a stage direction), so nothing is duplicated.
+
+Decisions (see ``docs/corpora-friends-earnings-user.md``):
+
+* ``Scene Directions`` rows and JSON utterances without speakers are not speech; they are kept
+  in ``metadata["directions"]``. Bracketed or parenthesised directions inside a line are
+  stripped from ``text``; a line with no speech left is dropped.
+* Lines spoken by several characters at once (CSV ``#ALL#`` or an empty speaker, JSON
+  ``speakers`` with more than one name) get the pseudo-participant ``ALL`` (``role="group"``).
+  It is real speech and stays in the context, but a builder must never use it as a target.
+  For JSON lines the individual speakers are kept in the note.
+* Participants are the scene's speakers (and annotated addressees) in order of first
+  appearance, ``roster_known=False``: a character is only known to be present once they speak
+  or are addressed, never from a whole-scene roster.
+* ``Participant.id`` is the canonical name ("Ross Geller"); ``name`` is what people call them
+  ("Ross"); ``aliases`` hold nicknames of the main characters ("Rach", "Pheebs").
+* A JSON line is split at each addressing note, because the addressee can change mid-line:
+  "Thank you. (to Charlie) I can't believe..." gives "Thank you." (no annotation) and
+  "I can't believe..." addressed to Charlie. Resolution of the note is described in
+  :func:`resolve_addressees`.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+from pathlib import Path
+from typing import Any, Literal
+
+from polylogue.conversation import Conversation, ConversationFormatError, Participant, Utterance
+
+CORPUS = "friends"
+DOMAIN = "tv"
+GROUP_SPEAKER = "ALL"
+CSV_PATH = Path("friends-r-package") / "derived_csv" / "friends.csv"
+S10_JSON_PATH = Path("character-mining") / "json" / "friends_season_10.json"
+
+Source = Literal["all", "csv", "s10json"]
+
+_DIRECTIONS_SPEAKER = "Scene Directions"
+_CSV_GROUP_SPEAKERS = frozenset({"", "#ALL#"})
+
+# Nicknames the friends use for each other on screen (used as aliases for vocative detection).
+_NICKNAMES: dict[str, tuple[str, ...]] = {
+    "Rachel Green": ("Rach",),
+    "Phoebe Buffay": ("Pheebs", "Pheebes"),
+    "Joey Tribbiani": ("Joe",),
+    "Frank Buffay Jr.": ("Frank Jr.", "Frank Jr"),
+}
+# Short forms that only appear in stage notes ("back to Mon and Chan"); too ambiguous as
+# aliases in speech ("C'mon" contains the word "mon").
+_NOTE_ONLY_NICKNAMES: dict[str, str] = {"mon": "Monica Geller", "chan": "Chandler Bing"}
+
+_TITLES = frozenset({"mr", "mrs", "ms", "miss", "dr", "doctor", "professor", "prof", "sir"})
+_ROLE_WORDS = frozenset(
+    {
+        "guy", "woman", "man", "girl", "boy", "waiter", "waitress", "director", "doctor",
+        "nurse", "fireman", "passenger", "attendant", "friend", "customer", "host", "officer",
+        "student", "all", "kid", "lady", "gentleman", "casting", "agent", "interviewer",
+        "receptionist", "clerk", "announcer", "voice", "priest", "minister", "dad", "mom",
+    }
+)  # fmt: skip
+
+# A stage note: (...) or [...] or the transcribers' stray {...) ; unclosed notes run to the end.
+_NOTE = re.compile(r"\([^()]*(?:\)|$)|\[[^\[\]]*(?:\]|$)|\{[^{}()]*(?:[})]|$)")
+# "(to Ross)", "(To Monica and Chandler.)", "(back to Mon and Chan)", "(announces to Amy)"
+_ADDRESS_NOTE = re.compile(
+    r"^(?:(?:back|turns|turning|turns back|announces|says|whispers|whispering|yells|"
+    r"yelling|shouts|shouting|continues|then)\s+)?to\s+(?P<target>.+)$",
+    re.IGNORECASE,
+)
+_GROUP_TARGETS = frozenset(
+    {
+        "all", "everybody", "everyone", "the others", "the rest", "the group", "the gang",
+        "the room", "the crowd", "them", "them all", "all of them", "both", "both of them",
+        "the whole group", "everyone else", "everybody else",
+    }
+)  # fmt: skip
+_FUZZY_RATIO = 0.85
+_SELF_TARGETS = frozenset({"himself", "herself", "themselves", "self"})
+
+
+@dataclass(slots=True)
+class _Scene:
+    season: int
+    episode: int
+    scene: int
+    utterances: list[Utterance] = field(default_factory=list)
+    directions: list[str] = field(default_factory=list)
+    dropped_lines: int = 0
+
+
+# ----------------------------------------------------------------------------- public API
+
+
+def read_friends(
+    folder: str | Path,
+    source: Source = "all",
+    seasons: Iterable[int] | None = None,
+) -> Iterator[Conversation]:
+    """Yield Friends scenes as conversations, ordered by season, episode and scene."""
+    if source not in ("all", "csv", "s10json"):
+        raise ValueError(f"source must be 'all', 'csv' or 's10json', not {source!r}")
+    root = Path(folder)
+    wanted = None if seasons is None else {int(s) for s in seasons}
+    if source in ("all", "csv"):
+        # With "all", season 10 comes from the annotated JSON instead of the CSV.
+        exclude = {10} if source == "all" else set()
+        if wanted is None or wanted - exclude:
+            yield from read_friends_csv(root / CSV_PATH, seasons=wanted, exclude_seasons=exclude)
+    if source in ("all", "s10json") and (wanted is None or 10 in wanted):
+        yield from read_friends_s10_json(root / S10_JSON_PATH)
+
+
+def read_friends_csv(
+    path: str | Path,
+    seasons: Iterable[int] | None = None,
+    exclude_seasons: Iterable[int] = (),
+) -> Iterator[Conversation]:
+    """Scenes from the R package's ``friends.csv`` (no addressee annotation)."""
+    path = Path(path)
+    wanted = None if seasons is None else {int(s) for s in seasons}
+    excluded = {int(s) for s in exclude_seasons}
+    current: _Scene | None = None
+    with open(path, encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f)
+        missing = {"text", "speaker", "season", "episode", "scene", "utterance"} - set(
+            reader.fieldnames or ()
+        )
+        if missing:
+            raise ConversationFormatError(path, "line 1", f"missing columns {sorted(missing)}")
+        for lineno, row in enumerate(reader, 2):
+            try:
+                key = (int(row["season"]), int(row["episode"]), int(row["scene"]))
+            except ValueError as exc:
+                raise ConversationFormatError(
+                    path, f"line {lineno}", f"bad scene key: {exc}"
+                ) from exc
+            if key[0] in excluded or (wanted is not None and key[0] not in wanted):
+                continue
+            if current is None or (current.season, current.episode, current.scene) != key:
+                if current is not None:
+                    conv = _scene_conversation(current, path, "csv")
+                    if conv is not None:
+                        yield conv
+                current = _Scene(*key)
+            speaker, text = row["speaker"].strip(), row["text"]
+            if speaker == _DIRECTIONS_SPEAKER:
+                current.directions.append(text.strip())
+                continue
+            spoken, notes = split_notes(text)
+            if not spoken:
+                current.dropped_lines += 1
+                continue
+            uid = f"s{key[0]:02d}e{key[1]:02d}c{key[2]:02d}u{int(row['utterance']):03d}"
+            current.utterances.append(
+                Utterance(
+                    speaker=GROUP_SPEAKER if speaker in _CSV_GROUP_SPEAKERS else speaker,
+                    text=spoken,
+                    id=uid,
+                    note=" ".join(notes) or None,
+                )
+            )
+    if current is not None:
+        conv = _scene_conversation(current, path, "csv")
+        if conv is not None:
+            yield conv
+
+
+def read_friends_s10_json(path: str | Path) -> Iterator[Conversation]:
+    """Season 10 scenes from EmoryNLP character-mining, with "(to X)" addressees."""
+    path = Path(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except json.JSONDecodeError as exc:
+        raise ConversationFormatError(
+            path, f"line {exc.lineno}", f"invalid JSON: {exc.msg}"
+        ) from exc
+    for episode in data.get("episodes", []):
+        episode_speakers = _episode_speakers(episode)
+        for scene in episode.get("scenes", []):
+            conv = _json_scene(scene, episode_speakers, path)
+            if conv is not None:
+                yield conv
+
+
+def split_notes(text: str) -> tuple[str, list[str]]:
+    """Spoken text without stage notes, and the notes in order."""
+    notes = [m.group(0).strip() for m in _NOTE.finditer(text)]
+    spoken = _squash(_NOTE.sub(" ", text))
+    return spoken, notes
+
+
+def display_name(canonical: str) -> str:
+    """What characters call each other: "Ross Geller" -> "Ross"; roles stay whole."""
+    words = canonical.split()
+    if len(words) < 2:
+        return canonical
+    low = [w.lower().strip(".#") for w in words]
+    if (
+        low[0] in _TITLES
+        or any(w in _ROLE_WORDS for w in low)
+        or any(ch.isdigit() or ch in "#'" for ch in canonical)
+        or not all(w[:1].isupper() for w in words)
+    ):
+        return canonical
+    return words[0]
+
+
+def participant_for(canonical: str) -> Participant:
+    if canonical == GROUP_SPEAKER:
+        return Participant(id=GROUP_SPEAKER, name=None, role="group")
+    name = display_name(canonical)
+    aliases = tuple(a for a in (canonical, *_NICKNAMES.get(canonical, ())) if a != name)
+    return Participant(id=canonical, name=name, aliases=aliases)
+
+
+def resolve_addressees(
+    target: str,
+    speaker: str,
+    candidates: Sequence[str],
+    fallback: Sequence[str],
+    spoken_so_far: Sequence[str],
+) -> tuple[str, ...] | None:
+    """Participant ids named by the target of a "(to ...)" note.
+
+    ``target`` is the note text after "to". It is split on commas and "and"; each part is
+    resolved by its longest leading run of words (up to four) that names a scene speaker
+    (``candidates``), else an episode speaker (``fallback``); trailing description is ignored
+    ("Joey who has a pizza box" -> Joey). Group targets ("all", "everybody", "the others")
+    resolve to everyone who has spoken earlier in the scene except the speaker, since that is
+    all a listener could know. "himself"/"herself" and non-speaking targets ("the dog",
+    "Emma") give ``()``: annotated, but no participant is addressed. Returns ``None`` only
+    for an empty target.
+    """
+    t = _squash(target.strip(" .,;:!?-")).lower()
+    if not t:
+        return None
+    if t in _SELF_TARGETS:
+        return ()
+    found: list[str] = []
+    for part in re.split(r"\s*,\s*|\s+and\s+|\s*&\s*", t):
+        part = part.strip(" .")
+        if not part:
+            continue
+        if any(part == g or part.startswith(g + " ") for g in _GROUP_TARGETS):
+            found.extend(s for s in spoken_so_far if s not in (speaker, GROUP_SPEAKER))
+            continue
+        pid = (
+            _match_name(part, candidates)
+            or _match_name(part, fallback)
+            or _match_name(part, candidates, fuzzy=True)
+        )
+        if pid is not None:
+            found.append(pid)
+    return tuple(p for p in dict.fromkeys(found) if p != speaker)
+
+
+# ----------------------------------------------------------------------------- internals
+
+
+def _squash(s: str) -> str:
+    return re.sub(r"\s+", " ", s).strip()
+
+
+def _clean_segment_text(text: str) -> str:
+    """Tidy the seams left where notes were cut out: "Excuse me. . That" -> "Excuse me. That"."""
+    text = _squash(text)
+    text = re.sub(r"([.!?,;:])(?:\s+[.,;:](?!\.))+(?=\s|$)", r"\1", text)
+    return re.sub(r"^(?:[,;:]|\.(?!\.))\s*", "", text)
+
+
+def _norm(s: str) -> str:
+    return _squash(re.sub(r"[.\"]", "", s.lower()))
+
+
+def _name_keys(canonical: str) -> set[str]:
+    p = participant_for(canonical)
+    keys = {_norm(canonical), _norm(p.display_name), *(_norm(a) for a in p.aliases)}
+    words = _norm(canonical).split()
+    if words and words[0] in _TITLES and len(words) > 1:
+        keys.add(" ".join(words[1:]))
+    keys |= {k for k, v in _NOTE_ONLY_NICKNAMES.items() if v == canonical}
+    return keys
+
+
+def _match_name(part: str, candidates: Sequence[str], fuzzy: bool = False) -> str | None:
+    words = _norm(part).split()
+    for prefix in ("the", "his", "her", "their"):
+        if words and words[0] == prefix and len(words) > 1:
+            words = words[1:]
+            break
+    index: dict[str, list[str]] = {}
+    for c in candidates:
+        if c == GROUP_SPEAKER:
+            continue
+        for k in _name_keys(c):
+            index.setdefault(k, []).append(c)
+    for n in range(min(4, len(words)), 0, -1):
+        hits = list(dict.fromkeys(index.get(" ".join(words[:n]), [])))
+        if len(hits) == 1:
+            return hits[0]
+        if len(hits) > 1:
+            return None  # ambiguous ("Geller"): better unannotated than wrong
+    if fuzzy:
+        # Fan transcripts misspell guest names ("mr Zellner" for the speaker "Mr. Zelner").
+        for n in range(min(4, len(words)), 0, -1):
+            key = " ".join(words[:n])
+            if len(key) < 5:
+                continue
+            close = {
+                c
+                for k, cs in index.items()
+                for c in cs
+                if len(k) >= 5 and SequenceMatcher(a=key, b=k).ratio() >= _FUZZY_RATIO
+            }
+            if len(close) == 1:
+                return close.pop()
+    return None
+
+
+def _episode_speakers(episode: dict[str, Any]) -> list[str]:
+    out: dict[str, None] = {}
+    for scene in episode.get("scenes", []):
+        for u in scene.get("utterances", []):
+            for s in u.get("speakers") or []:
+                if s not in _CSV_GROUP_SPEAKERS:
+                    out.setdefault(s, None)
+    return list(out)
+
+
+@dataclass(slots=True)
+class _Segment:
+    text: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    address_target: str | None = None
+    must_resolve: bool = False
+
+
+def _segments(raw: str) -> list[_Segment]:
+    """Split a line at addressing notes; other notes stay with their segment."""
+    segments = [_Segment()]
+    pos = 0
+    for m in _NOTE.finditer(raw):
+        segments[-1].text.append(raw[pos : m.start()])
+        pos = m.end()
+        note = m.group(0).strip()
+        inner = note.strip("()[]{} ").rstrip(".")
+        addr = _ADDRESS_NOTE.match(inner)
+        if addr is not None and m.group(0)[0] == "(":
+            segments.append(
+                _Segment(
+                    notes=[note],
+                    address_target=addr.group("target"),
+                    # "(back to Central Perk)" is a scene cut, not addressing: a note with a
+                    # verb before "to" only counts when it names someone.
+                    must_resolve=not inner.lower().startswith("to "),
+                )
+            )
+        else:
+            segments[-1].notes.append(note)
+    segments[-1].text.append(raw[pos:])
+    # A trailing "(to Rachel)" with nothing said after it addresses nothing we can see.
+    merged: list[_Segment] = []
+    for seg in segments:
+        if not _squash(" ".join(seg.text)) and merged:
+            merged[-1].notes.extend(seg.notes)
+        else:
+            merged.append(seg)
+    return merged
+
+
+def _json_scene(
+    scene: dict[str, Any], episode_speakers: Sequence[str], path: Path
+) -> Conversation | None:
+    scene_id = str(scene.get("scene_id", ""))
+    m = re.fullmatch(r"s(\d+)_e(\d+)_c(\d+)", scene_id)
+    if m is None:
+        raise ConversationFormatError(
+            path, f"scene {scene_id!r}", "scene_id is not like s10_e01_c01"
+        )
+    sc = _Scene(int(m[1]), int(m[2]), int(m[3]))
+    raw_utts = scene.get("utterances") or []
+    scene_speakers = list(
+        dict.fromkeys(
+            s for u in raw_utts for s in (u.get("speakers") or []) if s not in _CSV_GROUP_SPEAKERS
+        )
+    )
+    spoken_so_far: list[str] = []
+    for u in raw_utts:
+        uid = str(u.get("utterance_id", ""))
+        speakers = [str(s) for s in u.get("speakers") or []]
+        raw = u.get("transcript_with_note") or u.get("transcript") or ""
+        if not speakers:
+            if raw.strip():
+                sc.directions.append(raw.strip())
+            continue
+        group_line = len(speakers) > 1 or speakers[0] in _CSV_GROUP_SPEAKERS
+        speaker = GROUP_SPEAKER if group_line else speakers[0]
+        segs = [s for s in _segments(raw) if _squash(" ".join(s.text))]
+        if not segs:
+            sc.dropped_lines += 1
+            continue
+        for k, seg in enumerate(segs):
+            notes = list(seg.notes)
+            if len(speakers) > 1 and k == 0:
+                notes.insert(0, f"(spoken together by {', '.join(speakers)})")
+            addressees = None
+            if seg.address_target is not None:
+                addressees = resolve_addressees(
+                    seg.address_target,
+                    speaker,
+                    scene_speakers,
+                    [s for s in episode_speakers if s not in scene_speakers],
+                    spoken_so_far,
+                )
+                if seg.must_resolve and not addressees:
+                    addressees = None
+            sc.utterances.append(
+                Utterance(
+                    speaker=speaker,
+                    text=_clean_segment_text(" ".join(seg.text)),
+                    addressees=addressees,
+                    id=uid if len(segs) == 1 else f"{uid}.{k + 1}",
+                    note=" ".join(notes) or None,
+                )
+            )
+        if speaker not in spoken_so_far:
+            spoken_so_far.append(speaker)
+    return _scene_conversation(sc, path, "s10json")
+
+
+def _scene_conversation(sc: _Scene, path: Path, source: str) -> Conversation | None:
+    if not sc.utterances:
+        return None
+    # Order of first appearance as speaker or addressee (addressees can be silent characters).
+    order: dict[str, None] = {}
+    for u in sc.utterances:
+        order.setdefault(u.speaker, None)
+        for a in u.addressees or ():
+            order.setdefault(a, None)
+    episode = f"s{sc.season:02d}e{sc.episode:02d}"
+    meta: dict[str, Any] = {
+        "season": sc.season,
+        "episode": sc.episode,
+        "scene": sc.scene,
+        "source": source,
+        "directions": sc.directions,
+    }
+    if sc.dropped_lines:
+        meta["dropped_non_speech_lines"] = sc.dropped_lines
+    return Conversation(
+        id=f"friends_{episode}c{sc.scene:02d}",
+        corpus=CORPUS,
+        utterances=tuple(sc.utterances),
+        participants=tuple(participant_for(s) for s in order),
+        domain=DOMAIN,
+        group=episode,
+        roster_known=False,
+        source=str(path),
+        metadata=meta,
+    )
+
+
+__all__ = [
+    "CORPUS",
+    "GROUP_SPEAKER",
+    "display_name",
+    "participant_for",
+    "read_friends",
+    "read_friends_csv",
+    "read_friends_s10_json",
+    "resolve_addressees",
+    "split_notes",
+]

@@ -1,0 +1,534 @@
+"""Users' own transcripts: JSONL, CSV, WebVTT and plain "Speaker: text" lines.
+
+Every format becomes one :class:`Conversation` (``corpus="user"``). Malformed input raises
+:class:`ConversationFormatError` naming the file and the line (or cue) at fault.
+
+JSONL (``.jsonl``, ``.ndjson``)
+    One utterance per line::
+
+        {"speaker": "Alice", "text": "Dave, can you take that?", "start": 12.5, "end": 14.0,
+         "addressee": "Dave", "id": "u7"}
+
+    ``start``/``end``/``addressee``/``id`` are optional; ``addressee`` is a name or a list
+    (``[]`` means "annotated: nobody in particular"; leaving it out means "not annotated").
+    The first line may instead be a header::
+
+        {"participants": [{"id": "alice", "name": "Alice", "role": "pm"}, ...],
+         "id": "standup-2024-05-02", "domain": "meeting"}
+
+    With a header the roster is known (``roster_known=True``) and speakers/addressees may be
+    written as a participant's id, name or alias. Without one, participants are the speakers
+    in order of first appearance and an addressee must be someone who speaks in the file.
+CSV (``.csv``)
+    A header row with ``speaker`` and ``text`` and optionally ``start``, ``end``,
+    ``addressee`` (several separated by ``;``) and ``id``.
+WebVTT (``.vtt``)
+    Cue times become ``start``/``end``. The speaker comes from a voice span
+    ``<v Alice>...</v>``; a cue with several voice spans gives one utterance per span, all with
+    the cue's times. A cue without a voice span may start with ``Alice: `` (the Zoom style);
+    otherwise it is an error naming the cue, since guessing the previous speaker would silently
+    mislabel overlapping talk.
+Text (``.txt``)
+    One ``Speaker: text`` line or JSONL object per line, optionally prefixed with a time
+    ``[00:01:02.5]`` or span ``[12.0 --> 14.5]``; the same parser as
+    :func:`parse_transcript_line`, which ``polylogue decide`` uses for streaming stdin.
+
+Times are seconds (``12.5``) or clock times ``HH:MM:SS(.mmm)`` / ``MM:SS(.mmm)``.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from polylogue.conversation import Conversation, ConversationFormatError, Participant, Utterance
+
+CORPUS = "user"
+
+#: format name -> file suffixes it is inferred from
+TRANSCRIPT_FORMATS: dict[str, tuple[str, ...]] = {
+    "jsonl": (".jsonl", ".ndjson"),
+    "csv": (".csv",),
+    "vtt": (".vtt",),
+    "txt": (".txt",),
+}
+
+_CLOCK = re.compile(r"^(?:(?P<h>\d+):)?(?P<m>\d{1,2}):(?P<s>\d{1,2}(?:[.,]\d+)?)$")
+_VTT_TIMING = re.compile(r"^(?P<start>\S+)\s+-->\s+(?P<end>\S+)")
+_VOICE = re.compile(
+    r"<v(?:\.[^\s>]*)?\s+(?P<name>[^>]+)>(?P<text>.*?)(?:</v>|(?=<v[\s.])|$)", re.DOTALL
+)
+_TAG = re.compile(r"<[^>]*>")
+_SPEAKER_LINE = re.compile(r"^(?P<speaker>[^:{}\[\]<>]{1,80}?)\s*:\s+(?P<text>\S.*)$")
+_TIME_PREFIX = re.compile(r"^\[(?P<start>[^\]\s-]+)(?:\s*(?:-->|-)\s*(?P<end>[^\]\s]+))?\]\s*")
+
+
+@dataclass(frozen=True, slots=True)
+class _RawUtterance:
+    """An utterance as written, before names are resolved to participant ids."""
+
+    where: str
+    speaker: str
+    text: str
+    start: float | None
+    end: float | None
+    addressees: tuple[str, ...] | None
+    id: str | None
+
+
+# ----------------------------------------------------------------------------- public API
+
+
+def infer_format(path: str | Path) -> str:
+    suffix = Path(path).suffix.lower()
+    for fmt, suffixes in TRANSCRIPT_FORMATS.items():
+        if suffix in suffixes:
+            return fmt
+    known = ", ".join(s for ss in TRANSCRIPT_FORMATS.values() for s in ss)
+    raise ConversationFormatError(
+        path,
+        "",
+        f"cannot infer the transcript format from suffix {suffix!r} (known: {known}); pass format=",
+    )
+
+
+def read_transcript(
+    path: str | Path, format: str | None = None, conversation_id: str | None = None
+) -> Conversation:
+    """Read a user transcript (format from the suffix unless given) into a Conversation."""
+    path = Path(path)
+    fmt = format or infer_format(path)
+    if fmt not in TRANSCRIPT_FORMATS:
+        raise ValueError(
+            f"unknown transcript format {fmt!r}; known: {', '.join(TRANSCRIPT_FORMATS)}"
+        )
+    try:
+        content = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConversationFormatError(path, "", f"not UTF-8 text: {exc}") from exc
+    header: dict[str, Any] | None = None
+    if fmt == "jsonl":
+        header, raw = _parse_jsonl(content, path)
+    elif fmt == "csv":
+        raw = _parse_csv(content, path)
+    elif fmt == "vtt":
+        raw = _parse_vtt(content, path)
+    else:
+        header, raw = _parse_txt(content, path)
+    if not raw:
+        raise ConversationFormatError(path, "", "empty transcript: no utterances")
+    participants = _header_participants(header, path) if header else None
+    conv_id = conversation_id or (header or {}).get("id") or path.stem
+    domain = str((header or {}).get("domain") or "meeting")
+    return _build(raw, participants, str(conv_id), domain, path, fmt)
+
+
+def parse_transcript_line(
+    line: str, lineno: int, source: str | Path = "<stdin>"
+) -> Utterance | None:
+    """One streamed line -> an Utterance, or ``None`` for a blank/``#`` comment line.
+
+    Accepts ``Speaker: text`` (optionally ``[start]`` / ``[start --> end]`` first) and JSONL
+    utterance objects. Addressee names are kept as written (there is no roster to resolve them
+    against); a participants header line is an error here, see :func:`parse_header_line`.
+    """
+    raw = _parse_line(line, lineno, source)
+    if raw is None or isinstance(raw, dict):
+        if isinstance(raw, dict):
+            raise ConversationFormatError(
+                source,
+                f"line {lineno}",
+                "a participants header is not an utterance (use parse_header_line)",
+            )
+        return None
+    return Utterance(
+        speaker=raw.speaker,
+        text=raw.text,
+        start=raw.start,
+        end=raw.end,
+        addressees=raw.addressees,
+        id=raw.id,
+    )
+
+
+def parse_header_line(line: str, source: str | Path = "<stdin>") -> tuple[Participant, ...] | None:
+    """Participants from a ``{"participants": [...]}`` header line, else ``None``."""
+    s = line.strip()
+    if not s.startswith("{"):
+        return None
+    try:
+        obj = json.loads(s)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(obj, dict) or "participants" not in obj:
+        return None
+    return _header_participants(obj, source)
+
+
+def parse_time(value: Any, path: str | Path, where: str, field_name: str) -> float | None:
+    """Seconds from a number, a numeric string or ``[HH:]MM:SS(.mmm)``; ``None`` if empty."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, bool):
+        raise ConversationFormatError(path, where, f"{field_name} must be a time, not {value!r}")
+    if isinstance(value, int | float):
+        seconds = float(value)
+    else:
+        s = str(value).strip()
+        m = _CLOCK.match(s)
+        try:
+            if m:
+                seconds = (
+                    int(m["h"] or 0) * 3600 + int(m["m"]) * 60 + float(m["s"].replace(",", "."))
+                )
+            else:
+                seconds = float(s)
+        except ValueError:
+            raise ConversationFormatError(
+                path, where, f"{field_name} {value!r} is not seconds or HH:MM:SS(.mmm)"
+            ) from None
+    if seconds != seconds or seconds < 0:
+        raise ConversationFormatError(
+            path, where, f"{field_name} {value!r} must be a non-negative time"
+        )
+    return seconds
+
+
+# ----------------------------------------------------------------------------- formats
+
+
+def _parse_jsonl(content: str, path: Path) -> tuple[dict[str, Any] | None, list[_RawUtterance]]:
+    header: dict[str, Any] | None = None
+    out: list[_RawUtterance] = []
+    seen_content = False
+    for lineno, line in enumerate(content.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"line {lineno}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConversationFormatError(path, where, f"invalid JSON: {exc.msg}") from exc
+        if not isinstance(obj, dict):
+            raise ConversationFormatError(path, where, "expected a JSON object")
+        if "participants" in obj:
+            if seen_content:
+                raise ConversationFormatError(
+                    path, where, "the participants header must be the first line"
+                )
+            header = obj
+        else:
+            out.append(_from_record(obj, path, where))
+        seen_content = True
+    return header, out
+
+
+def _parse_csv(content: str, path: Path) -> list[_RawUtterance]:
+    reader = csv.DictReader(content.splitlines())
+    fields = [f.strip().lower() for f in reader.fieldnames or []]
+    if not fields:
+        raise ConversationFormatError(path, "", "empty transcript: no header row")
+    missing = {"speaker", "text"} - set(fields)
+    if missing:
+        raise ConversationFormatError(
+            path,
+            "line 1",
+            f"CSV header must have speaker and text columns; missing {sorted(missing)}",
+        )
+    reader.fieldnames = fields
+    out = []
+    for row in reader:
+        where = f"line {reader.line_num}"
+        if None in row:
+            raise ConversationFormatError(path, where, "more cells than header columns")
+        if not any((v or "").strip() for v in row.values()):
+            continue
+        record: dict[str, Any] = dict(row)
+        addr = (row.get("addressee") or "").strip() if "addressee" in row else None
+        if addr is not None:
+            record["addressee"] = (
+                [a.strip() for a in addr.split(";") if a.strip()] if addr else None
+            )
+        out.append(_from_record(record, path, where))
+    return out
+
+
+def _parse_vtt(content: str, path: Path) -> list[_RawUtterance]:
+    lines = content.splitlines()
+    if not lines or not lines[0].startswith("WEBVTT"):
+        raise ConversationFormatError(path, "line 1", "a WebVTT file must start with 'WEBVTT'")
+    out: list[_RawUtterance] = []
+    i = 1
+    while i < len(lines):
+        if not lines[i].strip():
+            i += 1
+            continue
+        block_start = i
+        block = []
+        while i < len(lines) and lines[i].strip():
+            block.append(lines[i])
+            i += 1
+        first = block[0].strip()
+        if first.startswith(("NOTE", "STYLE", "REGION")) and "-->" not in first:
+            continue
+        timing_idx = 0 if "-->" in block[0] else 1
+        if timing_idx >= len(block) or "-->" not in block[timing_idx]:
+            raise ConversationFormatError(
+                path, f"line {block_start + 1}", "cue without a 'start --> end' line"
+            )
+        cue_name = (
+            block[0].strip() if timing_idx == 1 else f"at line {block_start + timing_idx + 1}"
+        )
+        where = f"cue {cue_name!r} (line {block_start + timing_idx + 1})"
+        m = _VTT_TIMING.match(block[timing_idx].strip())
+        if m is None:
+            raise ConversationFormatError(path, where, "bad cue timing line")
+        start = parse_time(m["start"], path, where, "cue start")
+        end = parse_time(m["end"], path, where, "cue end")
+        payload = "\n".join(block[timing_idx + 1 :])
+        spans = _voice_spans(payload)
+        if not spans:
+            plain = _vtt_text(payload)
+            sm = _SPEAKER_LINE.match(plain)
+            if sm is None:
+                raise ConversationFormatError(
+                    path,
+                    where,
+                    "cue has no speaker: use a voice span <v Name>text</v> or 'Name: text'",
+                )
+            spans = [(sm["speaker"].strip(), sm["text"])]
+        cue_id = block[0].strip() if timing_idx == 1 else None
+        for k, (speaker, text) in enumerate(spans):
+            uid = None if cue_id is None else cue_id if len(spans) == 1 else f"{cue_id}.{k + 1}"
+            record = {"speaker": speaker, "text": text, "start": start, "end": end, "id": uid}
+            out.append(_from_record(record, path, where))
+    return out
+
+
+def _voice_spans(payload: str) -> list[tuple[str, str]]:
+    spans = []
+    for m in _VOICE.finditer(payload):
+        text = _vtt_text(m["text"])
+        if text:
+            spans.append((html.unescape(m["name"]).strip(), text))
+    return spans
+
+
+def _vtt_text(s: str) -> str:
+    return re.sub(r"\s+", " ", html.unescape(_TAG.sub("", s))).strip()
+
+
+def _parse_txt(content: str, path: Path) -> tuple[dict[str, Any] | None, list[_RawUtterance]]:
+    header: dict[str, Any] | None = None
+    out: list[_RawUtterance] = []
+    for lineno, line in enumerate(content.splitlines(), 1):
+        parsed = _parse_line(line, lineno, path)
+        if parsed is None:
+            continue
+        if isinstance(parsed, dict):
+            if out or header is not None:
+                raise ConversationFormatError(
+                    path, f"line {lineno}", "the participants header must be the first line"
+                )
+            header = parsed
+        else:
+            out.append(parsed)
+    return header, out
+
+
+def _parse_line(
+    line: str, lineno: int, source: str | Path
+) -> _RawUtterance | dict[str, Any] | None:
+    s = line.strip()
+    if not s or s.startswith("#"):
+        return None
+    where = f"line {lineno}"
+    if s.startswith("{"):
+        try:
+            obj = json.loads(s)
+        except json.JSONDecodeError as exc:
+            raise ConversationFormatError(source, where, f"invalid JSON: {exc.msg}") from exc
+        if not isinstance(obj, dict):
+            raise ConversationFormatError(source, where, "expected a JSON object")
+        if "participants" in obj:
+            return obj
+        return _from_record(obj, source, where)
+    start = end = None
+    tm = _TIME_PREFIX.match(s)
+    if tm:
+        start = parse_time(tm["start"], source, where, "start")
+        end = parse_time(tm["end"], source, where, "end")
+        s = s[tm.end() :]
+    m = _SPEAKER_LINE.match(s)
+    if m is None:
+        raise ConversationFormatError(
+            source, where, f"expected 'Speaker: text' or a JSON object, got {s[:60]!r}"
+        )
+    return _from_record(
+        {"speaker": m["speaker"], "text": m["text"], "start": start, "end": end}, source, where
+    )
+
+
+def _from_record(obj: dict[str, Any], path: str | Path, where: str) -> _RawUtterance:
+    speaker = obj.get("speaker")
+    if not isinstance(speaker, str) or not speaker.strip():
+        raise ConversationFormatError(path, where, "missing speaker")
+    text = obj.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise ConversationFormatError(path, where, "missing text")
+    start = parse_time(obj.get("start"), path, where, "start")
+    end = parse_time(obj.get("end"), path, where, "end")
+    if start is not None and end is not None and end < start:
+        raise ConversationFormatError(path, where, f"end {end} is before start {start}")
+    addr = obj.get("addressee", obj.get("addressees"))
+    addressees: tuple[str, ...] | None
+    if addr is None:
+        addressees = None
+    elif isinstance(addr, str):
+        addressees = (addr.strip(),) if addr.strip() else ()
+    elif isinstance(addr, list) and all(isinstance(a, str) and a.strip() for a in addr):
+        addressees = tuple(a.strip() for a in addr)
+    else:
+        raise ConversationFormatError(
+            path, where, f"addressee must be a name or a list of names, not {addr!r}"
+        )
+    uid = obj.get("id")
+    return _RawUtterance(
+        where=where,
+        speaker=speaker.strip(),
+        text=re.sub(r"\s+", " ", text).strip(),
+        start=start,
+        end=end,
+        addressees=addressees,
+        id=None if uid is None or str(uid) == "" else str(uid),
+    )
+
+
+# ----------------------------------------------------------------------------- resolution
+
+
+def _header_participants(header: dict[str, Any], path: str | Path) -> tuple[Participant, ...]:
+    entries = header.get("participants")
+    if not isinstance(entries, list) or not entries:
+        raise ConversationFormatError(path, "line 1", "'participants' must be a non-empty list")
+    out = []
+    for k, p in enumerate(entries):
+        if isinstance(p, str):
+            p = {"id": p, "name": p}
+        if not isinstance(p, dict) or not str(p.get("id") or p.get("name") or "").strip():
+            raise ConversationFormatError(
+                path, "line 1", f"participant {k} needs an 'id' or 'name'"
+            )
+        pid = str(p.get("id") or p["name"]).strip()
+        name = p.get("name")
+        aliases = p.get("aliases") or ()
+        if not isinstance(aliases, list | tuple):
+            raise ConversationFormatError(
+                path, "line 1", f"participant {pid!r}: aliases must be a list"
+            )
+        out.append(
+            Participant(
+                id=pid,
+                name=str(name).strip() if name else None,
+                role=str(p["role"]).strip() if p.get("role") else None,
+                aliases=tuple(str(a) for a in aliases) or _first_name_alias(str(name or "")),
+            )
+        )
+    ids = [p.id for p in out]
+    if len(set(ids)) != len(ids):
+        raise ConversationFormatError(path, "line 1", f"duplicate participant ids {ids}")
+    return tuple(out)
+
+
+def _first_name_alias(name: str) -> tuple[str, ...]:
+    """First name of a multi-word name: "Alice Martin" is usually called "Alice"."""
+    words = name.split()
+    return (words[0],) if len(words) > 1 else ()
+
+
+def _lookup(participants: Sequence[Participant]) -> dict[str, str]:
+    """Case-insensitive id / name / alias -> participant id; ambiguous keys are left out."""
+    keys: dict[str, set[str]] = {}
+    for p in participants:
+        for k in (p.id, p.name, *p.aliases):
+            if k:
+                keys.setdefault(k.strip().lower(), set()).add(p.id)
+    ids = {p.id.lower(): p.id for p in participants}
+    out = {k: next(iter(v)) for k, v in keys.items() if len(v) == 1}
+    out.update(ids)  # an exact id always wins
+    return out
+
+
+def _build(
+    raw: Sequence[_RawUtterance],
+    participants: tuple[Participant, ...] | None,
+    conv_id: str,
+    domain: str,
+    path: Path,
+    fmt: str,
+) -> Conversation:
+    roster_known = participants is not None
+    if participants is None:
+        order = list(dict.fromkeys(r.speaker for r in raw))
+        participants = tuple(Participant(id=s, name=s, aliases=_first_name_alias(s)) for s in order)
+    lookup = _lookup(participants)
+    utterances = []
+    for n, r in enumerate(raw):
+        speaker = lookup.get(r.speaker.lower())
+        if speaker is None:
+            raise ConversationFormatError(
+                path, r.where, f"speaker {r.speaker!r} is not in the participants header"
+            )
+        addressees = None if r.addressees is None else tuple(_resolve_addressees(r, lookup, path))
+        utterances.append(
+            Utterance(
+                speaker=speaker,
+                text=r.text,
+                start=r.start,
+                end=r.end,
+                addressees=addressees,
+                id=r.id or f"u{n + 1:04d}",
+            )
+        )
+    return Conversation(
+        id=conv_id,
+        corpus=CORPUS,
+        utterances=tuple(utterances),
+        participants=participants,
+        domain=domain,
+        group=conv_id,
+        roster_known=roster_known,
+        source=str(path),
+        metadata={"format": fmt},
+    )
+
+
+def _resolve_addressees(r: _RawUtterance, lookup: dict[str, str], path: Path) -> Iterable[str]:
+    out: dict[str, None] = {}
+    for a in r.addressees or ():
+        pid = lookup.get(a.lower())
+        if pid is None:
+            raise ConversationFormatError(
+                path,
+                r.where,
+                f"unknown addressee {a!r} (not a speaker in this transcript; "
+                "list everyone in a participants header)",
+            )
+        out.setdefault(pid, None)
+    return out
+
+
+__all__ = [
+    "TRANSCRIPT_FORMATS",
+    "infer_format",
+    "parse_header_line",
+    "parse_time",
+    "parse_transcript_line",
+    "read_transcript",
+]

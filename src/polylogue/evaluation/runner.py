@@ -1,0 +1,428 @@
+"""Resumable evaluation runs.
+
+A run folder is keyed by a hash of (dataset hash, split, class ratio, predictor description:
+model, adapter, prompt, options), so re-running the same command finds the same folder and
+continues where it stopped. Layout::
+
+    runs/<model>__<dataset>__<split>__<key>/
+        manifest.json       options, versions, dataset hash, git commit, status, progress
+        predictions.jsonl   one line per finished point: prediction + gold joined by point id
+        metrics.json        metrics over the finished points (``complete`` says if all are done)
+
+Durability: every prediction line is written and flushed to the OS as soon as its chunk
+returns (a killed process cannot lose it); the file is fsynced once per chunk (survives a
+machine crash up to the last chunk). On resume a truncated last line (a write cut by SIGKILL)
+is cut off, and points already in the file are skipped, so nothing is lost or duplicated.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from polylogue.models.base import Prediction, PredictionError, Predictor
+from polylogue.turntaking.types import DecisionPoint
+
+RUN_KIND = "polylogue.evaluation.run"
+
+
+class RunError(RuntimeError):
+    """A run stopped early; finished predictions are kept and the run can be resumed."""
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetInfo:
+    name: str
+    data_hash: str
+    split: str
+    #: "natural" (the split as built) or "balanced" (majority class subsampled).
+    class_ratio: str = "natural"
+    path: str | None = None
+
+
+@dataclass
+class RunResult:
+    folder: Path
+    n_total: int
+    n_done: int
+    n_new: int
+    metrics: dict[str, Any] | None
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        return self.n_done >= self.n_total
+
+
+# ----------------------------------------------------------------------------- keys & folders
+
+
+def _canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def run_key(dataset: DatasetInfo, predictor_description: dict[str, Any]) -> str:
+    payload = {
+        "data_hash": dataset.data_hash,
+        "split": dataset.split,
+        "class_ratio": dataset.class_ratio,
+        "predictor": predictor_description,
+    }
+    return hashlib.sha256(_canonical(payload).encode("utf-8")).hexdigest()
+
+
+def _slug(text: str, limit: int = 48) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:limit] or "model"
+
+
+def run_folder_name(dataset: DatasetInfo, predictor_name: str, key: str) -> str:
+    ratio = "" if dataset.class_ratio == "natural" else f"-{dataset.class_ratio}"
+    return f"{_slug(predictor_name)}__{_slug(dataset.name)}__{dataset.split}{ratio}__{key[:12]}"
+
+
+# ----------------------------------------------------------------------------- predictions file
+
+
+def read_predictions(path: str | Path, repair: bool = False) -> list[dict[str, Any]]:
+    """Records of a predictions file, first occurrence per point id.
+
+    A last line without its newline is the trace of a killed write: ignored, and cut off when
+    ``repair`` is set. A malformed line elsewhere means the file was edited or damaged, which
+    is reported with its line number rather than guessed around.
+    """
+    p = Path(path)
+    if not p.exists():
+        return []
+    data = p.read_bytes()
+    complete_end = data.rfind(b"\n") + 1
+    if complete_end < len(data) and repair:
+        with open(p, "r+b") as f:
+            f.truncate(complete_end)
+            f.flush()
+            os.fsync(f.fileno())
+    records: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for lineno, line in enumerate(data[:complete_end].splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            pid = str(rec["point_id"])
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise RunError(f"{p}:{lineno}: malformed prediction record: {exc}") from exc
+        if pid in seen:
+            continue
+        seen.add(pid)
+        records.append(rec)
+    return records
+
+
+def _record(pred: Prediction, point: DecisionPoint) -> dict[str, Any]:
+    rec = pred.to_dict()
+    rec.update(
+        {
+            "gold": point.gold.label.value,
+            "category": point.gold.category.value,
+            "fine_category": point.gold.fine_category,
+            "group": point.group,
+            "corpus": point.input.corpus,
+            "conversation_id": point.input.conversation_id,
+        }
+    )
+    return rec
+
+
+def _write_json_atomic(path: Path, obj: Any) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=2, ensure_ascii=False, default=str)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+# ----------------------------------------------------------------------------- provenance
+
+
+def _git_commit() -> str | None:
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def _versions() -> dict[str, str]:
+    from importlib import metadata
+
+    out = {"python": platform.python_version(), "platform": platform.platform()}
+    for pkg in ("polylogue", "numpy", "scikit-learn", "torch", "transformers", "peft", "httpx"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+# ----------------------------------------------------------------------------- metrics
+
+
+def metrics_from_records(
+    records: Sequence[dict[str, Any]], *, n_boot: int = 1000, seed: int = 0
+) -> dict[str, Any]:
+    from polylogue.evaluation.metrics import compute_metrics
+
+    probs = [r.get("p_speak") for r in records]
+    return compute_metrics(
+        [r["gold"] for r in records],
+        [r.get("decision") for r in records],
+        [r.get("category") for r in records],
+        [r.get("group") or r["point_id"] for r in records],
+        probs if any(p is not None for p in probs) else None,
+        n_boot=n_boot,
+        seed=seed,
+    )
+
+
+# ----------------------------------------------------------------------------- the run
+
+
+ProgressFactory = Callable[[int, int], "_Progress"]
+
+
+class _Progress:
+    def advance(self, n: int) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class _RichProgress(_Progress):
+    def __init__(self, total: int, done: int, description: str) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            ProgressColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+        from rich.text import Text
+
+        class Throughput(ProgressColumn):
+            def render(self, task: Any) -> Text:
+                speed = task.finished_speed or task.speed
+                return Text("– pts/s" if not speed else f"{speed:.2f} pts/s", style="cyan")
+
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            Throughput(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            transient=False,
+        )
+        self._progress.start()
+        self._task = self._progress.add_task(description, total=total, completed=done)
+
+    def advance(self, n: int) -> None:
+        self._progress.advance(self._task, n)
+
+    def close(self) -> None:
+        self._progress.stop()
+
+
+def run_evaluation(
+    points: Sequence[DecisionPoint],
+    dataset: DatasetInfo,
+    predictor: Predictor,
+    out_dir: str | Path,
+    *,
+    spec: str | None = None,
+    limit: int | None = None,
+    chunk_size: int | None = None,
+    n_boot: int = 1000,
+    progress: bool = True,
+    extra_manifest: dict[str, Any] | None = None,
+) -> RunResult:
+    """Predict every point not yet in the run folder, then (re)write metrics.json.
+
+    Only ``point.input`` reaches the predictor; gold is joined back by point id afterwards.
+    """
+    description = predictor.describe()
+    key = run_key(dataset, description)
+    folder = Path(out_dir) / run_folder_name(dataset, predictor.name, key)
+    folder.mkdir(parents=True, exist_ok=True)
+    pred_path = folder / "predictions.jsonl"
+    manifest_path = folder / "manifest.json"
+
+    ids = [p.point_id for p in points]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"dataset {dataset.name}/{dataset.split} has duplicate point ids")
+    selected = list(points if limit is None else points[: max(0, limit)])
+    done_records = read_predictions(pred_path, repair=True)
+    done_ids = {r["point_id"] for r in done_records}
+    todo = [p for p in selected if p.point_id not in done_ids]
+
+    manifest = _manifest(manifest_path, key, dataset, predictor, description, spec, len(points))
+    manifest.update(extra_manifest or {})
+    manifest["status"] = "running"
+    manifest["limit"] = limit
+    _write_json_atomic(manifest_path, manifest)
+
+    size = max(1, chunk_size or int(getattr(predictor, "batch_size", 0) or 16))
+    bar: _Progress = (
+        _RichProgress(len(selected), len(selected) - len(todo), predictor.name)
+        if progress
+        else _Progress()
+    )
+    n_new = 0
+    started = time.perf_counter()
+    try:
+        with open(pred_path, "a", encoding="utf-8") as f:
+            for chunk in _chunks(todo, size):
+                preds: Sequence[Prediction]
+                error: BaseException | None = None
+                try:
+                    preds = predictor.predict([p.input for p in chunk])
+                except PredictionError as exc:
+                    preds, error = exc.completed, exc
+                by_id = {p.point_id: p for p in chunk}
+                for pred in preds:
+                    point = by_id.get(pred.point_id)
+                    if point is None:
+                        raise RunError(f"{predictor.name} answered unknown point {pred.point_id!r}")
+                    f.write(json.dumps(_record(pred, point), ensure_ascii=False) + "\n")
+                    f.flush()
+                    n_new += 1
+                os.fsync(f.fileno())
+                bar.advance(len(preds))
+                if error is not None:
+                    raise error
+                if len(preds) != len(chunk):
+                    raise RunError(
+                        f"{predictor.name} returned {len(preds)} predictions for {len(chunk)} inputs"
+                    )
+    except (Exception, KeyboardInterrupt) as exc:
+        bar.close()
+        manifest["status"] = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+        manifest["error"] = f"{type(exc).__name__}: {exc}"
+        manifest["n_done"] = len(done_ids) + n_new
+        _write_json_atomic(manifest_path, manifest)
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise RunError(
+            f"run stopped after {len(done_ids) + n_new} of {len(selected)} points "
+            f"({type(exc).__name__}: {exc}). Finished predictions are kept in {pred_path}; "
+            "rerun the same command to resume."
+        ) from exc
+    bar.close()
+    elapsed = time.perf_counter() - started
+
+    records = read_predictions(pred_path)
+    wanted = {p.point_id for p in selected}
+    scored = [r for r in records if r["point_id"] in wanted]
+    metrics = None
+    if scored:
+        metrics = metrics_from_records(scored, n_boot=n_boot)
+        metrics.update(
+            {
+                "dataset": dataset.name,
+                "split": dataset.split,
+                "class_ratio": dataset.class_ratio,
+                "model": predictor.name,
+                "complete": len(scored) == len(points),
+                "n_split": len(points),
+            }
+        )
+        _write_json_atomic(folder / "metrics.json", metrics)
+    manifest.update(
+        {
+            "status": "complete" if len(scored) == len(points) else "partial",
+            "n_done": len(scored),
+            "error": None,
+            "last_session": {"n_new": n_new, "seconds": round(elapsed, 3)},
+        }
+    )
+    _write_json_atomic(manifest_path, manifest)
+    return RunResult(folder, len(selected), len(scored), n_new, metrics, manifest)
+
+
+def _chunks(items: Sequence[DecisionPoint], size: int) -> Iterable[Sequence[DecisionPoint]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def _manifest(
+    path: Path,
+    key: str,
+    dataset: DatasetInfo,
+    predictor: Predictor,
+    description: dict[str, Any],
+    spec: str | None,
+    n_split: int,
+) -> dict[str, Any]:
+    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    if path.exists():
+        try:
+            old: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError:
+            old = {}
+        if old.get("run_key") == key:
+            old["resumed_at"] = [*old.get("resumed_at", []), now]
+            return old
+    return {
+        "kind": RUN_KIND,
+        "run_key": key,
+        "created": now,
+        "model": {"name": predictor.name, "spec": spec, "description": description},
+        "dataset": {
+            "name": dataset.name,
+            "data_hash": dataset.data_hash,
+            "split": dataset.split,
+            "class_ratio": dataset.class_ratio,
+            "path": dataset.path,
+            "n_split": n_split,
+        },
+        "versions": _versions(),
+        "git_commit": _git_commit(),
+        "command": sys.argv,
+    }
+
+
+# ----------------------------------------------------------------------------- from a folder
+
+
+def load_points(data: str | Path, split: str, balanced: bool = False) -> tuple[list[DecisionPoint], DatasetInfo]:
+    """Decision points and dataset info from a benchmark folder built by ``polylogue build``."""
+    from polylogue.turntaking.dataset import load_benchmark
+
+    bench = load_benchmark(data)
+    points = bench.points(split, balanced=balanced)
+    info = DatasetInfo(
+        name=bench.name,
+        data_hash=bench.data_hash,
+        split=split,
+        class_ratio="balanced" if balanced else "natural",
+        path=str(Path(data).resolve()),
+    )
+    return points, info

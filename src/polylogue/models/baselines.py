@@ -1,0 +1,137 @@
+"""Reference points every model must beat: constant, seeded random, and explicit address.
+
+``explicit-address`` speaks exactly when the current utterance addresses the target by name or
+role (a vocative such as "Ross, can you ..."), using the same lexical cues the benchmark uses to
+define category I1. It therefore scores I1 and S1 well by construction and shows how much of a
+model's score explicit address alone explains.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from polylogue.models.base import ModelSpec, ModelSpecError, Prediction
+from polylogue.turntaking.types import Decision, DecisionInput
+
+
+@dataclass(frozen=True)
+class ConstantBaseline:
+    decision: Decision
+
+    @property
+    def name(self) -> str:
+        return f"baseline:always-{self.decision.value.lower()}"
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "baseline", "name": self.name}
+
+    def predict(self, inputs: Sequence[DecisionInput]) -> list[Prediction]:
+        p = 1.0 if self.decision is Decision.SPEAK else 0.0
+        return [
+            Prediction(i.point_id, self.decision, p, None, self.decision.value, 0.0) for i in inputs
+        ]
+
+
+@dataclass(frozen=True)
+class RandomBaseline:
+    """SPEAK with probability ``p_speak``, decided by a hash of (seed, point id).
+
+    The answer for a point does not depend on batch order, so resumed runs reproduce it.
+    ``delay_s`` sleeps per point; it exists to make interruption tests deterministic.
+    """
+
+    seed: int = 0
+    p_speak: float = 0.5
+    delay_s: float = 0.0
+
+    @property
+    def name(self) -> str:
+        return "baseline:random"
+
+    def describe(self) -> dict[str, Any]:
+        # delay_s changes timing only, not answers, so it stays out of run keys.
+        return {"kind": "baseline", "name": self.name, "seed": self.seed, "p_speak": self.p_speak}
+
+    def _uniform(self, point_id: str) -> float:
+        digest = hashlib.sha256(f"{self.seed}:{point_id}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") / 2**64
+
+    def predict(self, inputs: Sequence[DecisionInput]) -> list[Prediction]:
+        out = []
+        for inp in inputs:
+            start = time.perf_counter()
+            if self.delay_s:
+                time.sleep(self.delay_s)
+            u = self._uniform(inp.point_id)
+            decision = Decision.SPEAK if u < self.p_speak else Decision.SILENT
+            # 1 - u is a score whose threshold at 1 - p_speak reproduces the decision.
+            out.append(
+                Prediction(
+                    inp.point_id,
+                    decision,
+                    1.0 - u,
+                    None,
+                    decision.value,
+                    time.perf_counter() - start,
+                )
+            )
+        return out
+
+
+@dataclass(frozen=True)
+class ExplicitAddressBaseline:
+    @property
+    def name(self) -> str:
+        return "baseline:explicit-address"
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "baseline", "name": self.name}
+
+    def predict(self, inputs: Sequence[DecisionInput]) -> list[Prediction]:
+        from polylogue.turntaking.cues import build_matchers, is_cased, utterance_cues
+
+        out = []
+        for inp in inputs:
+            start = time.perf_counter()
+            people = {p.id: p for p in (*inp.present, inp.target)}
+            matchers = build_matchers(list(people.values()), cased=is_cased(inp.context))
+            cues = utterance_cues(inp.current, matchers, present=[inp.target.id])
+            evidence = cues.addressed.get(inp.target.id)
+            decision = Decision.SPEAK if evidence else Decision.SILENT
+            out.append(
+                Prediction(
+                    inp.point_id,
+                    decision,
+                    1.0 if evidence else 0.0,
+                    None,
+                    decision.value,
+                    time.perf_counter() - start,
+                    cues={
+                        "addressed": evidence,
+                        "referenced": cues.referenced.get(inp.target.id),
+                    },
+                )
+            )
+        return out
+
+
+def make_baseline(spec: ModelSpec, **options: Any) -> Any:
+    """Factory for ``baseline:NAME`` specs. Options: ``seed``, ``p_speak``, ``delay_s`` (random)."""
+    name = spec.target
+    if name == "always-speak":
+        return ConstantBaseline(Decision.SPEAK)
+    if name == "always-silent":
+        return ConstantBaseline(Decision.SILENT)
+    if name == "random":
+        return RandomBaseline(
+            seed=int(options.get("seed", 0)),
+            p_speak=float(options.get("p_speak", 0.5)),
+            delay_s=float(options.get("delay_s", 0.0)),
+        )
+    if name == "explicit-address":
+        return ExplicitAddressBaseline()
+    raise ModelSpecError(f"unknown baseline {name!r}")
