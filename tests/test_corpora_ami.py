@@ -194,6 +194,7 @@ def test_unit_turn_merges_consecutive_same_speaker_acts(ami: Path, es2008a: Conv
 def test_meeting_selection(ami: Path) -> None:
     got = [c.id for c in read_ami(ami, ["ES2008a", "ES2002b"], include_unannotated=False)]
     assert got == ["ES2008a"]
+    assert [c.id for c in read_ami(ami, "ES2008a")] == ["ES2008a"]  # one id as a string
     with pytest.raises(ValueError, match="IS1009a"):
         list(read_ami(ami, ["IS1009a"]))  # reserved: listed in meetings.xml, files absent
     with pytest.raises(ValueError, match="unit"):
@@ -241,6 +242,8 @@ def test_topics(ami: Path) -> None:
     assert parent.start <= sub.start <= sub.end <= parent.end  # type: ignore[operator]
     top_level = [t for t in topics if t.depth == 0]
     assert all(a.start <= b.start for a, b in itertools.pairwise(top_level))  # type: ignore[operator]
+    # IS1006d describes topics with a free "description" instead of a type pointer.
+    assert read_ami_topics(ami, "IS1006d")[0].label == "opening"
     assert read_ami_topics(ami, "ES2006c") == []  # the release has no topics for it
 
 

@@ -108,6 +108,7 @@ def test_cleaning_rules() -> None:
 
 def test_selection_and_registry(icsi: Path) -> None:
     assert [c.id for c in read_icsi(icsi, ["Bro003", "Bed002"])] == ["Bro003", "Bed002"]
+    assert [c.id for c in read_icsi(icsi, "Bdb001")] == ["Bdb001"]
     with pytest.raises(ValueError, match="Bed003"):
         list(read_icsi(icsi, ["Bed003"]))  # a reserved QMSum test meeting
     assert next(load_corpus("icsi", meetings=["Bdb001"])).id == "Bdb001"

@@ -142,3 +142,13 @@ def test_referenced_but_silent_is_s2() -> None:
     assert pts["c:2:B"].gold.category is Category.S2
     assert pts["c:2:B"].gold.reference_evidence == "name"
     assert pts["c:2:W"].gold.category is Category.I1
+
+
+def test_shared_first_names_resolve_to_the_latest_speaker() -> None:
+    people = (Participant("1", "Brian Smith"), Participant("2", "Brian Jones"), Participant("3", "Ann Lee"))
+    m = build_matchers(people, cased=True)
+    u = Utterance("3", "Thanks, Brian. Next question please.")
+    assert utterance_cues(u, m, last_spoke={"1": 4, "2": 9}).addressed == {"2": "vocative"}
+    assert utterance_cues(u, m, last_spoke={"1": 12, "2": 9}).addressed == {"1": "vocative"}
+    # A full name is unique and needs no recency.
+    assert utterance_cues(Utterance("3", "Over to Brian Smith."), m).referenced == {"1": "name"}

@@ -5,25 +5,21 @@ The CLI prints these as one line naming the file/record and exits with status 2.
 
 from __future__ import annotations
 
-from polylogue.conversation import ConversationFormatError
-from polylogue.paths import DataRootNotFound
-
 
 class PolylogueInputError(ValueError):
-    """Base class for other modules' input errors (bad run folder, bad model output file, ...)."""
+    """Bad user input: a malformed run folder, benchmark, model output file, option..."""
 
 
-def _user_errors() -> tuple[type[BaseException], ...]:
-    from polylogue.turntaking.dataset import BenchmarkFormatError
+def user_errors() -> tuple[type[BaseException], ...]:
+    """Exception types the CLI reports as a one-line error (imported lazily: no cycles)."""
+    from polylogue.conversation import ConversationFormatError
+    from polylogue.paths import DataRootNotFound
 
     return (
         ConversationFormatError,
         DataRootNotFound,
-        BenchmarkFormatError,
         PolylogueInputError,
         FileNotFoundError,
         IsADirectoryError,
+        NotADirectoryError,
     )
-
-
-USER_ERRORS: tuple[type[BaseException], ...] = _user_errors()

@@ -298,6 +298,105 @@ def tom_record_to_json(
     return d
 
 
+def ami_transcripts(ami_folder: str | Path) -> TranscriptWindow:
+    """Transcript windows from the AMI word files (via :mod:`polylogue.tom.transcript`).
+
+    Times are relative to the clip start, as in the YOU questions ("says 'you' around 15.0s").
+    A session this AMI copy does not hold (the reserved meetings) gets no transcript.
+    """
+    from polylogue.conversation import ConversationFormatError
+    from polylogue.tom.transcript import AmiSessions, transcript_window
+
+    sessions = AmiSessions(ami_folder)
+    missing: set[str] = set()
+
+    def window(record: ToMRecord) -> Sequence[Utterance] | None:
+        session = record.item.session_id
+        if session in missing:
+            return None
+        try:
+            tw = transcript_window(sessions, session, record.item.window)
+        except (ValueError, OSError, ConversationFormatError):
+            missing.add(session)
+            return None
+        base = tw.requested.start
+        return [
+            Utterance(
+                speaker=seg.speaker, text=seg.text, start=seg.start - base, end=seg.end - base
+            )
+            for seg in tw.segments
+        ]
+
+    return window
+
+
+@dataclass(frozen=True)
+class ItemSource:
+    """Candidate items for a study, where they came from, and a step run on the sample only.
+
+    ``finish`` completes the sampled items with what is too costly to build for every
+    candidate (MeetingToM transcript windows read AMI word files per session).
+    """
+
+    items: list[StudyItem]
+    source: dict[str, Any]
+    finish: Callable[[Sequence[StudyItem]], list[StudyItem]] | None = None
+
+
+def benchmark_items(
+    folder: str | Path, split: str, context_turns: int = DEFAULT_CONTEXT_TURNS
+) -> ItemSource:
+    """Items of one split of a built benchmark folder."""
+    from polylogue.turntaking.dataset import load_benchmark
+
+    bench = load_benchmark(folder)
+    if split not in bench.splits:
+        raise StoreError(f"{folder}: no split {split!r} (have {', '.join(bench.splits)})")
+    items = turntaking_items(bench.points(split), context_turns)
+    source = {
+        "benchmark": str(Path(folder).resolve()),
+        "split": split,
+        "data_hash": bench.data_hash,
+        "context_turns": context_turns,
+    }
+    return ItemSource(items, source)
+
+
+def meetingtom_items(
+    folder: str | Path | None = None,
+    tasks: Sequence[str] | None = None,
+    ami_folder: str | Path | None = None,
+    media_root: str | Path | None = None,
+    stratify: str = "task",
+) -> ItemSource:
+    """Items from a MeetingToM release folder; transcripts (``ami_folder``) for the sample only."""
+    from polylogue.tom.records import load_benchmark as load_tom
+
+    bench = load_tom(folder, tasks=tasks)
+    records = {r.id: r for r in bench.all_records()}
+    items = [meetingtom_item(r, media_root=media_root, stratify=stratify) for r in records.values()]
+    source = {
+        "meetingtom": str(bench.folder.resolve()),
+        "tasks": list(tasks) if tasks else None,
+        "ami": None if ami_folder is None else str(Path(ami_folder).resolve()),
+        "media_root": None if media_root is None else str(Path(media_root).resolve()),
+        "stratify": stratify,
+    }
+    if ami_folder is None:
+        return ItemSource(items, source)
+    transcript = ami_transcripts(ami_folder)
+
+    def finish(chosen: Sequence[StudyItem]) -> list[StudyItem]:
+        return [
+            meetingtom_item(
+                records[it.item_id], transcript=transcript, media_root=media_root, stratify=stratify
+            )
+            for it in chosen
+        ]
+
+    return ItemSource(items, source, finish)
+
+
 # ----------------------------------------------------------------------------- studies
 
 
@@ -312,6 +411,7 @@ def create_study(
     adjudicators: Sequence[str] = (),
     source: Mapping[str, Any] | None = None,
     instructions: str = "",
+    finish: Callable[[Sequence[StudyItem]], list[StudyItem]] | None = None,
 ) -> tuple[Study, dict[str, str], SampleReport]:
     """Sample, store and assign a study; returns the study, ``name -> access key`` and the report.
 
@@ -323,6 +423,8 @@ def create_study(
     if len(set(names)) != len(names):
         raise StoreError(f"annotator names must be unique: {names}")
     chosen, report = sample_items(items, plan)
+    if finish is not None:
+        chosen = finish(chosen)
     plan_dict = {
         "per_category": dict(plan.per_category)
         if isinstance(plan.per_category, Mapping)
@@ -350,11 +452,15 @@ def create_study(
 
 __all__ = [
     "DECISION_QUESTION_ID",
+    "ItemSource",
     "SampleReport",
     "SamplingPlan",
+    "ami_transcripts",
     "annotator_order",
+    "benchmark_items",
     "create_study",
     "meetingtom_item",
+    "meetingtom_items",
     "point_from_record",
     "point_to_record",
     "sample_items",

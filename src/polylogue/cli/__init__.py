@@ -22,6 +22,7 @@ app = typer.Typer(
 _COMMAND_MODULES: tuple[str, ...] = (
     "polylogue.cli.build",
     "polylogue.cli.eval",
+    "polylogue.cli.annotate",
 )
 
 for _name in _COMMAND_MODULES:
@@ -32,11 +33,11 @@ def main() -> None:
     """Entry point: user-facing errors (bad input files, missing data) print one clear line."""
     import sys
 
-    from polylogue.errors import USER_ERRORS
+    from polylogue.errors import user_errors
 
     try:
         app()
-    except USER_ERRORS as exc:
+    except user_errors() as exc:
         from rich.console import Console
 
         Console(stderr=True).print(f"[bold red]error:[/bold red] {exc}", markup=True, highlight=False)

@@ -84,9 +84,14 @@ def build(
             return
         from polylogue.corpora.transcripts import read_transcript
 
+        seen: set[str] = set()
         for path in transcripts:
             inputs[f"transcript:{path.name}"] = {"path": str(path), "sha256": hash_tree(path.parent, [path.name])}
-            yield read_transcript(path)
+            conv = read_transcript(path)
+            if conv.id in seen:  # several files from one template: fall back to the file name
+                conv = read_transcript(path, conversation_id=path.stem)
+            seen.add(conv.id)
+            yield conv
 
     options = BuildOptions(
         merge_turns=merge_turns,

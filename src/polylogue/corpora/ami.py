@@ -91,10 +91,10 @@ class AmiWord:
 class AmiTopic:
     """A topic segment from ``topics/{M}.topic.xml``.
 
-    ``label`` is the annotator's free description when given (``other_description``), else the
-    ``default-topics.xml`` type name (``opening``, ``discussion``...). ``start``/``end`` span all
-    timed elements of the topic *and its sub-topics*. ``depth`` is 0 for top-level topics;
-    sub-topics follow their parent in the list (document pre-order).
+    ``label`` is the annotator's free description when given (``other_description`` or
+    ``description``), else the ``default-topics.xml`` type name (``opening``, ``discussion``...).
+    ``start``/``end`` span all timed elements of the topic *and its sub-topics*. ``depth`` is 0
+    for top-level topics; sub-topics follow their parent in the list (document pre-order).
     """
 
     start: float | None
@@ -385,7 +385,9 @@ def read_ami_topics(folder: str | Path, meeting: str) -> list[AmiTopic]:
             type_name = names.get(ptr.start)
             if type_name is None:
                 raise ConversationFormatError(path, where, f"unknown topic type {ptr.start}")
-        description = (el.get("other_description") or "").strip() or None
+        # Most files point at a default-topics type and add other_description for "other";
+        # a few (IB4003, IS1006d, TS3009b-d, ...) only give a free "description".
+        description = (el.get("other_description") or el.get("description") or "").strip() or None
         start, end = (min(times), max(times)) if times else (None, None)
         out[slot] = AmiTopic(
             start=start,
@@ -581,6 +583,8 @@ def read_ami(
         raise ValueError(f"unit must be 'da' or 'turn', not {unit!r}")
     rel = release_dir(folder)
     files = _speaker_files(rel)
+    if isinstance(meetings, str):  # one id, not an iterable of characters
+        meetings = [meetings]
     wanted = sorted(files) if meetings is None else list(dict.fromkeys(meetings))
     missing = [m for m in wanted if m not in files]
     if missing:

@@ -54,7 +54,11 @@ S10_JSON_PATH = Path("character-mining") / "json" / "friends_season_10.json"
 Source = Literal["all", "csv", "s10json"]
 
 _DIRECTIONS_SPEAKER = "Scene Directions"
-_CSV_GROUP_SPEAKERS = frozenset({"", "#ALL#"})
+# Speaker labels for lines said by several characters at once (empty = the CSV's multi-speaker
+# lines, whose names the packager dropped; the JSON lists them).
+_GROUP_LABELS = frozenset(
+    {"", "#ALL#", "Both", "Together", "Guys", "The Guys", "The Girls", "Kids"}
+)
 
 # Nicknames the friends use for each other on screen (used as aliases for vocative detection).
 _NICKNAMES: dict[str, tuple[str, ...]] = {
@@ -165,13 +169,15 @@ def read_friends_csv(
                 current.directions.append(text.strip())
                 continue
             spoken, notes = split_notes(text)
+            if speaker in _GROUP_LABELS and speaker not in ("", "#ALL#"):
+                notes.insert(0, f"(spoken together: {speaker})")
             if not spoken:
                 current.dropped_lines += 1
                 continue
             uid = f"s{key[0]:02d}e{key[1]:02d}c{key[2]:02d}u{int(row['utterance']):03d}"
             current.utterances.append(
                 Utterance(
-                    speaker=GROUP_SPEAKER if speaker in _CSV_GROUP_SPEAKERS else speaker,
+                    speaker=GROUP_SPEAKER if speaker in _GROUP_LABELS else speaker,
                     text=spoken,
                     id=uid,
                     note=" ".join(notes) or None,
@@ -341,7 +347,7 @@ def _episode_speakers(episode: dict[str, Any]) -> list[str]:
     for scene in episode.get("scenes", []):
         for u in scene.get("utterances", []):
             for s in u.get("speakers") or []:
-                if s not in _CSV_GROUP_SPEAKERS:
+                if s not in _GROUP_LABELS:
                     out.setdefault(s, None)
     return list(out)
 
@@ -377,13 +383,22 @@ def _segments(raw: str) -> list[_Segment]:
         else:
             segments[-1].notes.append(note)
     segments[-1].text.append(raw[pos:])
-    # A trailing "(to Rachel)" with nothing said after it addresses nothing we can see.
+    # Segments without speech hand their notes on: a leading "(pause)" goes to the next
+    # segment; a trailing "(to Rachel)" with nothing said after it addresses nothing we can
+    # see, so it stays a plain note of the previous segment.
     merged: list[_Segment] = []
+    pending: list[str] = []
     for seg in segments:
-        if not _squash(" ".join(seg.text)) and merged:
-            merged[-1].notes.extend(seg.notes)
-        else:
+        if _squash(" ".join(seg.text)):
+            seg.notes[:0] = pending
+            pending = []
             merged.append(seg)
+        elif merged:
+            merged[-1].notes.extend(seg.notes)
+        else:  # leading, or "(to X) (to Y) text" where only the last note addresses
+            pending.extend(seg.notes)
+    if pending and merged:
+        merged[-1].notes.extend(pending)
     return merged
 
 
@@ -400,7 +415,7 @@ def _json_scene(
     raw_utts = scene.get("utterances") or []
     scene_speakers = list(
         dict.fromkeys(
-            s for u in raw_utts for s in (u.get("speakers") or []) if s not in _CSV_GROUP_SPEAKERS
+            s for u in raw_utts for s in (u.get("speakers") or []) if s not in _GROUP_LABELS
         )
     )
     spoken_so_far: list[str] = []
@@ -412,7 +427,7 @@ def _json_scene(
             if raw.strip():
                 sc.directions.append(raw.strip())
             continue
-        group_line = len(speakers) > 1 or speakers[0] in _CSV_GROUP_SPEAKERS
+        group_line = len(speakers) > 1 or speakers[0] in _GROUP_LABELS
         speaker = GROUP_SPEAKER if group_line else speakers[0]
         segs = [s for s in _segments(raw) if _squash(" ".join(s.text))]
         if not segs:
@@ -420,7 +435,7 @@ def _json_scene(
             continue
         for k, seg in enumerate(segs):
             notes = list(seg.notes)
-            if len(speakers) > 1 and k == 0:
+            if group_line and k == 0 and speakers != ["#ALL#"]:
                 notes.insert(0, f"(spoken together by {', '.join(speakers)})")
             addressees = None
             if seg.address_target is not None:

@@ -133,6 +133,8 @@ def read_icsi(folder: str | Path, meetings: Iterable[str] | None = None) -> Iter
     """
     base = _transcript_dir(folder)
     present = icsi_meetings(folder)
+    if isinstance(meetings, str):  # one id, not an iterable of characters
+        meetings = [meetings]
     wanted = present if meetings is None else list(dict.fromkeys(meetings))
     missing = [m for m in wanted if m not in present]
     if missing:

@@ -121,9 +121,9 @@ def read_transcript(
         raw = _parse_vtt(content, path)
     else:
         header, raw = _parse_txt(content, path)
+    participants = _header_participants(header, path) if header else None
     if not raw:
         raise ConversationFormatError(path, "", "empty transcript: no utterances")
-    participants = _header_participants(header, path) if header else None
     conv_id = conversation_id or (header or {}).get("id") or path.stem
     domain = str((header or {}).get("domain") or "meeting")
     return _build(raw, participants, str(conv_id), domain, path, fmt)

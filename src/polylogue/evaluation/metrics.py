@@ -61,6 +61,12 @@ def _pred_strings(pred: Sequence[Label | None]) -> list[str]:
     return [PRED_LABELS[c] for c in _pred_codes(pred)]
 
 
+def _validated(gold: Sequence[Label], pred: Sequence[Label | None]) -> tuple[list[str], list[str]]:
+    """Gold and prediction labels as strings (None -> UNPARSEABLE), checked."""
+    _check_lengths(gold, pred)
+    return [GOLD_LABELS[c] for c in _gold_codes(gold)], _pred_strings(pred)
+
+
 def _check_lengths(*arrays: Sequence[Any] | None) -> int:
     lengths = {len(a) for a in arrays if a is not None}
     if len(lengths) > 1:
@@ -77,19 +83,19 @@ def _check_lengths(*arrays: Sequence[Any] | None) -> int:
 def accuracy(gold: Sequence[Label], pred: Sequence[Label | None]) -> float:
     from sklearn.metrics import accuracy_score
 
-    _check_lengths(gold, pred)
-    return float(accuracy_score([str(g) for g in gold], _pred_strings(pred)))
+    g, p = _validated(gold, pred)
+    return float(accuracy_score(g, p))
 
 
 def f1_avg(gold: Sequence[Label], pred: Sequence[Label | None]) -> float:
     """Mean of the SPEAK and SILENT F1 scores (an F1 with no support is 0)."""
     from sklearn.metrics import f1_score
 
-    _check_lengths(gold, pred)
+    g, p = _validated(gold, pred)
     return float(
         f1_score(
-            [str(g) for g in gold],
-            _pred_strings(pred),
+            g,
+            p,
             labels=list(GOLD_LABELS),
             average="macro",
             zero_division=0,
@@ -101,12 +107,12 @@ def balanced_accuracy(gold: Sequence[Label], pred: Sequence[Label | None]) -> fl
     """Mean recall of the gold classes present (unparseable answers are misses)."""
     from sklearn.metrics import recall_score
 
-    _check_lengths(gold, pred)
-    present = [lab for lab in GOLD_LABELS if any(str(g) == lab for g in gold)]
+    g, p = _validated(gold, pred)
+    present = [lab for lab in GOLD_LABELS if lab in g]
     return float(
         recall_score(
-            [str(g) for g in gold],
-            _pred_strings(pred),
+            g,
+            p,
             labels=present,
             average="macro",
             zero_division=0,
@@ -118,8 +124,8 @@ def confusion(gold: Sequence[Label], pred: Sequence[Label | None]) -> dict[str, 
     """Counts as ``{gold: {pred: n}}`` with pred in SPEAK, SILENT, UNPARSEABLE."""
     from sklearn.metrics import confusion_matrix
 
-    _check_lengths(gold, pred)
-    m = confusion_matrix([str(g) for g in gold], _pred_strings(pred), labels=list(PRED_LABELS))
+    g, p = _validated(gold, pred)
+    m = confusion_matrix(g, p, labels=list(PRED_LABELS))
     return {
         g: {p: int(m[i, j]) for j, p in enumerate(PRED_LABELS)} for i, g in enumerate(GOLD_LABELS)
     }

@@ -54,6 +54,7 @@ class DatasetInfo:
 @dataclass
 class RunResult:
     folder: Path
+    #: Points in the split (the run is complete when all are done, whatever ``limit`` was).
     n_total: int
     n_done: int
     n_new: int
@@ -364,7 +365,7 @@ def run_evaluation(
         }
     )
     _write_json_atomic(manifest_path, manifest)
-    return RunResult(folder, len(selected), len(scored), n_new, metrics, manifest)
+    return RunResult(folder, len(points), len(scored), n_new, metrics, manifest)
 
 
 def _chunks(items: Sequence[DecisionPoint], size: int) -> Iterable[Sequence[DecisionPoint]]:

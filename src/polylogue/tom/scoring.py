@@ -747,3 +747,16 @@ def majority_labels(records: Sequence[ToMRecord]) -> dict[tuple[Task, str], str]
                 counts, key=lambda lab: (counts[lab], -order.index(lab) if lab in order else -99)
             )
     return out
+
+
+def strict_from_rows(
+    records: Sequence[ToMRecord], rows: Iterable[Mapping[str, Any]]
+) -> dict[str, dict[str, str | None]]:
+    """Validated answers per record id from run rows (rows keyed by ``point_id`` or ``id``)."""
+    by_id = {r.id: r for r in records}
+    out: dict[str, dict[str, str | None]] = {}
+    for row in rows:
+        rid = str(row.get("point_id") or row.get("id") or "")
+        if rid in by_id:
+            out[rid] = strict_answers(row, by_id[rid].task)
+    return out

@@ -239,9 +239,14 @@ def render_transcript(window: TranscriptWindow, options: TranscriptOptions = Tra
         if options.roles and seg.speaker in window.roles:
             who = f"{seg.speaker} ({window.roles[seg.speaker]})"
         tag = f" [{', '.join(seg.dialogue_acts)}]" if options.dialogue_acts and seg.dialogue_acts else ""
-        stamp = f"[{seg.start - base:.1f}-{seg.end - base:.1f}s] " if options.timestamps else ""
+        stamp = f"[{_secs(seg.start - base)}-{_secs(seg.end - base)}s] " if options.timestamps else ""
         lines.append(f"{stamp}{who}{tag}: {seg.text}")
     return "\n".join(lines)
+
+
+def _secs(x: float) -> str:
+    v = round(x, 1)
+    return f"{0.0 if v == 0 else v:.1f}"  # never print "-0.0"
 
 
 _WORD = re.compile(r"[a-z']+")

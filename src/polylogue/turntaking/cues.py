@@ -17,7 +17,7 @@ Name and role matching is word-bounded and case-aware:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from polylogue.conversation import Participant, Utterance
@@ -92,10 +92,16 @@ def is_cased(utterances: Iterable[Utterance]) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
+class _Patterns:
+    mention: re.Pattern[str]  # any word-bounded mention of a name or role
+    vocative: re.Pattern[str]  # the name/role used to address
+
+
+@dataclass(frozen=True, slots=True)
 class _Matcher:
     pid: str
-    mention: re.Pattern[str] | None  # any word-bounded mention of a name or role
-    vocative: re.Pattern[str] | None  # the name/role used to address
+    own: _Patterns | None  # names/roles that only this participant has
+    shared: _Patterns | None  # names shared with someone else ("Brian" for two Brians)
     role_only: bool  # True when no personal name is known (mentions are role mentions)
 
 
@@ -123,11 +129,14 @@ def _role_variants(p: Participant) -> list[str]:
     return [p.role]
 
 
+def _is_code(term: str) -> bool:
+    return len(term) <= 3 and term.isupper()
+
+
 def _term_pattern(term: str, cased: bool) -> str | None:
     """Regex for one name/role term, or None if it cannot be matched safely."""
     words = term.split()
-    is_code = len(term) <= 3 and term.isupper()
-    if is_code:
+    if _is_code(term):
         return r"(?<![\w'])" + re.escape(term) + r"(?![\w'])" if cased else None
     if not cased and term.lower() in COMMON_WORD_NAMES:
         return None
@@ -138,32 +147,43 @@ def _term_pattern(term: str, cased: bool) -> str | None:
     return r"(?i:(?<![\w'])" + body + r"(?:'s)?(?![\w']))"
 
 
+def _patterns(terms: list[str]) -> _Patterns | None:
+    if not terms:
+        return None
+    alt = "(?:" + "|".join(terms) + ")"
+    voc = (
+        rf"^\W*(?:(?i:{_OPENERS})\W+)*{alt}\s*(?:[,!?:;]|\.|$)"  # "Ross, ..." / "Okay Ross."
+        rf"|[,;]\s*{alt}\s*[.!?]*\s*$"  # "..., Ross?"
+        rf"|[,;.!?]\s*{alt}\s*[,!?]"  # "... . Ross, what ..."
+        rf"|(?i:{_GREETERS})[\s,]+{alt}(?![\w'])"  # "thanks Ross" / "hi Ross"
+        rf"|{alt}\s*\?"  # "Ross?"
+    )
+    return _Patterns(mention=re.compile(alt), vocative=re.compile(voc))
+
+
 def build_matchers(participants: Sequence[Participant], cased: bool) -> dict[str, _Matcher]:
-    """Compile mention and vocative patterns once per conversation."""
+    """Compile mention and vocative patterns once per conversation.
+
+    A name several participants share (two people called Brian) is kept apart: a match on it
+    is attributed at cue time to whichever of them spoke most recently.
+    """
+    variants = {p.id: (_name_variants(p), _role_variants(p)) for p in participants}
+    owners: dict[str, set[str]] = {}
+    for pid, (names, roles) in variants.items():
+        for t in (*names, *roles):
+            owners.setdefault(t.lower(), set()).add(pid)
     out: dict[str, _Matcher] = {}
     for p in participants:
-        name_terms = [t for t in (_term_pattern(n, cased) for n in _name_variants(p)) if t]
-        role_terms = [t for t in (_term_pattern(r, cased) for r in _role_variants(p)) if t]
-        terms = name_terms + role_terms
-        if not terms:
-            out[p.id] = _Matcher(p.id, None, None, role_only=False)
-            continue
-        alt = "(?:" + "|".join(terms) + ")"
-        # Roles are addressed with an optional determiner/title ("Mister Marketing", rare) but
-        # mostly mentioned ("our marketing expert"); names are the usual vocative.
-        voc = (
-            rf"^\W*(?:(?i:{_OPENERS})\W+)*{alt}\s*(?:[,!?:;]|\.|$)"  # "Ross, ..." / "Okay Ross."
-            rf"|[,;]\s*{alt}\s*[.!?]*\s*$"  # "..., Ross?"
-            rf"|[,;.!?]\s*{alt}\s*[,!?]"  # "... . Ross, what ..."
-            rf"|(?i:{_GREETERS})[\s,]+{alt}(?![\w'])"  # "thanks Ross" / "hi Ross"
-            rf"|{alt}\s*\?"  # "Ross?"
-        )
-        out[p.id] = _Matcher(
-            p.id,
-            mention=re.compile(alt),
-            vocative=re.compile(voc),
-            role_only=not name_terms,
-        )
+        names, roles = variants[p.id]
+        own: list[str] = []
+        shared: list[str] = []
+        for t in (*names, *roles):
+            pat = _term_pattern(t, cased)
+            if pat:
+                (shared if len(owners[t.lower()]) > 1 else own).append(pat)
+        # Upper-case codes among the aliases ("PM") are role codes, not names.
+        has_name = any(_term_pattern(n, cased) for n in names if not _is_code(n))
+        out[p.id] = _Matcher(p.id, _patterns(own), _patterns(shared), role_only=not has_name)
     return out
 
 
@@ -180,12 +200,14 @@ def utterance_cues(
     utterance: Utterance,
     matchers: dict[str, _Matcher],
     present: Iterable[str] | None = None,
+    last_spoke: Mapping[str, int] | None = None,
 ) -> UtteranceCues:
     """Address and reference cues of ``utterance`` for every participant (speaker excluded).
 
     Annotated addressees (AMI ``addressee``, Friends "(to X)" notes) are trusted first; a
-    vocative name/role in the text counts as address too. A participant who is mentioned
-    without being addressed is "referenced".
+    vocative name/role in the text counts as address too, unless the annotation names other
+    addressees. A participant who is mentioned without being addressed is "referenced".
+    ``last_spoke`` (participant -> index of their latest utterance) resolves shared names.
     """
     addressed: dict[str, str] = {}
     referenced: dict[str, str] = {}
@@ -198,18 +220,30 @@ def utterance_cues(
             if a != utterance.speaker:
                 addressed[a] = evidence
     text = utterance.text
-    for pid in candidates:
+    vocative_allowed = not utterance.addressees
+    shared_hits: list[tuple[str, bool]] = []
+    for pid in sorted(candidates):
         m = matchers.get(pid)
-        if m is None or m.mention is None:
+        if m is None:
             continue
-        if not m.mention.search(text):
-            continue
-        if pid not in addressed and m.vocative is not None and m.vocative.search(text):
-            # An annotation that names other addressees overrides a vocative guess only when it
-            # is explicit about this utterance; otherwise a vocative is an explicit address.
-            if not annotated or not utterance.addressees:
-                addressed[pid] = "role" if m.role_only else "vocative"
-                continue
-        if pid not in addressed:
-            referenced[pid] = "role" if m.role_only else "name"
+        if m.own is not None and m.own.mention.search(text):
+            _record(pid, m, m.own.vocative.search(text) is not None and vocative_allowed, addressed, referenced)
+        elif m.shared is not None and m.shared.mention.search(text):
+            shared_hits.append((pid, m.shared.vocative.search(text) is not None and vocative_allowed))
+    if shared_hits and last_spoke:
+        spoken = [(last_spoke[pid], pid, voc) for pid, voc in shared_hits if pid in last_spoke]
+        if spoken:
+            _, pid, voc = max(spoken)
+            _record(pid, matchers[pid], voc, addressed, referenced)
     return UtteranceCues(addressed=addressed, referenced=referenced, annotated=annotated)
+
+
+def _record(
+    pid: str, m: _Matcher, vocative: bool, addressed: dict[str, str], referenced: dict[str, str]
+) -> None:
+    if pid in addressed:
+        return
+    if vocative:
+        addressed[pid] = "role" if m.role_only else "vocative"
+    else:
+        referenced[pid] = "role" if m.role_only else "name"

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from polylogue.conversation import Conversation, Participant, read_parquet, write_parquet
+from polylogue.errors import PolylogueInputError
 from polylogue.conversation import merge_turns as merge_conversation_turns
 from polylogue.turntaking.points import (
     ContextView,
@@ -47,7 +48,7 @@ from polylogue.turntaking.types import (
 FORMAT_VERSION = 1
 
 
-class BenchmarkFormatError(ValueError):
+class BenchmarkFormatError(PolylogueInputError):
     """A benchmark folder is missing files or holds malformed rows."""
 
 
@@ -99,7 +100,9 @@ def build_benchmark(
     annotated_groups: set[str] = set()
     for conv in conversations:
         if conv.id in conv_ids:
-            raise ValueError(f"duplicate conversation id {conv.id!r} (corpus {conv.corpus})")
+            raise PolylogueInputError(
+                f"duplicate conversation id {conv.id!r} (corpus {conv.corpus}, source {conv.source})"
+            )
         conv_ids.add(conv.id)
         if options.merge_turns:
             conv = merge_conversation_turns(conv)
@@ -138,8 +141,12 @@ def _assign_splits(
     for corpus, idx in sorted(by_corpus.items()):
         groups = [points[i].group for i in idx]
         strata = [points[i].gold.category.value for i in idx]
-        group_strata = {g: ("annotated" if g in annotated_groups else "plain") for g in set(groups)}
-        assignment = grouped_split(groups, strata, options.fractions, options.seed, group_strata)
+        if len(set(groups)) < 3:
+            # Too few conversations to split (e.g. one user transcript): evaluation only.
+            assignment = dict.fromkeys(groups, "test")
+        else:
+            group_strata = {g: ("annotated" if g in annotated_groups else "plain") for g in set(groups)}
+            assignment = grouped_split(groups, strata, options.fractions, options.seed, group_strata)
         for i in idx:
             split_of[i] = assignment[points[i].group]
     out = [replace(p, split=s) for p, s in zip(points, split_of, strict=True)]

@@ -181,7 +181,11 @@ def conversation_points(
     visible = model_visible(conv)
     matchers = build_matchers(conv.participants, is_cased(conv.utterances))
     # Cues are computed against every participant so a vocative can establish presence.
-    all_cues = [utterance_cues(u, matchers) for u in conv.utterances]
+    all_cues = []
+    last_spoke: dict[str, int] = {}
+    for i, u in enumerate(conv.utterances):
+        all_cues.append(utterance_cues(u, matchers, last_spoke=last_spoke))
+        last_spoke[u.speaker] = i
     presence = present_at(conv, [c.addressed for c in all_cues])
     by_id: dict[str, Participant] = {p.id: p for p in conv.participants}
     speakers = [u.speaker for u in conv.utterances]

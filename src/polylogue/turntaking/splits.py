@@ -41,16 +41,17 @@ def grouped_split(
     for i, grp in enumerate(groups):
         key = (group_strata or {}).get(grp, "")
         partitions.setdefault(key, []).append(i)
+    # A partition with fewer than 3 groups cannot be split on its own: merge it into the largest.
+    def n_groups(key: str) -> int:
+        return len({groups[i] for i in partitions[key]})
+
+    largest = max(partitions, key=n_groups)
+    for key in sorted(partitions):
+        if key != largest and n_groups(key) < 3:
+            partitions[largest].extend(partitions.pop(key))
     assignment: dict[str, str] = {}
     for key in sorted(partitions):
         idx = partitions[key]
-        n_groups = len({groups[i] for i in idx})
-        if n_groups < 3 and len(partitions) > 1:
-            # Too few groups to split this partition: fold it into the largest one.
-            largest = max(partitions, key=lambda k: len(partitions[k]))
-            if largest != key:
-                partitions[largest].extend(idx)
-                continue
         assignment.update(
             _split_partition([groups[i] for i in idx], [strata[i] for i in idx], fractions, seed)
         )

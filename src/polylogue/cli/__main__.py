@@ -1,0 +1,3 @@
+from polylogue.cli import main
+
+main()

