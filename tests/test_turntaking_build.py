@@ -243,7 +243,8 @@ def test_malformed_benchmark_and_conversation_files(tmp_path: Path) -> None:
 def test_cli_build_and_inspect_on_a_user_transcript(tmp_path: Path) -> None:
     example = Path(__file__).resolve().parents[1] / "examples" / "standup.jsonl"
     out = tmp_path / "bench"
-    # Three copies under different names give the three groups a split needs (fewer: all "test").
+    # Three identical copies: exact duplicates are removed, so one conversation's points remain
+    # and, with fewer than three groups to split, they all go to "test".
     files = []
     for i in range(3):
         f = tmp_path / f"standup{i}.jsonl"
@@ -254,11 +255,12 @@ def test_cli_build_and_inspect_on_a_user_transcript(tmp_path: Path) -> None:
         args += ["--transcript", str(f)]
     r = subprocess.run(args, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert "Total" in r.stderr or "| Dataset |" in r.stderr
+    assert "| Dataset |" in r.stderr
     bench = load_benchmark(out)
-    assert sum(len(bench.points(s)) for s in bench.splits) > 0
+    assert bench.manifest["counts"]["duplicates_removed"] == 2 * len(bench.points("test")) > 0
+    assert {p.input.conversation_id for p in bench.points("test")} == {"standup-example"}
     r = subprocess.run(
-        [sys.executable, "-m", "polylogue.cli", "inspect", str(out), "--split", "train", "-n", "1"],
+        [sys.executable, "-m", "polylogue.cli", "inspect", str(out), "--split", "test", "-n", "1"],
         capture_output=True, text=True, timeout=60,
     )
     assert r.returncode == 0 and "[pause]" in r.stdout

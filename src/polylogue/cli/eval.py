@@ -71,7 +71,7 @@ def eval_command(
     from polylogue.models.base import ModelSpecError, default_model_available, load_predictor
     from polylogue.prompts.builder import PromptOptions
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)
     if model is None:
         if not default_model_available():
             raise typer.BadParameter(

@@ -1,0 +1,147 @@
+"""The real-time decision engine: observe utterances as they end, decide at the pause.
+
+>>> engine = TurnTakingEngine.load()                                # doctest: +SKIP
+>>> engine.observe(Utterance("alice", "Bob, can you take that?"))   # doctest: +SKIP
+>>> engine.decide("bob").p_speak                                    # doctest: +SKIP
+0.93
+
+``observe`` does the per-utterance work (text analysis, turn-yield score, speaker statistics)
+while the next speaker is still talking; ``decide`` only assembles one feature row from
+counters and runs the trees, so its cost does not grow with the length of the meeting.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from polylogue.conversation import Participant, Utterance
+from polylogue.engine.features import FEATURE_NAMES, GROUP_ROLE, ConversationState, new_state
+from polylogue.engine.model import TurnTakingModel, load_model
+from polylogue.turntaking.types import Decision
+
+#: Readable phrases for binary features that, when set, explain a decision.
+CUE_PHRASES: dict[str, str] = {
+    "target_vocative": "addressed by name",
+    "target_mention_third_person": "named in the third person",
+    "target_mentioned": "named",
+    "other_vocative": "someone else addressed by name",
+    "question_to_prev_target": "question put to the previous speaker (the target)",
+    "second_person_to_prev_target": "'you' right after the target spoke",
+    "question_to_nobody_named": "open question, nobody named",
+    "target_is_prev_turn_speaker": "target held the floor just before",
+    "incomplete": "utterance sounds unfinished",
+    "trailing_continuer": "ends on a continuer (and/so/um)",
+    "acknowledgement": "short acknowledgement",
+    "group_address": "addressed to the group",
+    "target_vocative_prev": "addressed by name one utterance earlier",
+    "target_never_spoke": "target has not spoken yet",
+}
+
+
+@dataclass(frozen=True)
+class EngineDecision:
+    """The answer at one pause for one target."""
+
+    target: str
+    p_speak: float
+    decision: Decision
+    threshold: float
+    #: Readable cues that hold at this pause (see ``CUE_PHRASES``) and key quantities.
+    cues: dict[str, Any]
+    #: Top feature contributions to the log-odds (only when asked with ``explain=True``).
+    contributions: tuple[tuple[str, float], ...] = ()
+    latency_s: float = 0.0
+    features: dict[str, float] = field(default_factory=dict, repr=False)
+
+
+def describe_cues(x: np.ndarray) -> dict[str, Any]:
+    """Cues behind a decision, read off its feature row."""
+    row = dict(zip(FEATURE_NAMES, x.tolist(), strict=True))
+    active = [phrase for name, phrase in CUE_PHRASES.items() if row.get(name) == 1.0]
+    if "named in the third person" in active or "addressed by name" in active:
+        active = [a for a in active if a != "named"]
+    return {
+        "active": active,
+        "turn_yield_logit": round(row["yield_logit"], 2),
+        "p_target_after_speaker": round(row["p_target_after_speaker"], 3),
+        "utterances_since_target_spoke": int(row["utts_since_target"]),
+        "people_present": int(row["n_present"]),
+    }
+
+
+class TurnTakingEngine:
+    """Streaming turn-taking decisions for one conversation."""
+
+    def __init__(
+        self,
+        model: TurnTakingModel,
+        participants: Iterable[Participant] = (),
+        threshold: float | None = None,
+    ) -> None:
+        self.model = model
+        self.threshold = model.threshold if threshold is None else threshold
+        self.state: ConversationState = new_state(model.yield_model, participants)
+
+    @classmethod
+    def load(
+        cls,
+        participants: Iterable[Participant] = (),
+        model_dir: str | Path | None = None,
+        threshold: float | None = None,
+    ) -> TurnTakingEngine:
+        return cls(load_model(model_dir), participants, threshold)
+
+    @property
+    def participants(self) -> dict[str, Participant]:
+        return self.state.participants
+
+    def add_participants(self, people: Iterable[Participant]) -> None:
+        self.state.register(people)
+
+    def observe(self, utterance: Utterance) -> float:
+        """Take in an utterance that just ended; returns the seconds the cached work took."""
+        start = time.perf_counter()
+        self.state.observe(utterance)
+        return time.perf_counter() - start
+
+    def listeners(self) -> list[str]:
+        """Everyone known except the current speaker and group pseudo-speakers."""
+        if not self.state.utts:
+            return []
+        speaker = self.state.utts[-1].speaker
+        return [
+            pid for pid, p in self.state.participants.items() if pid != speaker and p.role != GROUP_ROLE
+        ]
+
+    def decide(
+        self, target: str, present: Sequence[str] | None = None, explain: bool = False
+    ) -> EngineDecision:
+        """Should ``target`` speak now, at the pause after the last observed utterance?"""
+        start = time.perf_counter()
+        if target not in self.state.participants:
+            self.state.register([Participant(id=target, name=target if len(target) > 1 else None)])
+        people = list(self.state.participants) if present is None else list(present)
+        x = self.state.features(target, people)[None, :]
+        p = float(self.model.proba(x)[0])
+        latency = time.perf_counter() - start
+        contributions: tuple[tuple[str, float], ...] = ()
+        if explain:
+            contrib = self.model.contributions(x)[0][:-1]
+            order = np.argsort(-np.abs(contrib))[:5]
+            contributions = tuple((FEATURE_NAMES[i], round(float(contrib[i]), 3)) for i in order)
+        return EngineDecision(
+            target=target,
+            p_speak=p,
+            decision=Decision.SPEAK if p >= self.threshold else Decision.SILENT,
+            threshold=self.threshold,
+            cues=describe_cues(x[0]),
+            contributions=contributions,
+            latency_s=latency,
+            features=dict(zip(FEATURE_NAMES, x[0].tolist(), strict=True)) if explain else {},
+        )
