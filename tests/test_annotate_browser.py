@@ -250,3 +250,63 @@ def test_two_annotators_concurrently_then_adjudicate_and_export(
     expected = {i: (decided[i] if i in decided else h1[i]) for i in h1}
     assert got == expected
     ctx.close()
+
+
+def test_meetingtom_questions_by_number_keys(
+    tmp_path: Path, study_env: dict[str, Any], browser: Any
+) -> None:
+    """A MeetingToM item: two questions answered with number keys, transcript window shown."""
+    import uvicorn
+
+    from polylogue.annotate.app import create_app
+    from polylogue.annotate.store import AnnotationStore, StudyKind
+    from polylogue.annotate.study import SamplingPlan, create_study, meetingtom_items
+    from polylogue.paths import corpus_dir
+
+    expect = playwright_api.expect
+    src = meetingtom_items(tasks=["you"], ami_folder=corpus_dir("ami"))
+    store = AnnotationStore(tmp_path / "tom.sqlite")
+    study, keys, _ = create_study(
+        store,
+        "tom",
+        StudyKind.MEETINGTOM,
+        src.items,
+        SamplingPlan(2, seed=1),
+        ["a"],
+        source=src.source,
+        finish=src.finish,
+    )
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(store), host="127.0.0.1", port=port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        assert thread.is_alive()
+        time.sleep(0.05)
+    try:
+        ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = ctx.new_page()
+        page.goto(f"http://127.0.0.1:{port}/a/{keys['a']}")
+        page.wait_for_selector("body[data-ready='1']")
+        expect(page.locator(".question")).to_have_count(2)
+        expect(page.locator(".question.active")).to_have_attribute("data-qid", "Q1")
+        expect(page.locator(".turn").first).to_be_visible()
+        expect(page.locator("#context-meta")).to_contain_text("MeetingToM · you")
+        _shot(page, study_env, "annotate-meetingtom")
+        page.keyboard.press("5")  # Q1: MULTIPLE
+        expect(page.locator(".question.active")).to_have_attribute("data-qid", "Q2")
+        expect(page.locator("[data-testid=progress]")).to_have_text("0 / 2 done")
+        page.keyboard.press("3")  # Q2: NEUTRAL -> item complete, next item
+        expect(page.locator("[data-testid=progress]")).to_have_text("1 / 2 done")
+        expect(page.locator("#position")).to_have_text("Item 2 of 2")
+        first = next(a.order[0] for a in store.annotators(study))
+        got = {(x.item_id, x.question_id): x.label for x in store.answers(study)}
+        assert got == {(first, "Q1"): "MULTIPLE", (first, "Q2"): "NEUTRAL"}
+        ctx.close()
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

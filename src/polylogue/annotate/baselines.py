@@ -14,7 +14,6 @@ study's categories, accuracy and macro-F1 over the gold labels present.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -201,26 +200,21 @@ def _pct(x: float | None) -> str:
 
 
 def read_predictions(path: str | Path) -> dict[str, str | None]:
-    """Model predictions as JSONL lines with ``point_id`` (or ``id``) and ``prediction``.
+    """A model's decisions from an evaluation run folder (or its ``predictions.jsonl``).
 
-    ``prediction`` may be null (an unparseable answer). Errors name the file and line.
+    Read with the runner's own reader; ``decision`` is null for an unparseable answer.
     """
-    path = Path(path)
-    out: dict[str, str | None] = {}
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                d = json.loads(line)
-                key = d.get("point_id", d.get("id"))
-                if key is None or "prediction" not in d:
-                    raise KeyError("needs 'point_id' (or 'id') and 'prediction'")
-            except (json.JSONDecodeError, KeyError, AttributeError) as exc:
-                raise StoreError(f"{path}:{lineno}: {exc}") from exc
-            pred = d["prediction"]
-            out[str(key)] = None if pred is None else str(pred)
-    return out
+    from polylogue.evaluation.runner import RunError
+    from polylogue.evaluation.runner import read_predictions as read_run
+
+    p = Path(path)
+    file = p / "predictions.jsonl" if p.is_dir() else p
+    if not file.is_file():
+        raise StoreError(f"{path}: no predictions.jsonl (expected an evaluation run folder)")
+    try:
+        return {str(r["point_id"]): r.get("decision") for r in read_run(file)}
+    except RunError as exc:
+        raise StoreError(str(exc)) from exc
 
 
 __all__ = [

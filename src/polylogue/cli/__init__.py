@@ -23,6 +23,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "polylogue.cli.build",
     "polylogue.cli.eval",
     "polylogue.cli.annotate",
+    "polylogue.cli.decide",
 )
 
 for _name in _COMMAND_MODULES:

@@ -27,7 +27,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _fail(message: str) -> typer.Exit:
-    console.print(f"[red]error:[/red] {message}")
+    console.print(f"error: {message}", style="red", soft_wrap=True, markup=False)
     return typer.Exit(code=2)
 
 
@@ -340,7 +340,7 @@ def score(
         typer.Option(
             "--predictions",
             "-p",
-            help="NAME=FILE: model predictions (JSONL with point_id, prediction) scored alongside.",
+            help="NAME=RUN: an evaluation run folder (polylogue eval) scored on the same items.",
         ),
     ] = None,
     markdown: Annotated[Path | None, typer.Option(help="Also write the tables here.")] = None,
@@ -353,7 +353,7 @@ def score(
     for spec in predictions or []:
         name, sep, path = spec.partition("=")
         if not sep:
-            raise _fail(f"--predictions expects NAME=FILE (got {spec!r})")
+            raise _fail(f"--predictions expects NAME=RUN_FOLDER (got {spec!r})")
         try:
             models[name] = read_predictions(path)
         except (StoreError, OSError) as exc:

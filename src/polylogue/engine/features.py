@@ -169,7 +169,8 @@ class ConversationState:
             return
         for p in new:
             self.participants[p.id] = p
-        self._matchers.update(build_matchers(new, self.cased))
+        # Rebuilt for everyone: a name two participants share is resolved across all of them.
+        self._matchers = dict(build_matchers(list(self.participants.values()), self.cased))
         self._matcher_version += 1
 
     def _set_cased(self, cased: bool) -> None:
@@ -187,7 +188,7 @@ class ConversationState:
         people = [pid for pid, p in self.participants.items() if p.role != GROUP_ROLE]
         # Addressee annotations are not model-visible: cues come from the words alone.
         bare = Utterance(speaker=u.speaker, text=u.text)
-        c = utterance_cues(bare, self._matchers, present=people)  # type: ignore[arg-type]
+        c = utterance_cues(bare, self._matchers, present=people, last_spoke=self.last_index)  # type: ignore[arg-type]
         self._cue_cache[index] = (self._matcher_version, c)
         if len(self._cue_cache) > 8:
             for k in sorted(self._cue_cache)[:-4]:
@@ -360,10 +361,10 @@ class ConversationState:
     def _mention_shape(self, target: str, text: str) -> tuple[bool, bool, bool, int]:
         """Where the target's name sits: utterance start, end, or inside a third-person phrase."""
         m = self._matchers.get(target)
-        pattern = getattr(m, "mention", None)
-        if pattern is None:
-            return False, False, False, 0
-        hits = list(pattern.finditer(text))
+        patterns = [getattr(pp, "mention", None) for pp in (getattr(m, "own", None), getattr(m, "shared", None))]
+        hits = sorted(
+            (h for pat in patterns if pat is not None for h in pat.finditer(text)), key=lambda h: h.start()
+        )
         if not hits:
             return False, False, False, 0
         words_before = _WORD.findall(text[: hits[0].start()])

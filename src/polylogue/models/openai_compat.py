@@ -223,7 +223,7 @@ class OpenAICompatPredictor:
     async def _predict_one(self, client: httpx.AsyncClient, inp: DecisionInput) -> Prediction:
         start = time.perf_counter()
         payload = self._payload(inp)
-        key = request_key({"url": self.base_url, "payload": payload}) if self._cache else None
+        key = request_key({"url": self.base_url, "payload": payload}) if self._cache is not None else None
         cached = self._cache.get(key) if self._cache is not None and key else None
         attempts = 0
         if cached is not None:

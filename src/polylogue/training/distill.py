@@ -1,0 +1,420 @@
+"""Reasoning distillation: a label-conditioned teacher justifies each training decision.
+
+The teacher is any evaluation backend (``hf:...``, ``openai:MODEL@URL``; see
+:func:`polylogue.models.base.load_predictor`) run in the evaluation harness's *reasoning* prompt
+mode, with the answer-format block replaced by a label-conditioned instruction: "the right
+decision here is X; write one sentence starting with 'Reasoning:' explaining why, then
+'Decision: X'". So the teacher sees exactly the student's prompt plus the label, and its reply is
+parsed by the harness's own parser.
+
+A reply becomes a training target only if it parses, restates the *given* decision, and its
+reasoning is one clean sentence (see :func:`clean_reasoning`). Everything else is a failure: it
+is retried (``attempts`` per session, with back-off) and then reported in ``failures.jsonl``,
+never written as a target. The reference code wrote "No reasoning provided." for failures and
+never retried them (notes D.6, D.10.9).
+
+Output folder::
+
+    manifest.json      teacher identity, prompt fingerprints, data hashes, counts
+    reasoning.jsonl    one line per *successful* point: point_id, label, category, reasoning
+    attempts.jsonl     audit log: one line per teacher answer or error
+    failures.jsonl     points still without reasoning after this session, with the last error
+
+Resumable: successes are appended and flushed one by one; a rerun skips points already in
+``reasoning.jsonl`` (a line cut by a kill is discarded), so nothing is duplicated, and retries
+the failures. Rate limiting spaces teacher calls to ``requests_per_second`` on average.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from polylogue.models.base import Prediction, PredictionError, Predictor
+from polylogue.prompts.builder import PromptOptions, prompt_fingerprint
+from polylogue.turntaking.types import Decision, DecisionPoint
+
+REASONING_FILE = "reasoning.jsonl"
+ATTEMPTS_FILE = "attempts.jsonl"
+FAILURES_FILE = "failures.jsonl"
+MANIFEST_FILE = "manifest.json"
+MAX_REASONING_CHARS = 500
+MIN_REASONING_CHARS = 15
+#: Phrases showing the teacher talked about the given label instead of the conversation.
+_LEAK = re.compile(
+    r"ground[- ]truth|correct (decision|answer|label)|(was|been|is) (given|told)|the label|"
+    r"already known|decision (was|is) given",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
+
+
+class DistillError(RuntimeError):
+    """The distillation folder or teacher cannot be used as configured."""
+
+
+@dataclass(frozen=True)
+class DistillConfig:
+    teacher: str
+    data: tuple[str, ...]
+    out_dir: str
+    split: str = "train"
+    #: Only a category-stratified subset of the split (None = all of it).
+    max_points: int | None = None
+    #: Teacher answers per point per session before it is reported as a failure.
+    attempts: int = 3
+    retry_delay_s: float = 2.0
+    #: Average teacher calls per second (None = unlimited).
+    requests_per_second: float | None = None
+    #: Points per teacher call (backends parallelise inside a call).
+    chunk_size: int = 8
+    max_prompt_tokens: int = 2048
+    system_repeats: int = 1
+    seed: int = 42
+    #: Backend options (temperature, concurrency, max_tokens, batch_size, ...).
+    teacher_options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise DistillError("attempts must be >= 1")
+        if self.chunk_size < 1:
+            raise DistillError("chunk_size must be >= 1")
+        if self.requests_per_second is not None and self.requests_per_second <= 0:
+            raise DistillError("requests_per_second must be > 0")
+
+
+@dataclass
+class DistillReport:
+    out_dir: Path
+    n_points: int
+    n_done_before: int
+    n_new: int
+    failures: dict[str, str]
+    teacher_calls: int
+
+    @property
+    def n_done(self) -> int:
+        return self.n_done_before + self.n_new
+
+
+# ----------------------------------------------------------------------------- prompts
+
+
+def teacher_template(label: Decision) -> Path:
+    name = "teacher_speak.txt" if label is Decision.SPEAK else "teacher_silent.txt"
+    return Path(str(resources.files("polylogue.training").joinpath("templates", name)))
+
+
+def teacher_prompt(label: Decision, max_prompt_tokens: int, system_repeats: int = 1) -> PromptOptions:
+    """The evaluation reasoning prompt with the label-conditioned answer block."""
+    return PromptOptions(
+        mode="reasoning",
+        system_repeats=system_repeats,
+        max_prompt_tokens=max_prompt_tokens,
+        answer_template=str(teacher_template(label)),
+    )
+
+
+def clean_reasoning(text: str | None) -> tuple[str | None, str | None]:
+    """(reasoning sentence, None) or (None, why it is unusable)."""
+    if not text:
+        return None, "no reasoning sentence"
+    one = " ".join(text.replace("\n", " ").split()).strip(" \"'*`")
+    one = _SENTENCE_END.split(one, maxsplit=1)[0].strip()
+    if len(one) < MIN_REASONING_CHARS:
+        return None, f"reasoning too short ({len(one)} characters)"
+    if len(one) > MAX_REASONING_CHARS:
+        return None, f"reasoning longer than {MAX_REASONING_CHARS} characters"
+    if _LEAK.search(one):
+        return None, "reasoning refers to the given label instead of the conversation"
+    if one[-1] not in ".!?":
+        one += "."
+    return one, None
+
+
+def _reasoning_from_output(pred: Prediction) -> str | None:
+    if pred.reasoning:
+        return pred.reasoning
+    # A teacher may omit the "Reasoning:" prefix: take the text before its decision line.
+    head = re.split(r"(?im)^\s*\**\s*decision\s*[:=]", pred.raw_output, maxsplit=1)
+    return head[0].strip() if len(head) == 2 and head[0].strip() else None
+
+
+def judge(pred: Prediction, label: Decision) -> tuple[str | None, str | None]:
+    """(reasoning, None) when the answer is a usable target, else (None, reason)."""
+    if pred.extra.get("error"):
+        return None, f"backend error: {pred.extra['error']}"
+    if pred.decision is None:
+        return None, "no parseable decision in the teacher's answer"
+    if pred.decision is not label:
+        return None, f"teacher wrote {pred.decision.value}, not the given {label.value}"
+    return clean_reasoning(_reasoning_from_output(pred))
+
+
+# ----------------------------------------------------------------------------- files
+
+
+def _read_jsonl(path: Path, repair: bool) -> list[dict[str, Any]]:
+    """Records of a JSONL file; a last line without newline (a killed write) is dropped."""
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    end = data.rfind(b"\n") + 1
+    if end < len(data) and repair:
+        with open(path, "r+b") as f:
+            f.truncate(end)
+    out = []
+    for lineno, line in enumerate(data[:end].splitlines(), 1):
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise DistillError(f"{path}:{lineno}: malformed record: {exc}") from exc
+    return out
+
+
+def load_reasoning(folders: Iterable[str | Path]) -> dict[str, str]:
+    """point_id -> reasoning from distillation folders (successes only; first wins)."""
+    out: dict[str, str] = {}
+    for folder in folders:
+        path = Path(folder) / REASONING_FILE
+        if not path.is_file():
+            raise FileNotFoundError(f"{folder} has no {REASONING_FILE}: run `polylogue distill`")
+        for rec in _read_jsonl(path, repair=False):
+            if rec.get("status") == "ok" and rec.get("reasoning"):
+                out.setdefault(str(rec["point_id"]), str(rec["reasoning"]))
+    return out
+
+
+def _write_json_atomic(path: Path, obj: Any) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n", "utf-8")
+    os.replace(tmp, path)
+
+
+def _append(f: Any, rec: Mapping[str, Any]) -> None:
+    f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    f.flush()
+
+
+# ----------------------------------------------------------------------------- rate limit
+
+
+class RateLimiter:
+    """Spaces calls so that ``n`` requests take at least ``n / rate`` seconds on average."""
+
+    def __init__(
+        self,
+        requests_per_second: float | None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.rate = requests_per_second
+        self._clock = clock
+        self._sleep = sleep
+        self._next = clock()
+
+    def acquire(self, n: int = 1) -> float:
+        """Block until ``n`` requests may start; returns the seconds waited."""
+        if self.rate is None:
+            return 0.0
+        now = self._clock()
+        wait = max(0.0, self._next - now)
+        if wait:
+            self._sleep(wait)
+        self._next = max(now, self._next) + n / self.rate
+        return wait
+
+
+# ----------------------------------------------------------------------------- run
+
+
+def _identity(predictor: Predictor) -> dict[str, Any]:
+    # The prompt is recorded separately (per label); the rest identifies the teacher.
+    return {k: v for k, v in predictor.describe().items() if k not in ("prompt", "prompt_mode")}
+
+
+def _set_prompt(predictor: Predictor, options: PromptOptions) -> None:
+    """Point a loaded backend at another prompt (both labels share one loaded teacher model).
+
+    Every harness backend keeps its prompt options in a ``prompt`` attribute; reloading a model
+    per label would double load time and memory.
+    """
+    if not hasattr(predictor, "prompt"):
+        raise DistillError(f"teacher backend {predictor.name} has no prompt options to set")
+    predictor.prompt = options  # type: ignore[attr-defined]
+
+
+def _check_manifest(path: Path, manifest: dict[str, Any]) -> None:
+    if not path.exists():
+        return
+    old = json.loads(path.read_text(encoding="utf-8"))
+    for key in ("teacher", "prompts", "split"):
+        if old.get(key) != manifest.get(key):
+            raise DistillError(
+                f"{path.parent} holds justifications made with a different {key} "
+                f"({old.get(key)!r} vs {manifest.get(key)!r}); use a new output folder"
+            )
+
+
+def distill(
+    config: DistillConfig,
+    points: Sequence[DecisionPoint],
+    predictor: Predictor,
+    *,
+    data_hashes: Mapping[str, str] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    on_chunk: Callable[[int, int], None] | None = None,
+) -> DistillReport:
+    """Write reasoning for every point not yet done; returns what happened this session."""
+    out = Path(config.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    prompts = {
+        label: teacher_prompt(label, config.max_prompt_tokens, config.system_repeats)
+        for label in (Decision.SPEAK, Decision.SILENT)
+    }
+    manifest = {
+        "kind": "polylogue.training.distill",
+        "teacher": _identity(predictor),
+        "teacher_spec": config.teacher,
+        "prompts": {label.value: prompt_fingerprint(p) for label, p in prompts.items()},
+        "split": config.split,
+        "data": list(config.data),
+        "data_hashes": dict(data_hashes or {}),
+    }
+    manifest_path = out / MANIFEST_FILE
+    _check_manifest(manifest_path, manifest)
+
+    ids = [p.point_id for p in points]
+    if len(set(ids)) != len(ids):
+        raise DistillError("duplicate point ids in the points to distill")
+    done = {str(r["point_id"]) for r in _read_jsonl(out / REASONING_FILE, repair=True)}
+    _read_jsonl(out / ATTEMPTS_FILE, repair=True)
+    pending = [p for p in points if p.point_id not in done]
+    n_done_before = len(points) - len(pending)
+    failures: dict[str, str] = {}
+    limiter = RateLimiter(config.requests_per_second, sleep=sleep)
+    calls = 0
+    n_new = 0
+    session = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+    def save_state() -> None:
+        rows = [{"point_id": pid, "error": err} for pid, err in failures.items()]
+        with open(out / (FAILURES_FILE + ".tmp"), "w", encoding="utf-8") as f:
+            for row in rows:
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        os.replace(out / (FAILURES_FILE + ".tmp"), out / FAILURES_FILE)
+        _write_json_atomic(
+            manifest_path,
+            {
+                **manifest,
+                "updated": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                "n_points": len(points),
+                "n_done": n_done_before + n_new,
+                "n_failed": len(failures),
+            },
+        )
+
+    save_state()
+    with (
+        open(out / REASONING_FILE, "a", encoding="utf-8") as ok_file,
+        open(out / ATTEMPTS_FILE, "a", encoding="utf-8") as log_file,
+    ):
+        for attempt in range(1, config.attempts + 1):
+            if not pending:
+                break
+            if attempt > 1:
+                sleep(config.retry_delay_s * (attempt - 1))
+            still: list[DecisionPoint] = []
+            for label in (Decision.SPEAK, Decision.SILENT):
+                group = [p for p in pending if p.gold.label is label]
+                if not group:
+                    continue
+                _set_prompt(predictor, prompts[label])
+                for start in range(0, len(group), config.chunk_size):
+                    chunk = group[start : start + config.chunk_size]
+                    limiter.acquire(len(chunk))
+                    calls += len(chunk)
+                    error = None
+                    try:
+                        preds = predictor.predict([p.input for p in chunk])
+                    except PredictionError as exc:
+                        preds, error = exc.completed, f"{type(exc).__name__}: {exc}"
+                    by_id = {pred.point_id: pred for pred in preds}
+                    for point in chunk:
+                        pred = by_id.get(point.point_id)
+                        if pred is None:
+                            reasoning, why = None, error or "the teacher returned no answer"
+                        else:
+                            reasoning, why = judge(pred, label)
+                        _append(
+                            log_file,
+                            {
+                                "point_id": point.point_id,
+                                "session": session,
+                                "attempt": attempt,
+                                "status": "ok" if reasoning else "failed",
+                                "error": why,
+                                "raw_output": None if pred is None else pred.raw_output,
+                            },
+                        )
+                        if reasoning:
+                            _append(
+                                ok_file,
+                                {
+                                    "point_id": point.point_id,
+                                    "status": "ok",
+                                    "label": label.value,
+                                    "category": point.gold.category.value,
+                                    "reasoning": reasoning,
+                                    "attempt": attempt,
+                                },
+                            )
+                            n_new += 1
+                            failures.pop(point.point_id, None)
+                        else:
+                            failures[point.point_id] = why or "unknown"
+                            still.append(point)
+                    os.fsync(ok_file.fileno())
+                    save_state()
+                    if on_chunk is not None:
+                        on_chunk(n_done_before + n_new, len(points))
+            pending = still
+    save_state()
+    return DistillReport(out, len(points), n_done_before, n_new, failures, calls)
+
+
+def distill_from_benchmarks(
+    config: DistillConfig,
+    predictor_factory: Callable[..., Predictor] | None = None,
+    on_chunk: Callable[[int, int], None] | None = None,
+) -> DistillReport:
+    """Load the split's points and a teacher from ``config`` and run :func:`distill`."""
+    from polylogue.models.base import load_predictor
+    from polylogue.training.data import stratified_subset
+    from polylogue.training.sft import load_split_points
+    from polylogue.turntaking.dataset import load_benchmark
+
+    points = stratified_subset(
+        load_split_points(config.data, config.split), config.max_points, config.seed
+    )
+    hashes = {str(folder): load_benchmark(folder).data_hash for folder in config.data}
+    first = teacher_prompt(Decision.SPEAK, config.max_prompt_tokens, config.system_repeats)
+    factory = predictor_factory or load_predictor
+    predictor = factory(config.teacher, prompt=first, **dict(config.teacher_options))
+    return distill(config, points, predictor, data_hashes=hashes, on_chunk=on_chunk)
+
+
+def config_summary(config: DistillConfig) -> dict[str, Any]:
+    d = dataclasses.asdict(config)
+    d["teacher_options"] = dict(config.teacher_options)
+    return d

@@ -1,0 +1,122 @@
+"""The shipped turn-taking model and its streaming engine, on real shared data."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from polylogue.conversation import Conversation, Utterance
+from polylogue.corpora import load_corpus
+from polylogue.engine.engine import TurnTakingEngine
+from polylogue.engine.extract import FeatureExtractor
+from polylogue.engine.features import FEATURE_NAMES
+from polylogue.engine.model import DEFAULT_MODEL_DIR, load_model
+from polylogue.models.base import Predictor, load_predictor
+from polylogue.turntaking.points import conversation_points
+from polylogue.turntaking.types import Decision, DecisionInput, DecisionPoint
+
+pytestmark = pytest.mark.slow
+
+
+def _first_conversation(corpus: str) -> Conversation:
+    return next(iter(load_corpus(corpus)))
+
+
+def _points(corpus: str, n: int = 60) -> list[DecisionPoint]:
+    # Points deep enough into the conversation that speaker statistics exist.
+    pts = list(conversation_points(_first_conversation(corpus)))
+    return pts[len(pts) // 3 : len(pts) // 3 + n]
+
+
+@pytest.fixture(scope="module")
+def predictor() -> Predictor:
+    return load_predictor("default")
+
+
+@pytest.mark.parametrize("corpus", ["ami", "friends", "earnings21", "icsi"])
+def test_shipped_model_decides_on_real_points(predictor: Predictor, corpus: str) -> None:
+    points = _points(corpus)
+    assert points, f"no decision points in the first {corpus} conversation"
+    preds = predictor.predict([p.input for p in points])
+    assert [q.point_id for q in preds] == [p.point_id for p in points]
+    threshold = predictor.describe()["threshold"]
+    for q in preds:
+        assert q.p_speak is not None and 0.0 <= q.p_speak <= 1.0
+        assert q.decision is (Decision.SPEAK if q.p_speak >= threshold else Decision.SILENT)
+        assert {"active", "people_present"} <= set(q.cues)
+    # Deciding is order independent: a fresh predictor on a shuffled batch agrees point by point.
+    fresh = load_predictor("default")
+    shuffled = list(reversed([p.input for p in points]))
+    again = {q.point_id: q.p_speak for q in fresh.predict(shuffled)}
+    for q in preds:
+        assert again[q.point_id] == pytest.approx(q.p_speak, abs=1e-6)
+
+
+def test_model_separates_speakers_better_than_chance(predictor: Predictor) -> None:
+    points = list(conversation_points(_first_conversation("friends")))[:600]
+    preds = predictor.predict([p.input for p in points])
+    p = np.asarray([q.p_speak for q in preds])
+    y = np.asarray([pt.gold.label is Decision.SPEAK for pt in points])
+    # Mean P(SPEAK) of actual next speakers is well above that of those who stayed silent.
+    assert p[y].mean() > p[~y].mean() + 0.15
+
+
+def _with_current_text(inp: DecisionInput, text: str) -> DecisionInput:
+    ctx = list(inp.context)
+    ctx[-1] = replace(ctx[-1], text=text)
+    return replace(inp, point_id=inp.point_id + ":" + text, context=tuple(ctx))
+
+
+def test_vocative_to_target_raises_p_speak(predictor: Predictor) -> None:
+    """Real behaviour: naming the target as addressee beats naming someone else or nobody."""
+    points = [p for p in _points("friends", 400) if not p.gold.addressed and not p.gold.referenced]
+    checked = 0
+    for p in points[:40]:
+        inp = p.input
+        others = [q for q in inp.present if q.id not in {inp.target.id, inp.current.speaker}]
+        if not others or not inp.target.name or not others[0].name:
+            continue
+        to_target = _with_current_text(inp, f"{inp.target.name}, what do you think?")
+        to_other = _with_current_text(inp, f"{others[0].name}, what do you think?")
+        about_target = _with_current_text(inp, f"What does {inp.target.name} think?")
+        fresh = load_predictor("default")  # no shared state between the variants
+        a, b, c = (fresh.predict([v])[0].p_speak for v in (to_target, to_other, about_target))
+        assert a is not None and b is not None and c is not None
+        assert a > b, (inp.point_id, a, b)
+        assert a > c, (inp.point_id, a, c)
+        checked += 1
+    assert checked >= 10
+
+
+def test_engine_streaming_matches_batch_features() -> None:
+    """One feature implementation: the live engine and the batch extractor agree exactly."""
+    model = load_model()
+    conv = _first_conversation("earnings21")
+    points = list(itertools.islice(conversation_points(conv), 200))
+    batch = FeatureExtractor(model.yield_model).features([p.input for p in points])
+    engine = TurnTakingEngine(model, conv.participants)
+    fed = 0
+    for row, p in enumerate(points):
+        while fed <= p.index:
+            u = conv.utterances[fed]
+            engine.observe(Utterance(u.speaker, u.text, u.start, u.end))
+            fed += 1
+        d = engine.decide(p.input.target.id, present=[q.id for q in p.input.present], explain=True)
+        live = np.asarray([d.features[n] for n in FEATURE_NAMES], dtype=np.float32)
+        np.testing.assert_array_equal(np.isnan(live), np.isnan(batch[row]))
+        np.testing.assert_allclose(np.nan_to_num(live), np.nan_to_num(batch[row]), rtol=1e-6)
+        assert 0.0 <= d.p_speak <= 1.0
+        assert len(d.contributions) == 5
+
+
+def test_shipped_files_are_small_and_plain() -> None:
+    files = {p.name: p.stat().st_size for p in DEFAULT_MODEL_DIR.iterdir() if p.is_file()}
+    assert {"model.json", "trees.txt", "yield_weights.npy"} <= set(files)
+    assert sum(files.values()) < 100 * 2**20
+    meta = load_model().metadata
+    assert meta["features"] == list(FEATURE_NAMES)
+    assert 0.0 < meta["threshold"] < 1.0
+    assert set(meta["metrics"]["test"]["corpora"]) == {"ami", "friends", "earnings21", "icsi"}
