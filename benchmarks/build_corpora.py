@@ -54,7 +54,10 @@ def main() -> None:
         t0 = time.perf_counter()
         r = subprocess.run(
             [sys.executable, "-c", CHILD, corpus, str(out / corpus)],
-            capture_output=True, text=True, check=True, env={**os.environ},
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ},
         )
         row = json.loads(r.stdout.strip().splitlines()[-1])
         row["wall_s_incl_python_start"] = round(time.perf_counter() - t0, 2)
@@ -65,7 +68,8 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(
-            f"| {r['corpus']} | {r['conversations']:,} | {r['points']:,} | {r['read_and_build_s']} | "
+            f"| {r['corpus']} | {r['conversations']:,} | {r['points']:,} | "
+            f"{r['read_and_build_s']} | "
             f"{r['save_s']} | {r['total_s']} | {r['peak_rss_mb']} |"
         )
 

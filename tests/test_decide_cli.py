@@ -111,7 +111,11 @@ def test_stdin_streaming_answers_each_line_as_it_arrives() -> None:
 
 
 def _run(args: list[str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*POLYLOGUE, *args], input=stdin, capture_output=True, text=True, timeout=120)
+    # A wide terminal so rich does not wrap the one-line error message.
+    env = {**os.environ, "COLUMNS": "400"}
+    return subprocess.run(
+        [*POLYLOGUE, *args], input=stdin, capture_output=True, text=True, timeout=120, env=env
+    )
 
 
 def test_malformed_transcript_names_file_and_line(tmp_path: Path) -> None:

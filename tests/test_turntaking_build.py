@@ -95,7 +95,11 @@ def test_ami_role_mention_is_referenced_not_addressed(ami_convs) -> None:
 
 
 def test_friends_to_note_is_explicit_address() -> None:
-    scenes = [c for c in read_friends(corpus_dir("friends"), source="s10json") if c.id.startswith("friends_s10e04")]
+    scenes = [
+        c
+        for c in read_friends(corpus_dir("friends"), source="s10json")
+        if c.id.startswith("friends_s10e04")
+    ]
     noted = [p for c in scenes for p in conversation_points(c) if p.gold.address_evidence == "note"]
     assert noted
     for p in noted:
@@ -110,12 +114,18 @@ def test_friends_to_note_is_explicit_address() -> None:
 
 def test_friends_referenced_not_addressed_real_example() -> None:
     conv = next(
-        c for c in read_friends(corpus_dir("friends"), source="csv", seasons=[5]) if c.id == "friends_s05e01c02"
+        c
+        for c in read_friends(corpus_dir("friends"), source="csv", seasons=[5])
+        if c.id == "friends_s05e01c02"
     )
     pts = {p.point_id: p for p in conversation_points(conv)}
     # Joey: "Ross, hey, the band's ready outside for your first dance with Emily, so..."
-    ross = next(p for p in pts.values() if p.index == 60 and p.input.target.display_name.startswith("Ross"))
-    emily = next(p for p in pts.values() if p.index == 60 and p.input.target.display_name.startswith("Emily"))
+    ross = next(
+        p for p in pts.values() if p.index == 60 and p.input.target.display_name.startswith("Ross")
+    )
+    emily = next(
+        p for p in pts.values() if p.index == 60 and p.input.target.display_name.startswith("Emily")
+    )
     assert "Emily" in emily.input.current.text
     assert ross.gold.addressed and ross.gold.category is Category.I1
     assert emily.gold.category is Category.S2 and emily.gold.reference_evidence == "name"
@@ -153,7 +163,9 @@ def test_earnings_shared_first_name_resolved_by_recency() -> None:
 
 def test_no_group_in_two_splits_and_determinism(ami_convs, tmp_path: Path) -> None:
     b1 = build_benchmark(ami_convs, BuildOptions(seed=7))
-    b2 = build_benchmark(list(read_ami(corpus_dir("ami"), meetings=AMI_MEETINGS)), BuildOptions(seed=7))
+    b2 = build_benchmark(
+        list(read_ami(corpus_dir("ami"), meetings=AMI_MEETINGS)), BuildOptions(seed=7)
+    )
     split_of: dict[str, set[str]] = {}
     for p in b1.points:
         split_of.setdefault(p.group, set()).add(p.split or "")
@@ -167,7 +179,9 @@ def test_no_group_in_two_splits_and_determinism(ami_convs, tmp_path: Path) -> No
 
 
 def test_saved_benchmark_round_trip_and_causality(ami_build, tmp_path: Path) -> None:
-    folder = save_benchmark(ami_build, tmp_path / "bench", inputs={"ami": {"path": "x", "sha256": "y"}})
+    folder = save_benchmark(
+        ami_build, tmp_path / "bench", inputs={"ami": {"path": "x", "sha256": "y"}}
+    )
     bench = load_benchmark(folder)
     assert set(bench.splits) == {"train", "validation", "test"}
     total = sum(len(bench.points(s)) for s in bench.splits)
@@ -181,7 +195,10 @@ def test_saved_benchmark_round_trip_and_causality(ami_build, tmp_path: Path) -> 
         assert p.gold.next_speaker == conv.utterances[p.index + 1].speaker
         assert (p.gold.label is Decision.SPEAK) == (p.gold.next_speaker == p.input.target.id)
         # Model inputs carry no annotation: no addressees, dialogue acts or notes.
-        assert all(u.addressees is None and u.dialogue_act is None and u.note is None for u in p.input.context[-5:])
+        assert all(
+            u.addressees is None and u.dialogue_act is None and u.note is None
+            for u in p.input.context[-5:]
+        )
     manifest = bench.manifest
     assert manifest["options"]["seed"] == 7
     assert manifest["table1"][0]["total"] == len(ami_build.points)
@@ -195,7 +212,8 @@ def test_balanced_view_and_subsample(ami_build, tmp_path: Path) -> None:
     labels = [p.gold.label for p in bal]
     assert labels.count(Decision.SPEAK) == labels.count(Decision.SILENT)
     small = build_benchmark(
-        list(read_ami(corpus_dir("ami"), meetings=AMI_MEETINGS)), BuildOptions(seed=7, max_points={"train": 500})
+        list(read_ami(corpus_dir("ami"), meetings=AMI_MEETINGS)),
+        BuildOptions(seed=7, max_points={"train": 500}),
     )
     train = small.split("train")
     assert len(train) == 500
@@ -261,15 +279,30 @@ def test_cli_build_and_inspect_on_a_user_transcript(tmp_path: Path) -> None:
     assert {p.input.conversation_id for p in bench.points("test")} == {"standup-example"}
     r = subprocess.run(
         [sys.executable, "-m", "polylogue.cli", "inspect", str(out), "--split", "test", "-n", "1"],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert r.returncode == 0 and "[pause]" in r.stdout
 
 
 def test_cli_build_reports_missing_corpus_clearly(tmp_path: Path) -> None:
     r = subprocess.run(
-        [sys.executable, "-m", "polylogue.cli", "build", "--corpus", "ami", "--data-root", str(tmp_path), "--out", str(tmp_path / "o")],
-        capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "polylogue.cli",
+            "build",
+            "--corpus",
+            "ami",
+            "--data-root",
+            str(tmp_path),
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert r.returncode == 2
     assert "ami" in r.stderr and "does not exist" in r.stderr

@@ -30,15 +30,22 @@ def cues(text: str, speaker: str = "A", cased: bool = True, addressees=None, not
 
 @pytest.mark.parametrize(
     "text",
-    ["Bob, can you check?", "Okay Bob. Next slide.", "What do you think, Bob?", "Thanks Bob!", "Bob?",
-     "so. Bob, what's the status"],
+    [
+        "Bob, can you check?",
+        "Okay Bob. Next slide.",
+        "What do you think, Bob?",
+        "Thanks Bob!",
+        "Bob?",
+        "so. Bob, what's the status",
+    ],
 )
 def test_vocatives_address(text: str) -> None:
     assert cues(text).addressed == {"B": "vocative"}
 
 
 @pytest.mark.parametrize(
-    "text", ["I told Bob about it yesterday.", "Bob said the budget is fine.", "as Bob's slides show"]
+    "text",
+    ["I told Bob about it yesterday.", "Bob said the budget is fine.", "as Bob's slides show"],
 )
 def test_third_person_mentions_reference_not_address(text: str) -> None:
     c = cues(text)
@@ -145,7 +152,11 @@ def test_referenced_but_silent_is_s2() -> None:
 
 
 def test_shared_first_names_resolve_to_the_latest_speaker() -> None:
-    people = (Participant("1", "Brian Smith"), Participant("2", "Brian Jones"), Participant("3", "Ann Lee"))
+    people = (
+        Participant("1", "Brian Smith"),
+        Participant("2", "Brian Jones"),
+        Participant("3", "Ann Lee"),
+    )
     m = build_matchers(people, cased=True)
     u = Utterance("3", "Thanks, Brian. Next question please.")
     assert utterance_cues(u, m, last_spoke={"1": 4, "2": 9}).addressed == {"2": "vocative"}

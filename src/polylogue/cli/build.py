@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
+
+from polylogue.conversation import Conversation
 
 console = Console(stderr=True)
 
@@ -22,11 +25,15 @@ def build(
     out: Annotated[Path, typer.Option("--out", "-o", help="Output benchmark folder.")],
     corpus: Annotated[
         list[str] | None,
-        typer.Option("--corpus", "-c", help="Shared corpus: ami, friends, earnings21, icsi (repeatable)."),
+        typer.Option(
+            "--corpus", "-c", help="Shared corpus: ami, friends, earnings21, icsi (repeatable)."
+        ),
     ] = None,
     transcript: Annotated[
         list[Path] | None,
-        typer.Option("--transcript", "-t", help="A user transcript (JSONL, CSV, WebVTT); repeatable."),
+        typer.Option(
+            "--transcript", "-t", help="A user transcript (JSONL, CSV, WebVTT); repeatable."
+        ),
     ] = None,
     data_root: Annotated[
         Path | None, typer.Option(help="Folder holding the corpora (default: ../shared/data).")
@@ -74,7 +81,7 @@ def build(
 
     inputs: dict[str, dict[str, str]] = {}
 
-    def sources():  # type: ignore[no-untyped-def]
+    def sources() -> Iterator[Conversation]:
         for name in corpora:
             folder = corpus_dir(READERS[name][1], data_root)
             inputs[name] = {"path": str(folder), "sha256": hash_tree(folder)}
@@ -86,7 +93,10 @@ def build(
 
         seen: set[str] = set()
         for path in transcripts:
-            inputs[f"transcript:{path.name}"] = {"path": str(path), "sha256": hash_tree(path.parent, [path.name])}
+            inputs[f"transcript:{path.name}"] = {
+                "path": str(path),
+                "sha256": hash_tree(path.parent, [path.name]),
+            }
             conv = read_transcript(path)
             if conv.id in seen:  # several files from one template: fall back to the file name
                 conv = read_transcript(path, conversation_id=path.stem)
@@ -111,7 +121,7 @@ def build(
     ) as progress:
         task = progress.add_task("", total=None)
 
-        def tick(conv) -> None:  # type: ignore[no-untyped-def]
+        def tick(conv: Conversation) -> None:
             progress.update(task, advance=1, description=conv.id)
 
         result = build_benchmark(sources(), options, on_conversation=tick)
@@ -127,10 +137,14 @@ def build(
 def inspect(
     folder: Annotated[Path, typer.Argument(help="A benchmark folder.")],
     split: Annotated[str, typer.Option(help="train, validation or test.")] = "test",
-    category: Annotated[str | None, typer.Option(help="Only this category (I1, I2, S1, S2).")] = None,
+    category: Annotated[
+        str | None, typer.Option(help="Only this category (I1, I2, S1, S2).")
+    ] = None,
     n: Annotated[int, typer.Option("-n", help="How many points.")] = 5,
     context: Annotated[int, typer.Option(help="Earlier utterances to show.")] = 8,
-    seed: Annotated[int | None, typer.Option(help="Random sample with this seed (default: first N).")] = None,
+    seed: Annotated[
+        int | None, typer.Option(help="Random sample with this seed (default: first N).")
+    ] = None,
     point_id: Annotated[str | None, typer.Option("--id", help="Show one point by id.")] = None,
     no_gold: Annotated[bool, typer.Option("--no-gold", help="Hide labels.")] = False,
 ) -> None:
@@ -151,7 +165,11 @@ def inspect(
         pts = random.Random(seed).sample(pts, min(n, len(pts)))
     out = Console()
     for p in pts[:n]:
-        out.print(render_point(p, max_context=context, show_gold=not no_gold), markup=False, highlight=False)
+        out.print(
+            render_point(p, max_context=context, show_gold=not no_gold),
+            markup=False,
+            highlight=False,
+        )
         out.print()
     table = Table(title=f"{bench.name}/{split}")
     for col in ("points", "I1", "I2", "S1", "S2"):

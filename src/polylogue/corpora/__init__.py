@@ -28,7 +28,8 @@ def reader(name: str) -> Callable[..., Iterator[Conversation]]:
     except KeyError:
         raise KeyError(f"unknown corpus {name!r}; known: {', '.join(sorted(READERS))}") from None
     mod, fn = target.split(":")
-    return getattr(importlib.import_module(mod), fn)  # type: ignore[no-any-return]
+    fn_obj: Callable[..., Iterator[Conversation]] = getattr(importlib.import_module(mod), fn)
+    return fn_obj
 
 
 def load_corpus(
@@ -40,7 +41,13 @@ def load_corpus(
     """
     from polylogue.paths import corpus_dir
 
-    folder = Path(root) if root is not None else corpus_dir(READERS[name][1]) if name in READERS else None
+    folder = (
+        Path(root)
+        if root is not None
+        else corpus_dir(READERS[name][1])
+        if name in READERS
+        else None
+    )
     if folder is None:
         reader(name)  # raises the helpful KeyError
         raise AssertionError("unreachable")

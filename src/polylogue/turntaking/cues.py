@@ -25,12 +25,66 @@ from polylogue.conversation import Participant, Utterance
 # Names that are also ordinary words; in lower-cased transcripts they are ambiguous.
 COMMON_WORD_NAMES = frozenset(
     {
-        "will", "may", "june", "april", "august", "mark", "bill", "grant", "frank", "joy", "hope",
-        "rich", "art", "pat", "sue", "don", "ray", "guy", "rose", "faith", "glen", "jack", "joe",
-        "dean", "drew", "gene", "hunter", "major", "page", "sky", "summer", "victor", "wade",
-        "gunther", "carol", "ben", "max", "chase", "cliff", "dawn", "eve", "iris", "ivy", "jean",
-        "jewel", "lane", "miles", "nick", "penny", "robin", "sandy", "stone", "tim", "amber",
-        "operator", "professor", "grad", "undergrad", "postdoc", "phd",
+        "will",
+        "may",
+        "june",
+        "april",
+        "august",
+        "mark",
+        "bill",
+        "grant",
+        "frank",
+        "joy",
+        "hope",
+        "rich",
+        "art",
+        "pat",
+        "sue",
+        "don",
+        "ray",
+        "guy",
+        "rose",
+        "faith",
+        "glen",
+        "jack",
+        "joe",
+        "dean",
+        "drew",
+        "gene",
+        "hunter",
+        "major",
+        "page",
+        "sky",
+        "summer",
+        "victor",
+        "wade",
+        "gunther",
+        "carol",
+        "ben",
+        "max",
+        "chase",
+        "cliff",
+        "dawn",
+        "eve",
+        "iris",
+        "ivy",
+        "jean",
+        "jewel",
+        "lane",
+        "miles",
+        "nick",
+        "penny",
+        "robin",
+        "sandy",
+        "stone",
+        "tim",
+        "amber",
+        "operator",
+        "professor",
+        "grad",
+        "undergrad",
+        "postdoc",
+        "phd",
     }
 )
 
@@ -44,12 +98,38 @@ _GREETERS = r"hey|hi|hello|thanks|thank\s+you|bye|goodbye|morning|good\s+morning
 
 FILLER_WORDS = frozenset(
     {
-        "um", "uh", "er", "erm", "ah", "oh", "hm", "hmm", "mm", "mhm", "mm-hmm", "mmhmm",
-        "uh-huh", "uhhuh", "huh", "uh-uh", "mm-mm", "eh", "ehm", "em", "hmmm", "mmm", "ooh",
-        "umm", "uhh", "ahh", "ohh",
+        "um",
+        "uh",
+        "er",
+        "erm",
+        "ah",
+        "oh",
+        "hm",
+        "hmm",
+        "mm",
+        "mhm",
+        "mm-hmm",
+        "mmhmm",
+        "uh-huh",
+        "uhhuh",
+        "huh",
+        "uh-uh",
+        "mm-mm",
+        "eh",
+        "ehm",
+        "em",
+        "hmmm",
+        "mmm",
+        "ooh",
+        "umm",
+        "uhh",
+        "ahh",
+        "ohh",
     }
 )
-_FILLER_TOKEN = re.compile(r"^(?:u+m+|u+h+|e+r+m*|a+h+|o+h+|h+m+|m+h*m+|m+-?h+m+|u+h+-?h+u+h+|h+u+h+|e+h+|e+m+)$")
+_FILLER_TOKEN = re.compile(
+    r"^(?:u+m+|u+h+|e+r+m*|a+h+|o+h+|h+m+|m+h*m+|m+-?h+m+|u+h+-?h+u+h+|h+u+h+|e+h+|e+m+)$"
+)
 _PUNCT = re.compile(r"[^\w\s'-]+")
 _WORD = re.compile(r"[\w'-]+")
 
@@ -63,7 +143,9 @@ def is_filler_only(text: str) -> bool:
     words = _WORD.findall(text.lower())
     if not words:
         return True
-    return all(w.strip("-'") in FILLER_WORDS or bool(_FILLER_TOKEN.match(w.strip("-'"))) for w in words)
+    return all(
+        w.strip("-'") in FILLER_WORDS or bool(_FILLER_TOKEN.match(w.strip("-'"))) for w in words
+    )
 
 
 def is_too_short(text: str, min_chars: int = 3) -> bool:
@@ -117,7 +199,7 @@ def _name_variants(p: Participant) -> list[str]:
             names.append(parts[0])  # first name: "Larry Culp" -> "Larry"
     out = []
     for n in dict.fromkeys(names):
-        if len(n) < 2 or n == p.id and len(p.id) < 2:
+        if len(n) < 2 or (n == p.id and len(p.id) < 2):
             continue
         out.append(n)
     return out
@@ -191,7 +273,9 @@ def build_matchers(participants: Sequence[Participant], cased: bool) -> dict[str
 class UtteranceCues:
     """Who an utterance addresses or references, and why."""
 
-    addressed: dict[str, str]  # participant id -> evidence ("annotation", "note", "vocative", "role")
+    addressed: dict[
+        str, str
+    ]  # participant id -> evidence ("annotation", "note", "vocative", "role")
     referenced: dict[str, str]  # participant id -> evidence ("name", "role")
     annotated: bool  # the corpus annotates addressees for this utterance
 
@@ -227,9 +311,17 @@ def utterance_cues(
         if m is None:
             continue
         if m.own is not None and m.own.mention.search(text):
-            _record(pid, m, m.own.vocative.search(text) is not None and vocative_allowed, addressed, referenced)
+            _record(
+                pid,
+                m,
+                m.own.vocative.search(text) is not None and vocative_allowed,
+                addressed,
+                referenced,
+            )
         elif m.shared is not None and m.shared.mention.search(text):
-            shared_hits.append((pid, m.shared.vocative.search(text) is not None and vocative_allowed))
+            shared_hits.append(
+                (pid, m.shared.vocative.search(text) is not None and vocative_allowed)
+            )
     if shared_hits and last_spoke:
         spoken = [(last_spoke[pid], pid, voc) for pid, voc in shared_hits if pid in last_spoke]
         if spoken:

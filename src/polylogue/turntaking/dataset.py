@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from polylogue.conversation import Conversation, Participant, read_parquet, write_parquet
-from polylogue.errors import PolylogueInputError
 from polylogue.conversation import merge_turns as merge_conversation_turns
+from polylogue.errors import PolylogueInputError
 from polylogue.turntaking.points import (
     ContextView,
     PointOptions,
@@ -37,7 +37,12 @@ from polylogue.turntaking.points import (
     model_visible,
     prefix_hashes,
 )
-from polylogue.turntaking.splits import SPLITS, balanced_indices, grouped_split, stratified_subsample
+from polylogue.turntaking.splits import (
+    SPLITS,
+    balanced_indices,
+    grouped_split,
+    stratified_subsample,
+)
 from polylogue.turntaking.types import (
     CATEGORIES,
     DecisionGold,
@@ -101,7 +106,8 @@ def build_benchmark(
     for conv in conversations:
         if conv.id in conv_ids:
             raise PolylogueInputError(
-                f"duplicate conversation id {conv.id!r} (corpus {conv.corpus}, source {conv.source})"
+                f"duplicate conversation id {conv.id!r} "
+                f"(corpus {conv.corpus}, source {conv.source})"
             )
         conv_ids.add(conv.id)
         if options.merge_turns:
@@ -138,15 +144,19 @@ def _assign_splits(
     for i, p in enumerate(points):
         by_corpus.setdefault(p.input.corpus, []).append(i)
     split_of = [""] * len(points)
-    for corpus, idx in sorted(by_corpus.items()):
+    for _corpus, idx in sorted(by_corpus.items()):
         groups = [points[i].group for i in idx]
         strata = [points[i].gold.category.value for i in idx]
         if len(set(groups)) < 3:
             # Too few conversations to split (e.g. one user transcript): evaluation only.
             assignment = dict.fromkeys(groups, "test")
         else:
-            group_strata = {g: ("annotated" if g in annotated_groups else "plain") for g in set(groups)}
-            assignment = grouped_split(groups, strata, options.fractions, options.seed, group_strata)
+            group_strata = {
+                g: ("annotated" if g in annotated_groups else "plain") for g in set(groups)
+            }
+            assignment = grouped_split(
+                groups, strata, options.fractions, options.seed, group_strata
+            )
         for i in idx:
             split_of[i] = assignment[points[i].group]
     out = [replace(p, split=s) for p, s in zip(points, split_of, strict=True)]
@@ -203,7 +213,12 @@ def stats_markdown(points: Sequence[DecisionPoint]) -> str:
     ]:
         if not subset:
             continue
-        lines += [f"### {title}", "", "| Dataset | Total | I1 | I2 | S1 | S2 | SPEAK % |", "|---|---:|---:|---:|---:|---:|---:|"]
+        lines += [
+            f"### {title}",
+            "",
+            "| Dataset | Total | I1 | I2 | S1 | S2 | SPEAK % |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
         for r in table1(subset):
             lines.append(
                 f"| {r['dataset']} | {r['total']:,} | {r['I1']:,} | {r['I2']:,} | {r['S1']:,} | "
@@ -235,7 +250,12 @@ def _point_row(p: DecisionPoint, context_turns: int) -> dict[str, Any]:
         "input": {
             "target": p.input.target.to_dict(),
             "present": [q.to_dict() for q in p.input.present],
-            "current": {"speaker": cur.speaker, "text": cur.text, "start": cur.start, "end": cur.end},
+            "current": {
+                "speaker": cur.speaker,
+                "text": cur.text,
+                "start": cur.start,
+                "end": cur.end,
+            },
             "context": ctx,
         },
         "gold": p.gold.to_dict(),
@@ -246,10 +266,20 @@ def _points_schema() -> Any:
     import pyarrow as pa
 
     participant = pa.struct(
-        [("id", pa.string()), ("name", pa.string()), ("role", pa.string()), ("aliases", pa.list_(pa.string()))]
+        [
+            ("id", pa.string()),
+            ("name", pa.string()),
+            ("role", pa.string()),
+            ("aliases", pa.list_(pa.string())),
+        ]
     )
     turn = pa.struct(
-        [("speaker", pa.string()), ("text", pa.string()), ("start", pa.float64()), ("end", pa.float64())]
+        [
+            ("speaker", pa.string()),
+            ("text", pa.string()),
+            ("start", pa.float64()),
+            ("end", pa.float64()),
+        ]
     )
     gold = pa.struct(
         [
@@ -348,7 +378,18 @@ def _write_stats_csv(points: Sequence[DecisionPoint], path: Path) -> None:
         for split in ("all", *SPLITS):
             subset = points if split == "all" else [p for p in points if p.split == split]
             for r in table1(subset):
-                w.writerow([split, r["dataset"], r["total"], r["I1"], r["I2"], r["S1"], r["S2"], r["speak_pct"]])
+                w.writerow(
+                    [
+                        split,
+                        r["dataset"],
+                        r["total"],
+                        r["I1"],
+                        r["I2"],
+                        r["S1"],
+                        r["S2"],
+                        r["speak_pct"],
+                    ]
+                )
 
 
 def _options_dict(o: BuildOptions) -> dict[str, Any]:
@@ -411,7 +452,11 @@ class Benchmark:
 
     @property
     def splits(self) -> list[str]:
-        return [s for s in SPLITS if (self.folder / f"{s}.parquet").exists() or (self.folder / f"{s}.jsonl").exists()]
+        return [
+            s
+            for s in SPLITS
+            if (self.folder / f"{s}.parquet").exists() or (self.folder / f"{s}.jsonl").exists()
+        ]
 
     @cached_property
     def conversations(self) -> dict[str, Conversation]:
@@ -427,7 +472,8 @@ class Benchmark:
         if pq_path.exists():
             import pyarrow.parquet as pq
 
-            return pq.read_table(pq_path).to_pylist()  # type: ignore[no-any-return]
+            rows: list[dict[str, Any]] = pq.read_table(pq_path).to_pylist()
+            return rows
         jl = self.folder / f"{split}.jsonl"
         if not jl.exists():
             raise BenchmarkFormatError(f"{self.folder}: no split {split!r} (have {self.splits})")
@@ -494,7 +540,10 @@ def render_point(p: DecisionPoint, max_context: int = 8, show_gold: bool = True)
     lines = [
         f"{p.point_id}  [{p.input.corpus}/{p.split or '-'}]  target: {target.display_name}"
         + (f" ({target.role})" if target.role else ""),
-        "present: " + ", ".join(f"{q.display_name}" + (f" ({q.role})" if q.role else "") for q in p.input.present),
+        "present: "
+        + ", ".join(
+            f"{q.display_name}" + (f" ({q.role})" if q.role else "") for q in p.input.present
+        ),
     ]
     hist = p.input.history
     skipped = len(hist) - max_context
@@ -510,7 +559,8 @@ def render_point(p: DecisionPoint, max_context: int = 8, show_gold: bool = True)
         g = p.gold
         ev = g.address_evidence or g.reference_evidence or "-"
         lines.append(
-            f"gold: {g.label.value}  category {g.category.value} (fine {g.fine_category}, evidence {ev})"
+            f"gold: {g.label.value}  category {g.category.value} "
+            f"(fine {g.fine_category}, evidence {ev})"
             f"  next: {names.get(g.next_speaker or '', g.next_speaker)}"
         )
     return "\n".join(lines)

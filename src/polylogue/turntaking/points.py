@@ -91,7 +91,9 @@ def model_visible(conv: Conversation) -> tuple[Utterance, ...]:
     )
 
 
-def present_at(conv: Conversation, addressed: Sequence[Iterable[str]] | None = None) -> list[frozenset[str]]:
+def present_at(
+    conv: Conversation, addressed: Sequence[Iterable[str]] | None = None
+) -> list[frozenset[str]]:
     """Participants present at each boundary, causally.
 
     With an attendance roster (``roster_known``) everybody is present throughout. Otherwise a

@@ -35,12 +35,14 @@ def grouped_split(
     unique_groups = sorted(set(groups))
     if len(unique_groups) < 3:
         raise ValueError(
-            f"need at least 3 conversation groups to make train/validation/test, got {len(unique_groups)}"
+            "need at least 3 conversation groups to make train/validation/test, "
+            f"got {len(unique_groups)}"
         )
     partitions: dict[str, list[int]] = {}
     for i, grp in enumerate(groups):
         key = (group_strata or {}).get(grp, "")
         partitions.setdefault(key, []).append(i)
+
     # A partition with fewer than 3 groups cannot be split on its own: merge it into the largest.
     def n_groups(key: str) -> int:
         return len({groups[i] for i in partitions[key]})
@@ -86,9 +88,7 @@ def _split_partition(
     return assignment
 
 
-def stratified_subsample(
-    strata: Sequence[str], n: int, seed: int = 13
-) -> list[int]:
+def stratified_subsample(strata: Sequence[str], n: int, seed: int = 13) -> list[int]:
     """Indices of a subsample of size ``n`` preserving stratum proportions (largest remainder).
 
     The returned indices are sorted so the subsample keeps the original order.
