@@ -223,3 +223,26 @@ def test_missing_split_and_folder_errors(bench: Path, tmp_path: Path) -> None:
         benchmark_items(bench, "dev")
     with pytest.raises(BenchmarkFormatError, match="no manifest"):
         benchmark_items(tmp_path, "test")
+
+
+def test_relabel_derives_the_category_from_decision_and_cues(bench: Path) -> None:
+    from polylogue.annotate.analysis import relabel
+    from polylogue.turntaking.dataset import load_benchmark
+    from polylogue.turntaking.types import Category, Decision
+
+    points = load_benchmark(bench).points("test")
+    for p in points:
+        g = p.gold
+        assert relabel(g, g.label) is g  # agreement with the corpus keeps everything
+        flipped = relabel(g, Decision.SILENT if g.label is Decision.SPEAK else Decision.SPEAK)
+        assert flipped.category.decision is flipped.label
+        if flipped.label is Decision.SPEAK:
+            assert flipped.category is (Category.I1 if g.addressed else Category.I2)
+        else:
+            singled_out = g.addressed and not g.group_address
+            assert flipped.category is (Category.S2 if g.referenced or singled_out else Category.S1)
+        assert (flipped.addressed, flipped.referenced, flipped.next_speaker) == (
+            g.addressed,
+            g.referenced,
+            g.next_speaker,
+        )

@@ -57,7 +57,9 @@ def test_formats_agree() -> None:
         if len(seen) == len(conv.participants):
             all_seen_at = i
             break
-    rows = {s: _decide_json(str(EXAMPLES / f"standup.{s}"), "--as", "Dave") for s in ("jsonl", "csv")}
+    rows = {
+        s: _decide_json(str(EXAMPLES / f"standup.{s}"), "--as", "Dave") for s in ("jsonl", "csv")
+    }
     jsonl = [r["p_speak"] for r in rows["jsonl"][all_seen_at:]]
     csv = [r["p_speak"] for r in rows["csv"][all_seen_at:]]
     assert any(p is not None for p in jsonl)
@@ -88,7 +90,10 @@ def test_stdin_streaming_answers_each_line_as_it_arrives() -> None:
     ]
     proc = subprocess.Popen(
         [*POLYLOGUE, "decide", "-", "--as", "Dave", "--json"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     assert proc.stdin is not None and proc.stdout is not None
@@ -121,7 +126,9 @@ def _run(args: list[str], stdin: str | None = None) -> subprocess.CompletedProce
 def test_malformed_transcript_names_file_and_line(tmp_path: Path) -> None:
     bad = tmp_path / "broken.jsonl"
     bad.write_text(
-        '{"speaker": "Alice", "text": "Hi Bob."}\n{"speaker": "Bob", "text": "Hi."}\n{"speaker": "Alice", "te\n',
+        '{"speaker": "Alice", "text": "Hi Bob."}\n'
+        '{"speaker": "Bob", "text": "Hi."}\n'
+        '{"speaker": "Alice", "te\n',
         encoding="utf-8",
     )
     proc = _run(["decide", str(bad), "--as", "Bob"])
@@ -130,7 +137,10 @@ def test_malformed_transcript_names_file_and_line(tmp_path: Path) -> None:
 
 
 def test_malformed_stdin_line_names_the_line() -> None:
-    proc = _run(["decide", "-", "--as", "Bob"], stdin="Alice: hello Bob, how are you?\nthis line has no speaker\n")
+    proc = _run(
+        ["decide", "-", "--as", "Bob"],
+        stdin="Alice: hello Bob, how are you?\nthis line has no speaker\n",
+    )
     assert proc.returncode != 0
     assert "<stdin>" in proc.stderr and "line 2" in proc.stderr
 

@@ -13,7 +13,12 @@ from polylogue.engine.model import load_model
 from polylogue.engine.threshold import sweep_thresholds
 from polylogue.models.default_model import load_default_predictor
 from polylogue.training.default_model import TrainOptions, fit_yield_model, train_default_model
-from polylogue.turntaking.dataset import BuildOptions, build_benchmark, load_benchmark, save_benchmark
+from polylogue.turntaking.dataset import (
+    BuildOptions,
+    build_benchmark,
+    load_benchmark,
+    save_benchmark,
+)
 
 
 def _small_benchmark(tmp: Path, corpus: str, n: int) -> Path:
@@ -24,7 +29,10 @@ def _small_benchmark(tmp: Path, corpus: str, n: int) -> Path:
 
 
 def test_train_end_to_end_on_real_subset(tmp_path: Path) -> None:
-    folders = [_small_benchmark(tmp_path, "friends", 8), _small_benchmark(tmp_path, "earnings21", 4)]
+    folders = [
+        _small_benchmark(tmp_path, "friends", 8),
+        _small_benchmark(tmp_path, "earnings21", 4),
+    ]
     benches = [load_benchmark(f) for f in folders]
     result = train_default_model(
         benches,
@@ -51,7 +59,7 @@ def test_yield_model_learns_that_questions_hand_over_the_floor() -> None:
     conv = next(iter(load_corpus("friends")))
     utts = conv.utterances
     rows = [text_facts(u.text).hashed for u in utts[:-1]]
-    labels = [int(b.speaker != a.speaker) for a, b in zip(utts, utts[1:], strict=False)]
+    labels = [int(b.speaker != a.speaker) for a, b in itertools.pairwise(utts)]
     model = fit_yield_model(rows, labels, c=1.0)
     assert model.weights.shape == (2**18,)
     scores = np.asarray([model(r) for r in rows])

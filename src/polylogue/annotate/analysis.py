@@ -30,7 +30,8 @@ from polylogue.annotate.store import (
     StudyItem,
     StudyKind,
 )
-from polylogue.turntaking.types import Category, Decision, DecisionGold
+from polylogue.turntaking.points import relabel
+from polylogue.turntaking.types import Decision
 
 ALL = "all"
 
@@ -164,22 +165,6 @@ def study_resolutions(store: AnnotationStore, study: Study) -> list[Resolution]:
     )
 
 
-def relabel(gold: DecisionGold, label: Decision) -> DecisionGold:
-    """Gold with a human decision; the category follows from the decision and the cues.
-
-    The category definitions (§3) combine the decision with addressing: SPEAK is I1 when the
-    target was addressed and I2 otherwise; SILENT is S2 when the target was referenced (or
-    addressed) and S1 otherwise.
-    """
-    if label is gold.label:
-        return gold
-    if label is Decision.SPEAK:
-        category = Category.I1 if gold.addressed else Category.I2
-    else:
-        category = Category.S2 if gold.referenced or gold.addressed else Category.S1
-    return replace(gold, label=label, category=category, fine_category=category.value)
-
-
 @dataclass(frozen=True, slots=True)
 class ExportReport:
     folder: Path
@@ -216,7 +201,8 @@ def export_adjudicated(
             f"decision (e.g. {', '.join(unresolved[:3])}); adjudicate them or pass "
             "allow_unresolved to drop them"
         )
-    kept = [it for it in items if it.item_id not in set(unresolved)]
+    dropped = set(unresolved)
+    kept = [it for it in items if it.item_id not in dropped]
     labels = {it.item_id: {q: r.label for q, r in by_item[it.item_id].items()} for it in kept}
     counts: dict[str, int] = {}
     for it in kept:

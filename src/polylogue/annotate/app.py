@@ -298,7 +298,8 @@ def serve(
     check_binding(host, allow_remote, token)
     store = AnnotationStore(store_path)
     app = create_app(store, token=token, media_root=media_root)
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    # No access log: request lines would write annotators' keys into the terminal and logs.
+    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
 
 
 __all__ = ["AccessError", "check_binding", "create_app", "is_loopback", "serve", "static_dir"]

@@ -74,8 +74,9 @@ def _step(
     return _Step(index, u, name, engine.decide(target, present=present, explain=True), None)
 
 
-def _file_steps(path: Path, fmt: str | None, who: str, engine_threshold: float | None,
-                model_dir: Path | None) -> tuple[str, Iterator[_Step]]:
+def _file_steps(
+    path: Path, fmt: str | None, who: str, engine_threshold: float | None, model_dir: Path | None
+) -> tuple[str, Iterator[_Step]]:
     from polylogue.corpora.transcripts import read_transcript
     from polylogue.engine.engine import TurnTakingEngine
 
@@ -84,8 +85,12 @@ def _file_steps(path: Path, fmt: str | None, who: str, engine_threshold: float |
     target = _resolve(who, people)
     if target is None:
         names = ", ".join(p.display_name for p in conv.participants)
-        raise typer.BadParameter(f"{who!r} is not a participant of {path} ({names})", param_hint="--as")
-    engine = TurnTakingEngine.load(conv.participants, model_dir=model_dir, threshold=engine_threshold)
+        raise typer.BadParameter(
+            f"{who!r} is not a participant of {path} ({names})", param_hint="--as"
+        )
+    engine = TurnTakingEngine.load(
+        conv.participants, model_dir=model_dir, threshold=engine_threshold
+    )
 
     def steps() -> Iterator[_Step]:
         for i, u in enumerate(conv.utterances):
@@ -94,8 +99,9 @@ def _file_steps(path: Path, fmt: str | None, who: str, engine_threshold: float |
     return people[target].display_name, steps()
 
 
-def _stdin_steps(who: str, engine_threshold: float | None,
-                 model_dir: Path | None) -> tuple[str, Iterator[_Step]]:
+def _stdin_steps(
+    who: str, engine_threshold: float | None, model_dir: Path | None
+) -> tuple[str, Iterator[_Step]]:
     """Follow a transcript streamed on stdin: each line is answered as soon as it arrives."""
     from polylogue.corpora.transcripts import parse_header_line, parse_transcript_line
     from polylogue.engine.engine import TurnTakingEngine
@@ -134,14 +140,18 @@ def _stdin_steps(who: str, engine_threshold: float | None,
                     from polylogue.conversation import ConversationFormatError
 
                     raise ConversationFormatError(
-                        "<stdin>", f"line {lineno}", f"speaker {u.speaker!r} is not in the participants header"
+                        "<stdin>",
+                        f"line {lineno}",
+                        f"speaker {u.speaker!r} is not in the participants header",
                     )
                 engine.add_participants([_participant_for_speaker(u.speaker)])
                 speaker = u.speaker
             from dataclasses import replace
 
             tid = target()
-            yield _step(engine, tid, index, replace(u, speaker=speaker, addressees=None), roster_known)
+            yield _step(
+                engine, tid, index, replace(u, speaker=speaker, addressees=None), roster_known
+            )
             index += 1
 
     return who, steps()
@@ -158,7 +168,10 @@ def _print_step(console: Console, step: _Step, target_name: str) -> None:
     from rich.markup import escape
 
     u = step.utterance
-    head = f"[dim]{step.index + 1:>4} {_fmt_time(u.start)}[/dim][bold]{escape(step.speaker_name)}[/bold]: {escape(u.text)}"
+    head = (
+        f"[dim]{step.index + 1:>4} {_fmt_time(u.start)}[/dim]"
+        f"[bold]{escape(step.speaker_name)}[/bold]: {escape(u.text)}"
+    )
     console.print(head, highlight=False)
     d = step.decision
     if d is None:
@@ -170,7 +183,8 @@ def _print_step(console: Console, step: _Step, target_name: str) -> None:
         verdict = "[dim]stay silent[/dim]"
     cues = ", ".join(d.cues.get("active", [])) or "no explicit cue"
     console.print(
-        f"       [cyan]{bar}[/cyan] P(speak)={d.p_speak:.2f}  {verdict}  [dim]({escape(cues)})[/dim]",
+        f"       [cyan]{bar}[/cyan] P(speak)={d.p_speak:.2f}  {verdict}"
+        f"  [dim]({escape(cues)})[/dim]",
         highlight=False,
     )
 
@@ -203,17 +217,25 @@ def _step_json(step: _Step, target: str) -> dict[str, Any]:
 
 
 def decide(
-    transcript: Annotated[str, typer.Argument(help="Transcript file (.jsonl/.csv/.vtt/.txt) or - for stdin.")],
-    who: Annotated[str, typer.Option("--as", help="The participant to decide for (id, name or alias).")],
+    transcript: Annotated[
+        str, typer.Argument(help="Transcript file (.jsonl/.csv/.vtt/.txt) or - for stdin.")
+    ],
+    who: Annotated[
+        str, typer.Option("--as", help="The participant to decide for (id, name or alias).")
+    ],
     threshold: Annotated[
         float | None, typer.Option(help="Decision threshold on P(SPEAK) (default: the model's).")
     ] = None,
     fmt: Annotated[
-        str | None, typer.Option("--format", help="Transcript format if the suffix does not say it.")
+        str | None,
+        typer.Option("--format", help="Transcript format if the suffix does not say it."),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per utterance (JSONL).")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="One JSON object per utterance (JSONL).")
+    ] = False,
     model_dir: Annotated[
-        Path | None, typer.Option(help="A model folder from train-default (default: the shipped one).")
+        Path | None,
+        typer.Option(help="A model folder from train-default (default: the shipped one)."),
     ] = None,
 ) -> None:
     """Show, utterance by utterance, where a participant should have spoken, and why."""
@@ -240,7 +262,8 @@ def decide(
             console.file.flush()
     if not as_json:
         console.print(
-            f"\n[bold]{target_name}[/bold]: {decided} pauses decided, should have spoken at {speak}.",
+            f"\n[bold]{target_name}[/bold]: {decided} pauses decided, "
+            f"should have spoken at {speak}.",
             highlight=False,
         )
 
@@ -249,16 +272,27 @@ def decide(
 
 
 def tune_threshold(
-    data: Annotated[list[Path], typer.Option("--data", "-d", help="Benchmark folder(s) (repeatable).")],
-    split: Annotated[str, typer.Option(help="Split to tune on (never the test split you report).")] = "validation",
+    data: Annotated[
+        list[Path], typer.Option("--data", "-d", help="Benchmark folder(s) (repeatable).")
+    ],
+    split: Annotated[
+        str, typer.Option(help="Split to tune on (never the test split you report).")
+    ] = "validation",
     interruption_cost: Annotated[
-        float, typer.Option(help="Cost of speaking when one should stay silent, relative to a missed turn.")
+        float,
+        typer.Option(
+            help="Cost of speaking when one should stay silent, relative to a missed turn."
+        ),
     ] = 1.0,
     max_interruption_rate: Annotated[
         float | None,
-        typer.Option(help="Instead: the lowest threshold whose interruption rate stays below this."),
+        typer.Option(
+            help="Instead: the lowest threshold whose interruption rate stays below this."
+        ),
     ] = None,
-    model_dir: Annotated[Path | None, typer.Option(help="Model folder (default: the shipped one).")] = None,
+    model_dir: Annotated[
+        Path | None, typer.Option(help="Model folder (default: the shipped one).")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the sweep as JSON.")] = False,
 ) -> None:
     """Choose a threshold for a deployment's interruption vs missed-turn trade-off."""
@@ -268,11 +302,13 @@ def tune_threshold(
 
     from polylogue.engine.extract import FeatureExtractor
     from polylogue.engine.model import load_model
-    from polylogue.turntaking.dataset import load_benchmark
     from polylogue.engine.threshold import sweep_thresholds
+    from polylogue.turntaking.dataset import load_benchmark
 
     if split == "test":
-        Console(stderr=True).print("[yellow]warning: tuning on the test split makes its scores optimistic[/yellow]")
+        Console(stderr=True).print(
+            "[yellow]warning: tuning on the test split makes its scores optimistic[/yellow]"
+        )
     model = load_model(model_dir)
     extractor = FeatureExtractor(model.yield_model)
     ps, ys = [], []
@@ -296,8 +332,12 @@ def tune_threshold(
     for r in rows:
         mark = "bold green" if r["threshold"] == chosen else None
         table.add_row(
-            f"{r['threshold']:.2f}", f"{r['interruption_rate']:.3f}", f"{r['missed_turn_rate']:.3f}",
-            f"{r['balanced_accuracy']:.3f}", f"{r['cost']:.3f}", style=mark,
+            f"{r['threshold']:.2f}",
+            f"{r['interruption_rate']:.3f}",
+            f"{r['missed_turn_rate']:.3f}",
+            f"{r['balanced_accuracy']:.3f}",
+            f"{r['cost']:.3f}",
+            style=mark,
         )
     console = Console()
     console.print(table)
@@ -316,25 +356,37 @@ def train_default(
         Path | None, typer.Option(help="Folder holding the corpora (default: ../shared/data).")
     ] = None,
     work_dir: Annotated[
-        Path | None, typer.Option(help="Where benchmarks are built (reused if present; default OUT/benchmarks).")
+        Path | None,
+        typer.Option(
+            help="Where benchmarks are built (reused if present; default OUT/benchmarks)."
+        ),
     ] = None,
     bench: Annotated[
-        list[Path] | None, typer.Option("--bench", help="Use already-built benchmark folder(s) instead.")
+        list[Path] | None,
+        typer.Option("--bench", help="Use already-built benchmark folder(s) instead."),
     ] = None,
     corpus: Annotated[
-        list[str] | None, typer.Option("--corpus", "-c", help="Corpora to build (default: all four).")
+        list[str] | None,
+        typer.Option("--corpus", "-c", help="Corpora to build (default: all four)."),
     ] = None,
     limit_conversations: Annotated[
         int | None, typer.Option(help="Only the first N conversations per corpus (quick runs).")
     ] = None,
-    rounds: Annotated[int, typer.Option(help="Maximum boosting rounds (early stopping on validation).")] = 800,
+    rounds: Annotated[
+        int, typer.Option(help="Maximum boosting rounds (early stopping on validation).")
+    ] = 800,
     threads: Annotated[int, typer.Option(help="CPU threads for LightGBM.")] = 2,
     seed: Annotated[int, typer.Option(help="Seed for splits and boosting.")] = 13,
 ) -> None:
     """Reproduce the shipped model: build benchmarks, fit, calibrate, pick the threshold, report."""
     from rich.console import Console
 
-    from polylogue.training.default_model import CORPORA, TrainOptions, build_benchmarks, train_default_model
+    from polylogue.training.default_model import (
+        CORPORA,
+        TrainOptions,
+        build_benchmarks,
+        train_default_model,
+    )
     from polylogue.turntaking.dataset import load_benchmark
 
     console = Console(stderr=True)
@@ -346,13 +398,21 @@ def train_default(
         benches = [load_benchmark(b) for b in bench]
     else:
         benches = build_benchmarks(
-            data_root, work_dir or out / "benchmarks", corpus or CORPORA, limit_conversations, seed, log
+            data_root,
+            work_dir or out / "benchmarks",
+            corpus or CORPORA,
+            limit_conversations,
+            seed,
+            log,
         )
-    result = train_default_model(benches, TrainOptions(seed=seed, num_boost_round=rounds, threads=threads), log)
+    result = train_default_model(
+        benches, TrainOptions(seed=seed, num_boost_round=rounds, threads=threads), log
+    )
     result.model.save(out)
     for name, entry in result.metrics.get("test", {}).get("corpora", {}).items():
         log(
             f"test {name}: balanced accuracy {entry['balanced_accuracy']:.3f}  "
-            f"S2 {entry['acc_S2'] if entry['acc_S2'] is not None else float('nan'):.3f}  ECE {entry['ece']:.3f}"
+            f"S2 {entry['acc_S2'] if entry['acc_S2'] is not None else float('nan'):.3f}  "
+            f"ECE {entry['ece']:.3f}"
         )
     log(f"model written to {out}")

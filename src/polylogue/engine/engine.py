@@ -116,7 +116,9 @@ class TurnTakingEngine:
             return []
         speaker = self.state.utts[-1].speaker
         return [
-            pid for pid, p in self.state.participants.items() if pid != speaker and p.role != GROUP_ROLE
+            pid
+            for pid, p in self.state.participants.items()
+            if pid != speaker and p.role != GROUP_ROLE
         ]
 
     def decide(

@@ -30,8 +30,15 @@ class FeatureExtractor:
         state = self._states.get(inp.conversation_id)
         seen = 0 if state is None else len(state.utts)
         # Reuse only when the stored prefix is a prefix of this context (same utterances).
-        if state is None or seen > len(ctx) or (seen and ctx[seen - 1] is not state.utts[-1].source
-                                                 and ctx[seen - 1] != state.utts[-1].source):
+        if (
+            state is None
+            or seen > len(ctx)
+            or (
+                seen
+                and ctx[seen - 1] is not state.utts[-1].source
+                and ctx[seen - 1] != state.utts[-1].source
+            )
+        ):
             state = new_state(self.yield_scorer)
             seen = 0
         state.register((*inp.present, inp.target))

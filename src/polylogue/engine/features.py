@@ -101,16 +101,74 @@ _IDX = {n: i for i, n in enumerate(FEATURE_NAMES)}
 
 _THIRD_PERSON_BEFORE = frozenset(
     {
-        "to", "with", "about", "for", "and", "or", "from", "at", "like", "than", "tell", "ask",
-        "asked", "told", "call", "called", "by", "of", "as", "on", "is", "was", "thinks",
-        "that", "if", "when", "where", "see", "saw", "met", "meet", "love", "loves", "hate",
+        "to",
+        "with",
+        "about",
+        "for",
+        "and",
+        "or",
+        "from",
+        "at",
+        "like",
+        "than",
+        "tell",
+        "ask",
+        "asked",
+        "told",
+        "call",
+        "called",
+        "by",
+        "of",
+        "as",
+        "on",
+        "is",
+        "was",
+        "thinks",
+        "that",
+        "if",
+        "when",
+        "where",
+        "see",
+        "saw",
+        "met",
+        "meet",
+        "love",
+        "loves",
+        "hate",
     }
 )
 _THIRD_PERSON_AFTER = frozenset(
     {
-        "is", "was", "has", "had", "said", "says", "will", "would", "can", "could", "did",
-        "does", "and", "thinks", "wants", "went", "got", "gets", "must", "should", "might",
-        "isn't", "wasn't", "doesn't", "didn't", "never", "always", "just", "who", "s",
+        "is",
+        "was",
+        "has",
+        "had",
+        "said",
+        "says",
+        "will",
+        "would",
+        "can",
+        "could",
+        "did",
+        "does",
+        "and",
+        "thinks",
+        "wants",
+        "went",
+        "got",
+        "gets",
+        "must",
+        "should",
+        "might",
+        "isn't",
+        "wasn't",
+        "doesn't",
+        "didn't",
+        "never",
+        "always",
+        "just",
+        "who",
+        "s",
     }
 )
 _WORD = re.compile(r"[\w'-]+")
@@ -200,7 +258,9 @@ class ConversationState:
     def observe(self, u: Utterance) -> None:
         """Take in the utterance that just ended (per-utterance work, done before the pause)."""
         if u.speaker not in self.participants:
-            self.register([Participant(id=u.speaker, name=None if len(u.speaker) < 2 else u.speaker)])
+            self.register(
+                [Participant(id=u.speaker, name=None if len(u.speaker) < 2 else u.speaker)]
+            )
         if not self.cased and is_cased([u]):
             self._set_cased(True)
         facts = text_facts(u.text)
@@ -242,7 +302,7 @@ class ConversationState:
     # ------------------------------------------------------------------ decision features
 
     def features(self, target: str, present: Sequence[str]) -> np.ndarray:
-        """Feature vector for "should ``target`` speak now?" at the pause after the last utterance."""
+        """Features for "should ``target`` speak now?" at the pause after the last utterance."""
         if not self.utts:
             raise ValueError("no utterance observed yet: there is no pause to decide at")
         x = np.full(N_FEATURES, np.nan, dtype=np.float32)
@@ -349,7 +409,7 @@ class ConversationState:
             f["duration"] = min(dur, 60.0)
             f["speech_rate"] = min(facts.n_words / dur, 10.0) if dur > 0 else np.nan
             if n > 1 and self.utts[-2].end is not None:
-                f["gap_before"] = max(min(cur.start - self.utts[-2].end, 10.0), -10.0)  # type: ignore[operator]
+                f["gap_before"] = max(min(cur.start - self.utts[-2].end, 10.0), -10.0)
             te = self.last_end.get(target)
             if te is not None:
                 f["time_since_target"] = min(max(cur.end - te, -10.0), 600.0)
@@ -361,9 +421,13 @@ class ConversationState:
     def _mention_shape(self, target: str, text: str) -> tuple[bool, bool, bool, int]:
         """Where the target's name sits: utterance start, end, or inside a third-person phrase."""
         m = self._matchers.get(target)
-        patterns = [getattr(pp, "mention", None) for pp in (getattr(m, "own", None), getattr(m, "shared", None))]
+        patterns = [
+            getattr(pp, "mention", None)
+            for pp in (getattr(m, "own", None), getattr(m, "shared", None))
+        ]
         hits = sorted(
-            (h for pat in patterns if pat is not None for h in pat.finditer(text)), key=lambda h: h.start()
+            (h for pat in patterns if pat is not None for h in pat.finditer(text)),
+            key=lambda h: h.start(),
         )
         if not hits:
             return False, False, False, 0
@@ -378,7 +442,11 @@ class ConversationState:
             tail = text[h.end() : h.end() + 2]
             if (before and before[-1].lower() in _THIRD_PERSON_BEFORE) or tail.startswith("'s"):
                 third = True
-            if after and after[0].lower() in _THIRD_PERSON_AFTER and not text[h.end() :].lstrip().startswith(","):
+            if (
+                after
+                and after[0].lower() in _THIRD_PERSON_AFTER
+                and not text[h.end() :].lstrip().startswith(",")
+            ):
                 third = True
         return at_start, at_end, third, len(hits)
 

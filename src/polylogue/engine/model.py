@@ -31,7 +31,7 @@ class ModelFilesError(ValueError):
 
 @dataclass(frozen=True)
 class Calibration:
-    """Monotone map from raw booster probability to calibrated P(SPEAK) (isotonic, on validation)."""
+    """Monotone map from raw booster probability to calibrated P(SPEAK) (isotonic)."""
 
     x: tuple[float, ...]
     y: tuple[float, ...]
@@ -65,7 +65,7 @@ class YieldModel:
 
 @dataclass
 class TurnTakingModel:
-    """Booster + turn-yield weights + calibration + the threshold that turns P(SPEAK) into a decision."""
+    """Booster, turn-yield weights, calibration and the decision threshold on P(SPEAK)."""
 
     booster: Any  # lightgbm.Booster
     yield_model: YieldModel
@@ -108,17 +108,23 @@ def load_model(folder: str | Path | None = None) -> TurnTakingModel:
     paths = {n: folder / n for n in ("model.json", "trees.txt", "yield_weights.npy")}
     missing = [n for n, p in paths.items() if not p.is_file()]
     if missing:
-        raise ModelFilesError(f"{folder}: not a polylogue model folder (missing {', '.join(missing)})")
+        raise ModelFilesError(
+            f"{folder}: not a polylogue model folder (missing {', '.join(missing)})"
+        )
     meta = json.loads(paths["model.json"].read_text(encoding="utf-8"))
     if meta.get("format") != MODEL_FORMAT:
-        raise ModelFilesError(f"{paths['model.json']}: format {meta.get('format')!r}, want {MODEL_FORMAT!r}")
+        raise ModelFilesError(
+            f"{paths['model.json']}: format {meta.get('format')!r}, want {MODEL_FORMAT!r}"
+        )
     if meta.get("features") != list(FEATURE_NAMES):
         raise ModelFilesError(
             f"{paths['model.json']}: trained on a different feature set than this polylogue version"
         )
     weights = np.load(paths["yield_weights.npy"], allow_pickle=False)
     if weights.shape != (HASH_SIZE,):
-        raise ModelFilesError(f"{paths['yield_weights.npy']}: shape {weights.shape}, want ({HASH_SIZE},)")
+        raise ModelFilesError(
+            f"{paths['yield_weights.npy']}: shape {weights.shape}, want ({HASH_SIZE},)"
+        )
     booster = lgb.Booster(model_file=str(paths["trees.txt"]))
     return TurnTakingModel(
         booster=booster,

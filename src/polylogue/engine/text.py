@@ -21,27 +21,103 @@ HASH_SIZE = 1 << HASH_BITS
 _WH = frozenset({"what", "who", "whom", "whose", "which", "when", "where", "why", "how"})
 _AUX = frozenset(
     {
-        "do", "does", "did", "can", "could", "would", "will", "shall", "should", "is", "are",
-        "was", "were", "have", "has", "had", "may", "might", "must", "isn't", "aren't",
-        "don't", "doesn't", "didn't", "won't", "wouldn't", "can't", "couldn't", "shouldn't",
+        "do",
+        "does",
+        "did",
+        "can",
+        "could",
+        "would",
+        "will",
+        "shall",
+        "should",
+        "is",
+        "are",
+        "was",
+        "were",
+        "have",
+        "has",
+        "had",
+        "may",
+        "might",
+        "must",
+        "isn't",
+        "aren't",
+        "don't",
+        "doesn't",
+        "didn't",
+        "won't",
+        "wouldn't",
+        "can't",
+        "couldn't",
+        "shouldn't",
     }
 )
-_SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "you're", "you've", "you'll", "you'd", "ya"})
+_SECOND_PERSON = frozenset(
+    {"you", "your", "yours", "yourself", "you're", "you've", "you'll", "you'd", "ya"}
+)
 _FIRST_PLURAL = frozenset({"we", "us", "our", "ours", "we're", "we've", "we'll", "let's"})
-_THIRD_PERSON = frozenset({"he", "she", "him", "her", "his", "hers", "he's", "she's", "they", "them"})
+_THIRD_PERSON = frozenset(
+    {"he", "she", "him", "her", "his", "hers", "he's", "she's", "they", "them"}
+)
 _GROUP_ADDRESS = frozenset(
     {"everyone", "everybody", "anyone", "anybody", "guys", "folks", "all", "somebody", "someone"}
 )
 #: Short answers and acknowledgements: a turn made of these usually yields the floor back.
 _ACKNOWLEDGEMENTS = frozenset(
     {
-        "yeah", "yes", "yep", "yup", "okay", "ok", "right", "sure", "alright", "no", "nope",
-        "mm-hmm", "uh-huh", "mhm", "true", "exactly", "cool", "great", "fine", "good", "thanks",
-        "hmm", "oh", "i", "see", "so", "well", "and", "um", "uh", "agreed", "definitely",
+        "yeah",
+        "yes",
+        "yep",
+        "yup",
+        "okay",
+        "ok",
+        "right",
+        "sure",
+        "alright",
+        "no",
+        "nope",
+        "mm-hmm",
+        "uh-huh",
+        "mhm",
+        "true",
+        "exactly",
+        "cool",
+        "great",
+        "fine",
+        "good",
+        "thanks",
+        "hmm",
+        "oh",
+        "i",
+        "see",
+        "so",
+        "well",
+        "and",
+        "um",
+        "uh",
+        "agreed",
+        "definitely",
     }
 )
 _TRAILING_CONTINUERS = frozenset(
-    {"and", "but", "or", "so", "the", "a", "an", "to", "of", "that", "because", "if", "with", "for", "in", "is"}
+    {
+        "and",
+        "but",
+        "or",
+        "so",
+        "the",
+        "a",
+        "an",
+        "to",
+        "of",
+        "that",
+        "because",
+        "if",
+        "with",
+        "for",
+        "in",
+        "is",
+    }
 )
 _ASK_REQUEST = re.compile(
     r"\b(?:can|could|would|will|do|did|are|were|have|has)\s+(?:you|ya)\b|\bwhat\s+do\s+you\b|"

@@ -22,7 +22,9 @@ from polylogue.turntaking.types import Decision, DecisionInput
 class DefaultPredictor:
     """Batch predictions for decision inputs; conversation state is reused across calls."""
 
-    def __init__(self, model: TurnTakingModel, threshold: float | None = None, model_dir: Path | None = None) -> None:
+    def __init__(
+        self, model: TurnTakingModel, threshold: float | None = None, model_dir: Path | None = None
+    ) -> None:
         self.model = model
         self.threshold = model.threshold if threshold is None else float(threshold)
         self.model_dir = model_dir or DEFAULT_MODEL_DIR
@@ -37,7 +39,9 @@ class DefaultPredictor:
             "kind": "default",
             "format": self.model.metadata.get("format"),
             "trees": self.model.metadata.get("trees"),
-            "trained_on": {k: v.get("data_hash") for k, v in self.model.metadata.get("trained_on", {}).items()},
+            "trained_on": {
+                k: v.get("data_hash") for k, v in self.model.metadata.get("trained_on", {}).items()
+            },
             "threshold": self.threshold,
         }
 

@@ -15,6 +15,7 @@ Recipe (every step is deterministic given the seed):
 
 from __future__ import annotations
 
+import itertools
 import time
 import zlib
 from collections.abc import Callable, Sequence
@@ -73,7 +74,9 @@ def _fold(group: str) -> int:
 # ----------------------------------------------------------------------------- turn-yield model
 
 
-def _yield_rows(benches: Sequence[Benchmark], conv_ids: set[str]) -> tuple[list[tuple[int, ...]], list[int], list[str]]:
+def _yield_rows(
+    benches: Sequence[Benchmark], conv_ids: set[str]
+) -> tuple[list[tuple[int, ...]], list[int], list[str]]:
     rows: list[tuple[int, ...]] = []
     labels: list[int] = []
     groups: list[str] = []
@@ -82,7 +85,7 @@ def _yield_rows(benches: Sequence[Benchmark], conv_ids: set[str]) -> tuple[list[
             if cid not in conv_ids:
                 continue
             utts = conv.utterances
-            for u, nxt in zip(utts, utts[1:], strict=False):
+            for u, nxt in itertools.pairwise(utts):
                 rows.append(text_facts(u.text).hashed)
                 labels.append(int(nxt.speaker != u.speaker))
                 groups.append(conv.group_id)
@@ -199,7 +202,14 @@ def choose_threshold(data: SplitData, p: np.ndarray) -> float:
     best_t, best = 0.5, -1.0
     for t in np.round(np.arange(0.05, 0.80, 0.01), 2):
         pred = (p >= t).astype(np.int8)
-        score = float(np.mean([balanced_accuracy(data.y[data.corpus == c], pred[data.corpus == c]) for c in corpora]))
+        score = float(
+            np.mean(
+                [
+                    balanced_accuracy(data.y[data.corpus == c], pred[data.corpus == c])
+                    for c in corpora
+                ]
+            )
+        )
         if score > best:
             best_t, best = float(t), score
     return best_t
@@ -232,8 +242,11 @@ def train_default_model(
     folds = np.asarray([_fold(g) for g in groups])
     full_yield = fit_yield_model(rows, labels, opts.yield_c)
     fold_yield = {
-        k: fit_yield_model([r for r, f in zip(rows, folds, strict=True) if f != k],
-                           [y for y, f in zip(labels, folds, strict=True) if f != k], opts.yield_c)
+        k: fit_yield_model(
+            [r for r, f in zip(rows, folds, strict=True) if f != k],
+            [y for y, f in zip(labels, folds, strict=True) if f != k],
+            opts.yield_c,
+        )
         for k in (0, 1)
     }
     log(f"turn-yield model on {len(rows):,} utterances ({time.perf_counter() - t0:.0f}s)")
@@ -241,8 +254,10 @@ def train_default_model(
     train = split_data(benches, "train", lambda g: fold_yield[_fold(g)])
     val = split_data(benches, "validation", lambda g: full_yield)
     test = split_data(benches, "test", lambda g: full_yield)
-    log(f"features: train {len(train.y):,}  validation {len(val.y):,}  test {len(test.y):,} "
-        f"({time.perf_counter() - t0:.0f}s)")
+    log(
+        f"features: train {len(train.y):,}  validation {len(val.y):,}  test {len(test.y):,} "
+        f"({time.perf_counter() - t0:.0f}s)"
+    )
     if len(train.y) == 0 or len(val.y) == 0:
         raise ValueError("training needs points in both the train and the validation split")
 
@@ -263,31 +278,45 @@ def train_default_model(
     }
     from polylogue.engine.features import FEATURE_NAMES
 
-    dtrain = lgb.Dataset(train.x, train.y, weight=_weights(train.corpus, opts.corpus_weight_power),
-                         feature_name=list(FEATURE_NAMES), free_raw_data=False)
-    dval = lgb.Dataset(val.x, val.y, weight=_weights(val.corpus, opts.corpus_weight_power),
-                       reference=dtrain)
+    dtrain = lgb.Dataset(
+        train.x,
+        train.y,
+        weight=_weights(train.corpus, opts.corpus_weight_power),
+        feature_name=list(FEATURE_NAMES),
+        free_raw_data=False,
+    )
+    dval = lgb.Dataset(
+        val.x, val.y, weight=_weights(val.corpus, opts.corpus_weight_power), reference=dtrain
+    )
     booster = lgb.train(
-        params, dtrain, num_boost_round=opts.num_boost_round, valid_sets=[dval],
+        params,
+        dtrain,
+        num_boost_round=opts.num_boost_round,
+        valid_sets=[dval],
         callbacks=[lgb.early_stopping(opts.early_stopping_rounds, verbose=False)],
     )
     log(f"boosted {booster.best_iteration} trees ({time.perf_counter() - t0:.0f}s)")
     # Keep only the trees early stopping chose, so the saved file is what was validated.
     booster = lgb.Booster(model_str=booster.model_to_string(num_iteration=booster.best_iteration))
 
-    raw_val = booster.predict(val.x, num_threads=opts.threads)
+    raw_val = np.asarray(booster.predict(val.x, num_threads=opts.threads), dtype=np.float64)
     iso = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0).fit(raw_val, val.y)
-    calibration = Calibration(tuple(float(v) for v in iso.X_thresholds_),
-                              tuple(float(v) for v in iso.y_thresholds_))
+    calibration = Calibration(
+        tuple(float(v) for v in iso.X_thresholds_), tuple(float(v) for v in iso.y_thresholds_)
+    )
     p_val = np.clip(calibration(raw_val), 0.0, 1.0)
     threshold = choose_threshold(val, p_val)
     metrics: dict[str, Any] = {"validation": metric_table(val, p_val, threshold)}
     if len(test.y):
-        p_test = np.clip(calibration(booster.predict(test.x, num_threads=opts.threads)), 0.0, 1.0)
+        raw_test = np.asarray(booster.predict(test.x, num_threads=opts.threads), dtype=np.float64)
+        p_test = np.clip(calibration(raw_test), 0.0, 1.0)
         metrics["test"] = metric_table(test, p_test, threshold)
     importance = dict(zip(FEATURE_NAMES, booster.feature_importance("gain").tolist(), strict=True))
     meta = {
-        "trained_on": {b.name: {"data_hash": b.data_hash, "corpora": b.manifest.get("corpora")} for b in benches},
+        "trained_on": {
+            b.name: {"data_hash": b.data_hash, "corpora": b.manifest.get("corpora")}
+            for b in benches
+        },
         "options": opts.__dict__,
         "trees": booster.num_trees(),
         "yield_utterances": len(rows),
@@ -313,7 +342,12 @@ def build_benchmarks(
     import itertools
 
     from polylogue.corpora import READERS, load_corpus
-    from polylogue.turntaking.dataset import BuildOptions, build_benchmark, load_benchmark, save_benchmark
+    from polylogue.turntaking.dataset import (
+        BuildOptions,
+        build_benchmark,
+        load_benchmark,
+        save_benchmark,
+    )
 
     out: list[Benchmark] = []
     for name in corpora:

@@ -225,7 +225,29 @@ def stats_markdown(points: Sequence[DecisionPoint]) -> str:
                 f"{r['S2']:,} | {r['speak_pct']:.1f} |"
             )
         lines.append("")
+    lines += fine_table_markdown(points)
     return "\n".join(lines)
+
+
+FINE_CATEGORIES = ("I1", "I2", "I3", "S1", "S2", "S3", "S4", "S5")
+
+
+def fine_table_markdown(points: Sequence[DecisionPoint]) -> list[str]:
+    """The authors' 8-way scheme (docs/benchmark.md), all splits."""
+    by_corpus: dict[str, Counter[str]] = {}
+    for p in points:
+        by_corpus.setdefault(p.input.corpus, Counter())[p.gold.fine_category] += 1
+    lines = [
+        "### Fine categories (the authors' 8-way scheme), all splits",
+        "",
+        "| Dataset | " + " | ".join(FINE_CATEGORIES) + " |",
+        "|---|" + "---:|" * len(FINE_CATEGORIES),
+    ]
+    for corpus in sorted(by_corpus):
+        c = by_corpus[corpus]
+        lines.append(f"| {corpus} | " + " | ".join(f"{c[k]:,}" for k in FINE_CATEGORIES) + " |")
+    lines.append("")
+    return lines
 
 
 # ----------------------------------------------------------------------------- save
@@ -291,6 +313,7 @@ def _points_schema() -> Any:
             ("address_evidence", pa.string()),
             ("reference_evidence", pa.string()),
             ("next_speaker", pa.string()),
+            ("group_address", pa.bool_()),
         ]
     )
     return pa.schema(

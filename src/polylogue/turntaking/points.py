@@ -128,11 +128,12 @@ def fine_category(
     current: Utterance,
     someone_else_addressed: bool,
     opts: PointOptions,
+    singled_out: bool = True,
 ) -> str:
     """The authors' 8-way scheme (reference notes A.4), with sound mention detection.
 
     SPEAK: I1 addressed; I2 spoke within the last ``fine_recent_speak`` earlier utterances;
-    I3 otherwise. SILENT: S2 referenced or addressed; S4 incomplete current utterance;
+    I3 otherwise. SILENT: S2 referenced or singled out; S4 incomplete current utterance;
     S3 spoke within the last ``fine_recent_silent`` earlier utterances; S5 someone else
     explicitly addressed; S1 otherwise.
     """
@@ -142,7 +143,7 @@ def fine_category(
         if target in history_speakers[-opts.fine_recent_speak :]:
             return "I2"
         return "I3"
-    if referenced or addressed:
+    if referenced or (addressed and singled_out):
         return "S2"
     if looks_incomplete(current.text):
         return "S4"
@@ -153,15 +154,28 @@ def fine_category(
     return "S1"
 
 
-def coarse_category(label: Decision, addressed: bool, referenced: bool) -> Category:
+def coarse_category(
+    label: Decision, addressed: bool, referenced: bool, singled_out: bool = True
+) -> Category:
     """The paper's four categories.
 
-    A target who is addressed but stays silent (e.g. one member of an addressed group) was
-    referenced in the strongest way, so it is S2, never S1.
+    A target addressed *on their own* who stays silent was referenced in the strongest way, so
+    it is S2. A target addressed only as one of a group (AMI "A,C,D", "(to all)") who stays
+    silent is an audience member: S1 unless also named or role-mentioned.
     """
     if label is Decision.SPEAK:
         return Category.I1 if addressed else Category.I2
-    return Category.S2 if (addressed or referenced) else Category.S1
+    if referenced or (addressed and singled_out):
+        return Category.S2
+    return Category.S1
+
+
+def relabel(gold: DecisionGold, label: Decision) -> DecisionGold:
+    """``gold`` with another decision (e.g. a human's); the categories follow from the cues."""
+    if label is gold.label:
+        return gold
+    category = coarse_category(label, gold.addressed, gold.referenced, not gold.group_address)
+    return replace(gold, label=label, category=category, fine_category=category.value)
 
 
 def boundary_is_decision_point(u: Utterance, opts: PointOptions) -> bool:
@@ -211,7 +225,7 @@ def conversation_points(
             referenced = target in cues.referenced
             gold = DecisionGold(
                 label=label,
-                category=coarse_category(label, addressed, referenced),
+                category=coarse_category(label, addressed, referenced, len(cues.addressed) == 1),
                 fine_category=fine_category(
                     label,
                     addressed,
@@ -221,12 +235,14 @@ def conversation_points(
                     current,
                     someone_addressed and not addressed,
                     opts,
+                    len(cues.addressed) == 1,
                 ),
                 addressed=addressed,
                 referenced=referenced,
                 address_evidence=cues.addressed.get(target),
                 reference_evidence=cues.referenced.get(target),
                 next_speaker=nxt,
+                group_address=addressed and len(cues.addressed) > 1,
             )
             inp = DecisionInput(
                 point_id=f"{conv.id}:{t}:{target}",

@@ -108,6 +108,8 @@ class DecisionGold:
     #: Why the target counts as referenced: "name", "role", "third-person" or None.
     reference_evidence: str | None
     next_speaker: str | None
+    #: Addressed together with others (a group address) rather than singled out.
+    group_address: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -119,6 +121,7 @@ class DecisionGold:
             "address_evidence": self.address_evidence,
             "reference_evidence": self.reference_evidence,
             "next_speaker": self.next_speaker,
+            "group_address": self.group_address,
         }
 
     @classmethod
@@ -132,6 +135,7 @@ class DecisionGold:
             address_evidence=d.get("address_evidence"),
             reference_evidence=d.get("reference_evidence"),
             next_speaker=d.get("next_speaker"),
+            group_address=bool(d.get("group_address", False)),
         )
 
 

@@ -1,0 +1,94 @@
+"""Latency, load time and peak memory of the live engine on one CPU core.
+
+    .venv/bin/python benchmarks/default_model_latency.py [--corpus ami] [--history-tokens 2048]
+
+Replays real meetings from the shared data through :class:`TurnTakingEngine` utterance by
+utterance. Once the history holds at least ``--history-tokens`` whitespace tokens, every pause
+is timed: ``observe`` (per-utterance work, done while the next person talks; cacheable) and
+``decide`` for each listener (the work at the pause). Reports p50/p99/max, the model load time
+and the process's peak resident memory. Run it alone: timings on a shared machine are noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import resource
+import time
+
+import numpy as np
+
+from polylogue.conversation import Utterance
+from polylogue.corpora import load_corpus
+from polylogue.engine.engine import TurnTakingEngine
+from polylogue.engine.model import load_model
+from polylogue.turntaking.points import PointOptions, boundary_is_decision_point
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values) * 1e3, q))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--corpus", default="ami")
+    ap.add_argument("--conversations", type=int, default=3)
+    ap.add_argument("--history-tokens", type=int, default=2048)
+    ap.add_argument("--max-pauses", type=int, default=3000)
+    args = ap.parse_args()
+
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # one core
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    t0 = time.perf_counter()
+    model = load_model()
+    load_s = time.perf_counter() - t0
+    model.proba(np.zeros((1, len(model.metadata["features"])), dtype=np.float32))  # warm up
+
+    observe: list[float] = []
+    decide: list[float] = []
+    explain: list[float] = []
+    for conv in itertools.islice(load_corpus(args.corpus), args.conversations):
+        engine = TurnTakingEngine(model, conv.participants)
+        tokens = 0
+        for u in conv.utterances:
+            dt = engine.observe(Utterance(u.speaker, u.text, u.start, u.end))
+            tokens += len(u.text.split())
+            if tokens < args.history_tokens or not boundary_is_decision_point(u, PointOptions()):
+                continue
+            observe.append(dt)
+            for target in engine.listeners():
+                s = time.perf_counter()
+                engine.decide(target)
+                decide.append(time.perf_counter() - s)
+            s = time.perf_counter()
+            engine.decide(engine.listeners()[0], explain=True)
+            explain.append(time.perf_counter() - s)
+            if len(decide) >= args.max_pauses:
+                break
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(
+        f"corpus {args.corpus}: {len(decide):,} decisions after >= {args.history_tokens} "
+        "tokens of history, 1 core"
+    )
+    print(f"model load             {load_s * 1e3:8.1f} ms")
+    print(
+        f"decide (at the pause)  p50 {pct(decide, 50):6.3f} ms   p99 {pct(decide, 99):6.3f} ms   "
+        f"max {pct(decide, 100):6.3f} ms"
+    )
+    print(f"decide + explanation   p50 {pct(explain, 50):6.3f} ms   p99 {pct(explain, 99):6.3f} ms")
+    print(
+        f"observe (per utterance, cached before the pause)  p50 {pct(observe, 50):6.3f} ms   "
+        f"p99 {pct(observe, 99):6.3f} ms"
+    )
+    print(
+        f"peak resident memory   {peak:8.1f} MB "
+        f"(python + numpy + lightgbm before the model: {rss_before:.1f} MB)"
+    )
+
+
+if __name__ == "__main__":
+    main()
