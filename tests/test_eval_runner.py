@@ -36,8 +36,15 @@ def _ids(folder: Path) -> list[str]:
 
 def test_run_folder_contents(bench: Path, tmp_path: Path) -> None:
     points, info = load_points(bench, "test")
-    res = run_evaluation(points, info, load_predictor("baseline:explicit-address"), tmp_path,
-                         spec="baseline:explicit-address", progress=False, n_boot=200)
+    res = run_evaluation(
+        points,
+        info,
+        load_predictor("baseline:explicit-address"),
+        tmp_path,
+        spec="baseline:explicit-address",
+        progress=False,
+        n_boot=200,
+    )
     assert res.complete and res.n_new == len(points)
     ids = _ids(res.folder)
     assert sorted(ids) == sorted(p.point_id for p in points)
@@ -51,8 +58,14 @@ def test_run_folder_contents(bench: Path, tmp_path: Path) -> None:
     assert metrics["n"] == len(points) and metrics["class_ratio"] == "natural"
     assert metrics["bootstrap"]["unit"] == "group" and metrics["bootstrap"]["n_units"] > 1
     # Same setup, same folder, nothing to redo.
-    again = run_evaluation(points, info, load_predictor("baseline:explicit-address"), tmp_path,
-                           progress=False, n_boot=0)
+    again = run_evaluation(
+        points,
+        info,
+        load_predictor("baseline:explicit-address"),
+        tmp_path,
+        progress=False,
+        n_boot=0,
+    )
     assert again.folder == res.folder and again.n_new == 0
 
 
@@ -71,8 +84,12 @@ def test_limit_then_resume_and_truncated_line(bench: Path, tmp_path: Path) -> No
     assert len(ids) == len(set(ids)) == len(points)
     # Answers are the same as in one uninterrupted run.
     fresh = run_evaluation(points, info, pred, tmp_path / "fresh", progress=False, n_boot=0)
-    by_id = {r["point_id"]: r["decision"] for r in read_predictions(fresh.folder / "predictions.jsonl")}
-    assert by_id == {r["point_id"]: r["decision"] for r in read_predictions(rest.folder / "predictions.jsonl")}
+    by_id = {
+        r["point_id"]: r["decision"] for r in read_predictions(fresh.folder / "predictions.jsonl")
+    }
+    assert by_id == {
+        r["point_id"]: r["decision"] for r in read_predictions(rest.folder / "predictions.jsonl")
+    }
 
 
 class _DiesAfter:
@@ -108,12 +125,30 @@ def test_backend_failure_keeps_finished_work(bench: Path, tmp_path: Path) -> Non
     assert len(set(_ids(folder))) == len(_ids(folder)) == len(points)
 
 
-def test_sigkill_of_a_real_cli_run_loses_and_duplicates_nothing(bench: Path, tmp_path: Path) -> None:
+def test_sigkill_of_a_real_cli_run_loses_and_duplicates_nothing(
+    bench: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "runs"
-    cmd = [*POLYLOGUE, "eval", "--data", str(bench), "--model", "baseline:random", "--out", str(out),
-           "--limit", "120", "--batch-size", "1", "--no-progress", "--n-boot", "0"]
-    proc = subprocess.Popen([*cmd, "-O", "delay_s=0.05"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    cmd = [
+        *POLYLOGUE,
+        "eval",
+        "--data",
+        str(bench),
+        "--model",
+        "baseline:random",
+        "--out",
+        str(out),
+        "--limit",
+        "120",
+        "--batch-size",
+        "1",
+        "--no-progress",
+        "--n-boot",
+        "0",
+    ]
+    proc = subprocess.Popen(
+        [*cmd, "-O", "delay_s=0.05"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     deadline = time.monotonic() + 120
     pred_file = None
     while time.monotonic() < deadline:
@@ -140,16 +175,43 @@ def test_sigkill_of_a_real_cli_run_loses_and_duplicates_nothing(bench: Path, tmp
 def test_cli_eval_balanced_and_report(bench: Path, tmp_path: Path) -> None:
     out = tmp_path / "runs"
     for model in ("baseline:always-silent", "baseline:explicit-address"):
-        r = subprocess.run([*POLYLOGUE, "eval", "--data", str(bench), "--model", model, "--out",
-                            str(out), "--no-progress", "--n-boot", "100", "--balanced"],
-                           capture_output=True, text=True, check=True)
+        r = subprocess.run(
+            [
+                *POLYLOGUE,
+                "eval",
+                "--data",
+                str(bench),
+                "--model",
+                model,
+                "--out",
+                str(out),
+                "--no-progress",
+                "--n-boot",
+                "100",
+                "--balanced",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         assert "balanced class ratio" in r.stderr
     runs = sorted(out.glob("baseline-*"))
     assert len(runs) == 2 and all("-balanced__" in r.name for r in runs)
     ref = next(r for r in runs if "always-silent" in r.name)
-    rep = subprocess.run([*POLYLOGUE, "report", *map(str, runs), "--reference", str(ref),
-                          "--out", str(tmp_path / "report")], capture_output=True, text=True,
-                         check=True)
+    rep = subprocess.run(
+        [
+            *POLYLOGUE,
+            "report",
+            *map(str, runs),
+            "--reference",
+            str(ref),
+            "--out",
+            str(tmp_path / "report"),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert rep.returncode == 0
     md = (tmp_path / "report" / "report.md").read_text()
     assert "Class ratio: balanced" in md
@@ -163,8 +225,9 @@ def test_cli_eval_balanced_and_report(bench: Path, tmp_path: Path) -> None:
 
 def test_report_from_python_without_metrics_json(bench: Path, tmp_path: Path) -> None:
     points, info = load_points(bench, "test")
-    res = run_evaluation(points, info, RandomBaseline(seed=5), tmp_path / "runs", progress=False,
-                         n_boot=0)
+    res = run_evaluation(
+        points, info, RandomBaseline(seed=5), tmp_path / "runs", progress=False, n_boot=0
+    )
     (res.folder / "metrics.json").unlink()
     paths = write_report([tmp_path / "runs"], tmp_path / "rep")
     assert "baseline:random" in paths[0].read_text()
@@ -172,6 +235,18 @@ def test_report_from_python_without_metrics_json(bench: Path, tmp_path: Path) ->
 
 
 def test_cli_rejects_bad_model_spec(bench: Path, tmp_path: Path) -> None:
-    r = subprocess.run([*POLYLOGUE, "eval", "--data", str(bench), "--model", "baseline:nope",
-                        "--out", str(tmp_path)], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            *POLYLOGUE,
+            "eval",
+            "--data",
+            str(bench),
+            "--model",
+            "baseline:nope",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode != 0 and "unknown baseline" in r.stderr

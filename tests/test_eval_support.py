@@ -7,7 +7,7 @@ material is what those tests assume (real text, several episodes, all four categ
 from __future__ import annotations
 
 import itertools
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from polylogue.corpora import load_corpus
@@ -18,7 +18,7 @@ from polylogue.turntaking.points import conversation_points, with_split
 N_SCENES = 120
 
 
-@lru_cache(maxsize=None)
+@cache
 def _conversations() -> tuple:
     return tuple(itertools.islice(load_corpus("friends", source="s10json"), N_SCENES))
 
@@ -34,9 +34,7 @@ def friends_benchmark(folder: Path) -> Path:
     convs = list(_conversations())
     episodes = sorted({c.group_id for c in convs})
     split_of = {e: ("test" if i % 3 == 0 else "train") for i, e in enumerate(episodes)}
-    points = [
-        with_split(p, split_of[p.group]) for c in convs for p in conversation_points(c)
-    ]
+    points = [with_split(p, split_of[p.group]) for c in convs for p in conversation_points(c)]
     build = BenchmarkBuild(conversations=convs, points=points, options=BuildOptions(), counts={})
     save_benchmark(build, folder)
     return folder

@@ -20,10 +20,12 @@ app = typer.Typer(
 
 # One line per command module; each defines register(app).
 _COMMAND_MODULES: tuple[str, ...] = (
+    "polylogue.cli.train",
     "polylogue.cli.build",
     "polylogue.cli.eval",
     "polylogue.cli.annotate",
     "polylogue.cli.decide",
+    "polylogue.cli.tom",
 )
 
 for _name in _COMMAND_MODULES:

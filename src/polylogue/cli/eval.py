@@ -68,7 +68,12 @@ def eval_command(
     from rich.console import Console
 
     from polylogue.evaluation.runner import RunError, load_points, run_evaluation
-    from polylogue.models.base import ModelSpecError, default_model_available, load_predictor
+    from polylogue.models.base import (
+        ModelSpecError,
+        default_model_available,
+        load_predictor,
+        parse_model_spec,
+    )
     from polylogue.prompts.builder import PromptOptions
 
     console = Console(stderr=True, soft_wrap=True)
@@ -89,18 +94,25 @@ def eval_command(
         )
     except (ValueError, FileNotFoundError) as exc:
         raise typer.BadParameter(str(exc)) from exc
-    options: dict[str, Any] = {
-        "prompt": prompt,
-        "concurrency": concurrency,
-        "api_key_env": api_key_env,
-        **_parse_options(option or []),
-    }
+    try:
+        kind = parse_model_spec(model).kind
+    except ModelSpecError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--model") from exc
+    # Each backend gets the options it understands; -O KEY=VALUE passes anything else through.
+    options: dict[str, Any] = {}
+    if kind in ("hf", "openai"):
+        options["prompt"] = prompt
+        if cache:
+            options["cache_path"] = str(out / "_cache" / "responses.sqlite")
+        if batch_size is not None:
+            options["batch_size"] = batch_size
+    if kind == "openai":
+        options.update(concurrency=concurrency, api_key_env=api_key_env)
     if adapter is not None:
+        if kind != "hf":
+            raise typer.BadParameter("--adapter needs an hf: model", param_hint="--adapter")
         options["adapter"] = str(adapter)
-    if batch_size is not None:
-        options["batch_size"] = batch_size
-    if cache:
-        options["cache_path"] = str(out / "_cache" / "responses.sqlite")
+    options.update(_parse_options(option or []))
     points, info = load_points(data, split, balanced=balanced)
     try:
         predictor = load_predictor(model, **options)

@@ -11,6 +11,7 @@ that just ended. The start time of the next utterance is never seen.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections import Counter, deque
@@ -30,6 +31,7 @@ GROUP_ROLE = "group"
 YieldScorer = Callable[[tuple[int, ...]], float]
 
 _RECENT = 20
+_RECENT_TURNS = 8
 _CAP = 50.0
 
 FEATURE_NAMES: tuple[str, ...] = (
@@ -89,12 +91,22 @@ FEATURE_NAMES: tuple[str, ...] = (
     "second_person_to_prev_target",
     "question_to_prev_target",
     "question_to_nobody_named",
+    # the recent exchange: who is in it, what the target last said
+    "n_active_recent",
+    "target_turns_recent",
+    "dyad_share_recent",
+    "speaker_to_target_recent",
+    "target_last_question",
+    "target_last_named_speaker",
+    "overlap_with_target_last",
+    "overlap_with_prev",
     # timing (NaN when the transcript has none)
     "duration",
     "gap_before",
     "speech_rate",
     "time_since_target",
     "target_last_duration",
+    "run_seconds",
 )
 N_FEATURES = len(FEATURE_NAMES)
 _IDX = {n: i for i, n in enumerate(FEATURE_NAMES)}
@@ -217,6 +229,7 @@ class ConversationState:
     last_mentioned: dict[str, int] = field(default_factory=dict)
     run_length: int = 0
     run_words: int = 0
+    run_start: float | None = None
 
     # ------------------------------------------------------------------ participants & names
 
@@ -278,6 +291,7 @@ class ConversationState:
             self.turn_speakers.append(u.speaker)
             self.turn_count[u.speaker] += 1
             self.run_length = 0
+            self.run_start = u.start
             self.run_words = 0
         self.run_length += 1
         self.run_words += facts.n_words
@@ -403,6 +417,30 @@ class ConversationState:
         f["question_to_prev_target"] = asks and to_prev
         f["question_to_nobody_named"] = asks and not cues.addressed and not cues.referenced
 
+        recent_turns = turns[-_RECENT_TURNS:]
+        f["n_active_recent"] = len(set(recent_turns) | set(recent))
+        f["target_turns_recent"] = sum(1 for s in recent_turns if s == target)
+        f["dyad_share_recent"] = sum(1 for s in recent_turns if s in (target, speaker)) / len(
+            recent_turns
+        )
+        f["speaker_to_target_recent"] = sum(
+            1 for a, b in itertools.pairwise(recent_turns) if a == speaker and b == target
+        )
+        if last_i is not None:
+            tl = self.utts[last_i]
+            f["target_last_question"] = tl.facts.question_mark or tl.facts.ask_request
+            f["target_last_named_speaker"] = speaker in self.cues(last_i).addressed or (
+                speaker in self.cues(last_i).referenced
+            )
+            f["overlap_with_target_last"] = _overlap(facts.content, tl.facts.content)
+        else:
+            f["target_last_question"] = False
+            f["target_last_named_speaker"] = False
+            f["overlap_with_target_last"] = 0.0
+        f["overlap_with_prev"] = (
+            _overlap(facts.content, self.utts[-2].facts.content) if n > 1 else 0.0
+        )
+
         # Timing of the current and earlier utterances only.
         if cur.start is not None and cur.end is not None:
             dur = max(cur.end - cur.start, 0.0)
@@ -416,6 +454,8 @@ class ConversationState:
             td = self.last_duration.get(target)
             if td is not None:
                 f["target_last_duration"] = min(td, 60.0)
+            if self.run_start is not None:
+                f["run_seconds"] = min(max(cur.end - self.run_start, 0.0), 120.0)
         return x
 
     def _mention_shape(self, target: str, text: str) -> tuple[bool, bool, bool, int]:
@@ -449,6 +489,13 @@ class ConversationState:
             ):
                 third = True
         return at_start, at_end, third, len(hits)
+
+
+def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
+    """Jaccard overlap of content words (topic continuity between two utterances)."""
+    if not a or not b:
+        return 0.0
+    return len(a & b) / len(a | b)
 
 
 class _Setter:

@@ -99,6 +99,52 @@ _ACKNOWLEDGEMENTS = frozenset(
         "definitely",
     }
 )
+_STOP = frozenset(
+    {
+        "that",
+        "this",
+        "there",
+        "they",
+        "them",
+        "then",
+        "than",
+        "what",
+        "when",
+        "where",
+        "which",
+        "with",
+        "would",
+        "could",
+        "should",
+        "have",
+        "been",
+        "were",
+        "just",
+        "like",
+        "know",
+        "yeah",
+        "okay",
+        "well",
+        "right",
+        "think",
+        "going",
+        "gonna",
+        "about",
+        "really",
+        "it's",
+        "that's",
+        "don't",
+        "i'm",
+        "your",
+        "from",
+        "will",
+        "some",
+        "something",
+        "because",
+        "also",
+        "into",
+    }
+)
 _TRAILING_CONTINUERS = frozenset(
     {
         "and",
@@ -147,6 +193,8 @@ class TextFacts:
     acknowledgement: bool
     #: Hashed vocabulary indices for the turn-yield model (sorted, unique).
     hashed: tuple[int, ...]
+    #: Content words (4+ letters, no stop words) for topic overlap between utterances.
+    content: frozenset[str]
 
 
 def words_of(text: str) -> list[str]:
@@ -195,4 +243,5 @@ def text_facts(text: str) -> TextFacts:
         filler_only=is_filler_only(text),
         acknowledgement=bool(words) and len(words) <= 4 and wordset <= _ACKNOWLEDGEMENTS,
         hashed=hashed_vocabulary(words, text),
+        content=frozenset(w for w in words if len(w) >= 4 and w not in _STOP),
     )

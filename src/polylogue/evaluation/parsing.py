@@ -53,7 +53,9 @@ def _visible_text(text: str) -> str:
     return visible
 
 
-def parse_decision(text: str, speak_word: str = "SPEAK", silent_word: str = "SILENT") -> ParsedAnswer:
+def parse_decision(
+    text: str, speak_word: str = "SPEAK", silent_word: str = "SILENT"
+) -> ParsedAnswer:
     visible = _visible_text(text)
     words, table = _word_patterns(speak_word, silent_word)
     reasoning = _extract_reasoning(visible)

@@ -162,7 +162,10 @@ def _ratio_note(rows: Sequence[dict[str, Any]]) -> str:
     if ratios == ["natural"]:
         return "Class ratio: natural (the split as built; SPEAK/SILENT not rebalanced)."
     if ratios == ["balanced"]:
-        return "Class ratio: balanced (majority class subsampled to the minority's size, per category)."
+        return (
+            "Class ratio: balanced (majority class subsampled to the minority's size, "
+            "per category)."
+        )
     return "Class ratios differ between runs: see the Ratio column."
 
 
@@ -196,9 +199,18 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
 
 def write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
     fields = [
-        "model", "dataset", "split", "class_ratio", "n", "complete",
-        *(k for k, _ in COLUMNS), *(f"delta_{k}" for k, _ in COLUMNS),
-        "balanced_accuracy_ci95_low", "balanced_accuracy_ci95_high", "unparseable_rate", "reference",
+        "model",
+        "dataset",
+        "split",
+        "class_ratio",
+        "n",
+        "complete",
+        *(k for k, _ in COLUMNS),
+        *(f"delta_{k}" for k, _ in COLUMNS),
+        "balanced_accuracy_ci95_low",
+        "balanced_accuracy_ci95_high",
+        "unparseable_rate",
+        "reference",
     ]
     with open(path, "w", encoding="utf-8", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields)
@@ -269,8 +281,9 @@ def confusion_plot(run: RunSummary) -> str:
 
 
 def threshold_plot(runs: Sequence[RunSummary]) -> str | None:
-    sweeps = [(r, r.metrics.get("threshold_sweep")) for r in runs]
-    sweeps = [(r, s) for r, s in sweeps if s]
+    sweeps: list[tuple[RunSummary, dict[str, Any]]] = [
+        (r, r.metrics["threshold_sweep"]) for r in runs if r.metrics.get("threshold_sweep")
+    ]
     if not sweeps:
         return None
     import matplotlib
@@ -301,8 +314,20 @@ def threshold_plot(runs: Sequence[RunSummary]) -> str | None:
 
 
 def _html_table(rows: Sequence[dict[str, Any]]) -> str:
-    head = ["Model", "Dataset", "Ratio", *(t for _, t in COLUMNS), "BalAcc 95% CI", "Unparseable", "N"]
-    out = ["<table><thead><tr>", *(f"<th>{html.escape(h)}</th>" for h in head), "</tr></thead><tbody>"]
+    head = [
+        "Model",
+        "Dataset",
+        "Ratio",
+        *(t for _, t in COLUMNS),
+        "BalAcc 95% CI",
+        "Unparseable",
+        "N",
+    ]
+    out = [
+        "<table><thead><tr>",
+        *(f"<th>{html.escape(h)}</th>" for h in head),
+        "</tr></thead><tbody>",
+    ]
     for r in rows:
         cells = [r["model"], f"{r['dataset']}/{r['split']}", r["class_ratio"]]
         for key, _ in COLUMNS:
@@ -345,15 +370,27 @@ def write_report(
         f'<img alt="confusion matrix" src="data:image/png;base64,{confusion_plot(r)}">'
         for r in [*runs, *refs]
     )
-    notes = "".join(f"<li>{html.escape(line[2:])}</li>" for line in markdown_table(rows).splitlines() if line.startswith("- "))
-    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}}
-table{{border-collapse:collapse;font-size:14px}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}
-td:first-child,td:nth-child(2),td:nth-child(3){{text-align:left}}img{{margin:6px}}</style></head><body>
-<h1>{html.escape(title)}</h1>{_html_table(rows)}<ul>{notes}</ul>
-{"<h2>Reference runs</h2>" + _html_table(table_rows(refs)) if refs else ""}
-{"".join(f"<h2>{html.escape(t)}</h2><img alt='{html.escape(t)}' src='data:image/png;base64,{b}'>" for t, b in images)}
-<h2>Confusion matrices</h2><div>{confusions}</div></body></html>
-"""
+    notes = "".join(
+        f"<li>{html.escape(line[2:])}</li>"
+        for line in markdown_table(rows).splitlines()
+        if line.startswith("- ")
+    )
+    style = (
+        "body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}"
+        "table{border-collapse:collapse;font-size:14px}"
+        "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}"
+        "td:first-child,td:nth-child(2),td:nth-child(3){text-align:left}img{margin:6px}"
+    )
+    figures = "".join(
+        f"<h2>{html.escape(t)}</h2><img alt='{html.escape(t)}' src='data:image/png;base64,{b}'>"
+        for t, b in images
+    )
+    ref_table = "<h2>Reference runs</h2>" + _html_table(table_rows(refs)) if refs else ""
+    page = (
+        f'<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f"<style>{style}</style></head><body>\n<h1>{html.escape(title)}</h1>"
+        f"{_html_table(rows)}<ul>{notes}</ul>\n{ref_table}\n{figures}\n"
+        f"<h2>Confusion matrices</h2><div>{confusions}</div></body></html>\n"
+    )
     (out / "report.html").write_text(page, encoding="utf-8")
     return [out / "report.md", out / "report.csv", out / "report.html"]

@@ -321,7 +321,8 @@ def run_evaluation(
                     raise error
                 if len(preds) != len(chunk):
                     raise RunError(
-                        f"{predictor.name} returned {len(preds)} predictions for {len(chunk)} inputs"
+                        f"{predictor.name} returned {len(preds)} predictions "
+                        f"for {len(chunk)} inputs"
                     )
     except (Exception, KeyboardInterrupt) as exc:
         bar.close()
@@ -413,7 +414,9 @@ def _manifest(
 # ----------------------------------------------------------------------------- from a folder
 
 
-def load_points(data: str | Path, split: str, balanced: bool = False) -> tuple[list[DecisionPoint], DatasetInfo]:
+def load_points(
+    data: str | Path, split: str, balanced: bool = False
+) -> tuple[list[DecisionPoint], DatasetInfo]:
     """Decision points and dataset info from a benchmark folder built by ``polylogue build``."""
     from polylogue.turntaking.dataset import load_benchmark
 

@@ -131,9 +131,7 @@ def parse_model_spec(spec: str) -> ModelSpec:
         )
     if kind == "baseline":
         if rest not in BASELINE_NAMES:
-            raise ModelSpecError(
-                f"unknown baseline {rest!r}; known: {', '.join(BASELINE_NAMES)}"
-            )
+            raise ModelSpecError(f"unknown baseline {rest!r}; known: {', '.join(BASELINE_NAMES)}")
         return ModelSpec("baseline", rest)
     if kind == "hf":
         return ModelSpec("hf", rest)
@@ -160,7 +158,8 @@ _FACTORIES: dict[str, str] = {
 
 def _factory(kind: str) -> Callable[..., Predictor]:
     mod, fn = _FACTORIES[kind].split(":")
-    return getattr(importlib.import_module(mod), fn)  # type: ignore[no-any-return]
+    factory: Callable[..., Predictor] = getattr(importlib.import_module(mod), fn)
+    return factory
 
 
 def default_model_available() -> bool:
@@ -182,4 +181,3 @@ def load_predictor(spec: str | ModelSpec, **options: Any) -> Predictor:
             )
         return _factory("default")(**options)
     return _factory(parsed.kind)(parsed, **options)
-

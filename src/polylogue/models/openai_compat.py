@@ -223,7 +223,11 @@ class OpenAICompatPredictor:
     async def _predict_one(self, client: httpx.AsyncClient, inp: DecisionInput) -> Prediction:
         start = time.perf_counter()
         payload = self._payload(inp)
-        key = request_key({"url": self.base_url, "payload": payload}) if self._cache is not None else None
+        key = (
+            request_key({"url": self.base_url, "payload": payload})
+            if self._cache is not None
+            else None
+        )
         cached = self._cache.get(key) if self._cache is not None and key else None
         attempts = 0
         if cached is not None:
@@ -260,7 +264,9 @@ class OpenAICompatPredictor:
             },
         )
 
-    def _p_speak(self, choice: dict[str, Any], offset: int | None) -> tuple[float | None, dict[str, Any]]:
+    def _p_speak(
+        self, choice: dict[str, Any], offset: int | None
+    ) -> tuple[float | None, dict[str, Any]]:
         content = ((choice.get("logprobs") or {}).get("content")) or []
         if not content:
             return None, {}
@@ -318,7 +324,9 @@ class OpenAICompatPredictor:
             if self._logprobs_ok and "logprob" in text.lower() and "logprobs" in payload:
                 # Some servers/models refuse logprobs: drop them for the rest of the run.
                 self._logprobs_ok = False
-                payload = {k: v for k, v in payload.items() if k not in ("logprobs", "top_logprobs")}
+                payload = {
+                    k: v for k, v in payload.items() if k not in ("logprobs", "top_logprobs")
+                }
                 return await self._post_once(client, url, payload)
             return {"error": f"HTTP {r.status_code}: {text}"}
         try:
@@ -337,11 +345,20 @@ def make_openai_predictor(spec: ModelSpec, **options: Any) -> OpenAICompatPredic
     max_retries, backoff_s, cache_path, batch_size.
     """
     allowed = {
-        "prompt", "concurrency", "api_key_env", "temperature", "max_tokens", "top_logprobs",
-        "timeout_s", "max_retries", "backoff_s", "cache_path", "batch_size",
+        "prompt",
+        "concurrency",
+        "api_key_env",
+        "temperature",
+        "max_tokens",
+        "top_logprobs",
+        "timeout_s",
+        "max_retries",
+        "backoff_s",
+        "cache_path",
+        "batch_size",
     }
     kwargs = {k: v for k, v in options.items() if k in allowed and v is not None}
-    if "adapter" in options and options["adapter"]:
+    if options.get("adapter"):
         raise ValueError("LoRA adapters are served by the server; --adapter is for hf: models")
     assert spec.url is not None
     return OpenAICompatPredictor(model=spec.target, base_url=spec.url, **kwargs)

@@ -1,13 +1,14 @@
 """Zero-shot turn-taking prompts: one builder shared by evaluation and training.
 
 The model plays the target participant. It sees who is present, the earlier turns, and the
-current utterance (once: the reference prompts repeated it, see reference notes D.10.8), then answers
+current utterance (once: the reference prompts repeated it, reference notes D.10.8), then answers
 with one word (``decision`` mode) or with one sentence of reasoning plus the decision
 (``reasoning`` mode). Templates are plain text files with ``$placeholders`` so users can
 override any of them from a file.
 
 Placeholders: ``system.txt``: ``$speak``, ``$silent``; ``user.txt``: ``$participants``,
-``$target``, ``$history``, ``$current``, ``$answer_format``; ``answer_*.txt``: ``$speak``, ``$silent``.
+``$target``, ``$history``, ``$current``, ``$answer_format``; ``answer_*.txt``: ``$speak``,
+``$silent``.
 """
 
 from __future__ import annotations

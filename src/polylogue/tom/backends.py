@@ -284,34 +284,41 @@ class HFTextGenerator:
             )
         return str(self._tok.decode(out[0, len(ids) :], skip_special_tokens=True))
 
-    def _choose(self, ids: list[int], task: Task, questions: Sequence[str]) -> str:
+    def _forward(self, tokens: list[int], cache: Any) -> tuple[Any, Any]:
+        """Log-probabilities at each new position and the extended KV cache."""
         import torch
 
+        with torch.no_grad():
+            out = self._lm(
+                input_ids=torch.tensor([tokens], device=self.device), cache=cache, use_cache=True
+            )
+        new_cache = getattr(out, "cache", None) or out.past_key_values
+        return torch.log_softmax(out.logits[0].float(), dim=-1), new_cache
+
+    def _choose(self, ids: list[int], task: Task, questions: Sequence[str]) -> str:
+        """Option scoring with one pass over the prompt (KV cache) and short continuations."""
+        import copy
+
         answers: dict[str, str] = {}
-        prefix = "{"
+        pending = list(ids)  # tokens not yet in the cache
+        cache = None
         for q in questions:
-            prefix += ("," if answers else "") + f'"{q}":"'
-            context = ids + self._tok(prefix, add_special_tokens=False)["input_ids"]
-            options = LABELS[(task, q)]
-            conts = [self._tok(opt + '"', add_special_tokens=False)["input_ids"] for opt in options]
-            width = len(context) + max(len(c) for c in conts)
-            pad = self._tok.pad_token_id if self._tok.pad_token_id is not None else 0
-            batch = torch.full((len(conts), width), pad, dtype=torch.long)
-            mask = torch.zeros_like(batch)
-            for i, c in enumerate(conts):  # right padding: the context positions line up
-                seq = context + c
-                batch[i, : len(seq)] = torch.tensor(seq)
-                mask[i, : len(seq)] = 1
-            with torch.no_grad():
-                logits = self._lm(input_ids=batch.to(self.device), attention_mask=mask.to(self.device)).logits
-            logp = torch.log_softmax(logits.float(), dim=-1)
-            scores = []
-            for i, c in enumerate(conts):
-                pos = range(len(context) - 1, len(context) - 1 + len(c))
-                scores.append(sum(float(logp[i, p, tok]) for p, tok in zip(pos, c, strict=True)))
-            best = options[max(range(len(options)), key=lambda i: scores[i])]
-            answers[q] = best
-            prefix += best + '"'
+            prefix = ("," if answers else "{") + f'"{q}":"'
+            pending += self._tok(prefix, add_special_tokens=False)["input_ids"]
+            logp, cache = self._forward(pending, cache)
+            first = logp[-1]
+            best: tuple[float, str, Any] | None = None
+            for opt in LABELS[(task, q)]:
+                cont = self._tok(opt + '"', add_special_tokens=False)["input_ids"]
+                score = float(first[cont[0]])
+                branch = copy.deepcopy(cache)
+                lp, branch = self._forward(cont, branch)
+                score += sum(float(lp[i, tok]) for i, tok in enumerate(cont[1:]))
+                if best is None or score > best[0]:
+                    best = (score, opt, branch)
+            assert best is not None
+            answers[q], cache = best[1], best[2]
+            pending = []
         return _answer_json(answers)
 
 

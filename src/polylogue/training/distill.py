@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from polylogue.models.base import Prediction, PredictionError, Predictor
-from polylogue.prompts.builder import PromptOptions, prompt_fingerprint
+from polylogue.prompts.builder import PromptOptions, build_messages, prompt_fingerprint
 from polylogue.turntaking.types import Decision, DecisionPoint
 
 REASONING_FILE = "reasoning.jsonl"
@@ -48,7 +48,7 @@ ATTEMPTS_FILE = "attempts.jsonl"
 FAILURES_FILE = "failures.jsonl"
 MANIFEST_FILE = "manifest.json"
 MAX_REASONING_CHARS = 500
-MIN_REASONING_CHARS = 15
+MIN_REASONING_CHARS = 30
 #: Phrases showing the teacher talked about the given label instead of the conversation.
 _LEAK = re.compile(
     r"ground[- ]truth|correct (decision|answer|label)|(was|been|is) (given|told)|the label|"
@@ -124,8 +124,11 @@ def teacher_prompt(label: Decision, max_prompt_tokens: int, system_repeats: int 
     )
 
 
-def clean_reasoning(text: str | None) -> tuple[str | None, str | None]:
-    """(reasoning sentence, None) or (None, why it is unusable)."""
+def clean_reasoning(text: str | None, prompt_text: str = "") -> tuple[str | None, str | None]:
+    """(reasoning sentence, None) or (None, why it is unusable).
+
+    ``prompt_text`` is what the teacher was shown: a sentence copied from it is not reasoning.
+    """
     if not text:
         return None, "no reasoning sentence"
     one = " ".join(text.replace("\n", " ").split()).strip(" \"'*`")
@@ -136,6 +139,8 @@ def clean_reasoning(text: str | None) -> tuple[str | None, str | None]:
         return None, f"reasoning longer than {MAX_REASONING_CHARS} characters"
     if _LEAK.search(one):
         return None, "reasoning refers to the given label instead of the conversation"
+    if prompt_text and one.rstrip(".!?") in " ".join(prompt_text.split()):
+        return None, "reasoning copies the prompt"
     if one[-1] not in ".!?":
         one += "."
     return one, None
@@ -149,7 +154,9 @@ def _reasoning_from_output(pred: Prediction) -> str | None:
     return head[0].strip() if len(head) == 2 and head[0].strip() else None
 
 
-def judge(pred: Prediction, label: Decision) -> tuple[str | None, str | None]:
+def judge(
+    pred: Prediction, label: Decision, prompt_text: str = ""
+) -> tuple[str | None, str | None]:
     """(reasoning, None) when the answer is a usable target, else (None, reason)."""
     if pred.extra.get("error"):
         return None, f"backend error: {pred.extra['error']}"
@@ -157,7 +164,7 @@ def judge(pred: Prediction, label: Decision) -> tuple[str | None, str | None]:
         return None, "no parseable decision in the teacher's answer"
     if pred.decision is not label:
         return None, f"teacher wrote {pred.decision.value}, not the given {label.value}"
-    return clean_reasoning(_reasoning_from_output(pred))
+    return clean_reasoning(_reasoning_from_output(pred), prompt_text)
 
 
 # ----------------------------------------------------------------------------- files
@@ -282,6 +289,7 @@ def distill(
         label: teacher_prompt(label, config.max_prompt_tokens, config.system_repeats)
         for label in (Decision.SPEAK, Decision.SILENT)
     }
+    unbudgeted = {k: dataclasses.replace(p, max_prompt_tokens=None) for k, p in prompts.items()}
     manifest = {
         "kind": "polylogue.training.distill",
         "teacher": _identity(predictor),
@@ -355,7 +363,10 @@ def distill(
                         if pred is None:
                             reasoning, why = None, error or "the teacher returned no answer"
                         else:
-                            reasoning, why = judge(pred, label)
+                            # The whole history: a superset of what any budget let through.
+                            shown = build_messages(point.input, unbudgeted[label])
+                            text = "\n".join(m["content"] for m in shown)
+                            reasoning, why = judge(pred, label, text)
                         _append(
                             log_file,
                             {

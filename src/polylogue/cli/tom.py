@@ -1,0 +1,229 @@
+"""``polylogue tom validate|run|score|report|export|media``: the MeetingToM harness."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+console = Console(stderr=True)
+tom_app = typer.Typer(
+    name="tom",
+    help="MeetingToM: validate the release, run models, score (official/strict), report tables.",
+    no_args_is_help=True,
+)
+
+DataOpt = Annotated[
+    Path | None, typer.Option("--data", help="MeetingToM folder (default: shared/data/meetingtom).")
+]
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(tom_app, name="tom")
+
+
+def _split(text: str | None) -> list[str] | None:
+    return [t.strip() for t in text.split(",") if t.strip()] if text else None
+
+
+@tom_app.command("validate")
+def validate_cmd(
+    data: DataOpt = None,
+    show: Annotated[bool, typer.Option("--list", help="List every finding, not just counts.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Load all records and report the known anomalies and any inconsistencies."""
+    from polylogue.tom.records import KNOWN_ANOMALY_KINDS, anomaly_counts, load_benchmark, validate
+
+    bench = load_benchmark(data)
+    findings = validate(bench)
+    counts = anomaly_counts(findings)
+    if as_json:
+        typer.echo(json.dumps({
+            "records": {t.value: len(r) for t, r in bench.records.items()},
+            "counts": counts,
+            "findings": [f.__dict__ for f in findings] if show else None,
+        }, indent=2))  # fmt: skip
+        return
+    typer.echo(", ".join(f"{t.value}: {len(r)} records" for t, r in bench.records.items()))
+    for kind, n in counts.items():
+        note = KNOWN_ANOMALY_KINDS.get(kind, "UNEXPECTED: not a documented anomaly")
+        typer.echo(f"{kind:24s} {n:5d}  {note}")
+    if show:
+        for f in findings:
+            typer.echo(f"  {f.kind}\t{f.record_id}\t{f.detail}")
+    unexpected = [k for k in counts if k not in KNOWN_ANOMALY_KINDS]
+    if unexpected:
+        raise typer.Exit(1)
+
+
+def _ami_folder(ami: Path | None) -> Path:
+    if ami is not None:
+        return ami
+    from polylogue.paths import corpus_dir
+
+    return corpus_dir("ami")
+
+
+@tom_app.command("run")
+def run_cmd(
+    model: Annotated[str, typer.Option(help="chance[:SEED], majority, heuristic, hf:smollm2, openai:M@URL")],
+    variant: Annotated[str, typer.Option(help="Prompt variant, e.g. noprompt, cot+utter, eot+video+q1only")] = "noprompt+utter",
+    tasks: Annotated[str, typer.Option(help="Comma list of tasks.")] = "state,you,consensus",
+    limit: Annotated[int | None, typer.Option(help="First N records per task.")] = None,
+    ids: Annotated[str | None, typer.Option(help="Comma list of record ids.")] = None,
+    sessions: Annotated[str | None, typer.Option(help="Comma list of AMI sessions.")] = None,
+    out: Annotated[Path, typer.Option(help="Root of run folders.")] = Path("runs/tom"),
+    data: DataOpt = None,
+    ami: Annotated[Path | None, typer.Option(help="AMI manual annotations (transcripts, priors).")] = None,
+    ami_media: Annotated[Path | None, typer.Option(help="Local licensed AMI video/audio root.")] = None,
+    media_out: Annotated[Path | None, typer.Option(help="Where cut clips and frames go.")] = None,
+    video_mode: Annotated[str, typer.Option(help="openai: 'frames' (images) or 'video' parts.")] = "frames",
+    hf_mode: Annotated[str, typer.Option(help="hf: 'choice' (option scoring) or 'generate'.")] = "choice",
+    max_prompt_tokens: Annotated[int, typer.Option(help="hf: prompt token budget.")] = 2048,
+    cache: Annotated[Path | None, typer.Option(help="Response cache (SQLite).")] = None,
+) -> None:
+    """Run a model over records; resumes in the same hash-keyed run folder."""
+    from polylogue.tom.backends import load_generator
+    from polylogue.tom.prompts import parse_variant
+    from polylogue.tom.records import load_benchmark
+    from polylogue.tom.runner import run_tom
+    from polylogue.tom.scoring import majority_labels
+
+    options = parse_variant(variant)
+    bench = load_benchmark(data)
+    records = bench.select(_split(tasks), _split(ids), _split(sessions), limit)
+    if not records:
+        raise typer.BadParameter("no records match the selection")
+    extra: dict[str, Any] = {}
+    kind = model.split(":", 1)[0]
+    if kind == "hf":
+        extra = {"mode": hf_mode, "max_prompt_tokens": max_prompt_tokens}
+    elif kind == "openai":
+        extra = {"video_mode": video_mode}
+    majority = {f"{t.value}.{q}": lab for (t, q), lab in majority_labels(records).items()}
+    generator = load_generator(model, majority_labels=majority, **extra)
+    media = None
+    if options.uses_video:
+        if ami_media is None:
+            raise typer.BadParameter(f"variant {options.name} shows video: pass --ami-media")
+        media = _media_provider(ami_media, media_out or out / "_media", options)
+    result = run_tom(
+        bench, records, generator, options, out, ami_folder=_ami_folder(ami), media=media,
+        cache_path=cache,
+        progress=lambda i, n: console.print(f"\r{i}/{n}", end="") if i % 10 == 0 or i == n else None,
+    )  # fmt: skip
+    console.print(
+        f"\n{result.folder}: {result.generated} new, {result.reused} reused, {result.errors} errors"
+    )
+    typer.echo(str(result.folder))
+
+
+def _media_provider(ami_media: Path, media_out: Path, options: Any) -> Any:
+    from polylogue.tom.media import AmiMediaSource, build_record_media, frames_for_record
+
+    source = AmiMediaSource(ami_media)
+
+    def provide(record: Any, opts: Any) -> Any:
+        built = build_record_media(record.item.reconstruction, source, media_out)
+        frames_dir = media_out / "frames" / record.item.bundle_name / opts.frame_sampling.describe().replace(" ", "_")
+        return frames_for_record(built, frames_dir, opts.frame_sampling)
+
+    return provide
+
+
+@tom_app.command("score")
+def score_cmd(
+    paths: Annotated[list[Path], typer.Argument(help="Run folders, or one folder of official-style prediction files.")],
+    mode: Annotated[str, typer.Option(help="official, strict or both.")] = "both",
+    data: DataOpt = None,
+    out: Annotated[Path | None, typer.Option(help="Write overall_summary.csv (official) and scores.json here.")] = None,
+    only_windows: Annotated[str, typer.Option(help="STATE windows to score.")] = "0,1",
+    labels: Annotated[str | None, typer.Option(help="Official: override every label list.")] = None,
+) -> None:
+    """Score run folders (strict and/or official) or an official prediction folder."""
+    from polylogue.tom.records import TASK_FILES, Task, load_benchmark
+    from polylogue.tom.report import scores_from_run
+    from polylogue.tom.runner import MANIFEST
+    from polylogue.tom.scoring import score_official
+
+    bench = load_benchmark(data)
+    windows = tuple(int(w) for w in only_windows.split(","))
+    modes = ["official", "strict"] if mode == "both" else [mode]
+    results: list[dict[str, Any]] = []
+    for path in paths:
+        if (path / MANIFEST).is_file():
+            for m in modes:
+                s = scores_from_run(bench, path, m)
+                results.append(s.to_dict())
+                cells = "  ".join(f"{k}={100 * v:.2f}" for k, v in s.values.items() if v is not None)
+                typer.echo(f"{path.name} [{m}] {cells}  n={s.n}" + (f" coverage={s.coverage}" if s.coverage else ""))
+        else:  # a folder of official-style prediction files
+            res = score_official(
+                [bench.folder / TASK_FILES[t] for t in Task], path, only_windows=windows,
+                labels_override=_split(labels),
+            )  # fmt: skip
+            for row in res.summary_rows():
+                typer.echo(",".join(row.values()))
+            if out is not None:
+                res.write_summary(out)
+            results += [f.to_dict() for f in res.files]
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "scores.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
+
+
+@tom_app.command("report")
+def report_cmd(
+    runs: Annotated[list[Path], typer.Argument(help="Run folders.")],
+    mode: Annotated[str, typer.Option(help="official or strict.")] = "strict",
+    modality: Annotated[str, typer.Option(help="Modality the ablation tables are built around.")] = "both",
+    data: DataOpt = None,
+    out: Annotated[Path | None, typer.Option(help="Write the Markdown report here.")] = None,
+) -> None:
+    """Markdown tables in the layouts of the paper's Tables 1-6."""
+    from polylogue.tom.records import load_benchmark
+    from polylogue.tom.report import build_report, scores_from_run
+
+    bench = load_benchmark(data)
+    scores = [scores_from_run(bench, r, mode) for r in runs]
+    text = build_report(scores, modality=modality)
+    if out is not None:
+        out.write_text(text, encoding="utf-8")
+    typer.echo(text)
+
+
+@tom_app.command("export")
+def export_cmd(
+    run: Annotated[Path, typer.Argument(help="Run folder.")],
+    out: Annotated[Path, typer.Option(help="Folder for <model>_<task>_<tag>.jsonl files.")],
+    name: Annotated[str | None, typer.Option(help="Model name used in the file names.")] = None,
+) -> None:
+    """Write a run's predictions as files the official evaluator accepts."""
+    from polylogue.tom.runner import export_official
+
+    for p in export_official(run, out, name):
+        typer.echo(str(p))
+
+
+@tom_app.command("media")
+def media_cmd(
+    ami_media: Annotated[Path, typer.Option(help="Local licensed AMI root (video + Mix-Headset audio).")],
+    out: Annotated[Path, typer.Option(help="Output root (<task>/<bundle>/media/...).")],
+    ids: Annotated[str | None, typer.Option(help="Comma list of record ids (default: all).")] = None,
+    data: DataOpt = None,
+    corner_audio: Annotated[bool, typer.Option(help="Mux audio into the YOU corner clip.")] = True,
+) -> None:
+    """Cut clips and mosaics for records from the reconstruction metadata."""
+    from polylogue.tom.media import AmiMediaSource, build_record_media
+    from polylogue.tom.records import load_benchmark
+
+    bench = load_benchmark(data)
+    records = bench.select(ids=_split(ids))
+    source = AmiMediaSource(ami_media)
+    for rec in records:
+        built = build_record_media(rec.item.reconstruction, source, out, corner_audio=corner_audio)
+        typer.echo(f"{rec.id}\t" + "\t".join(str(p) for p in built.files.values()))

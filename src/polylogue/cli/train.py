@@ -1,0 +1,209 @@
+"""``polylogue train``, ``polylogue distill`` and ``polylogue training-configs``.
+
+Thin wiring of :mod:`polylogue.training`. Settings resolve as: paper defaults < ``--config``
+file (YAML/JSON/TOML or a packaged name) < flags < ``--set KEY=VALUE``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    app.command("train")(train_command)
+    app.command("distill")(distill_command)
+    app.command("training-configs")(configs_command)
+
+
+def _parse_sets(items: list[str] | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"--set expects KEY=VALUE, got {item!r}")
+        try:
+            out[key.strip().replace("-", "_")] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip().replace("-", "_")] = value
+    return out
+
+
+def train_command(
+    data: Annotated[
+        list[Path] | None,
+        typer.Option("--data", "-d", help="Benchmark folder(s); several = combined-corpus training."),
+    ] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Run folder (the adapter).")] = None,
+    config: Annotated[
+        str | None, typer.Option(help="Config file (YAML/JSON/TOML) or packaged name, e.g. rank16.")
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="Base model: smollm2, a .gguf or a folder.")] = None,
+    mode: Annotated[str | None, typer.Option(help="decision or reasoning.")] = None,
+    reasoning: Annotated[
+        list[Path] | None, typer.Option(help="Distillation folder(s) (polylogue distill).")
+    ] = None,
+    lora_r: Annotated[int | None, typer.Option(help="LoRA rank (paper: 32).")] = None,
+    lora_alpha: Annotated[int | None, typer.Option(help="LoRA alpha (paper: 64).")] = None,
+    epochs: Annotated[float | None, typer.Option(help="Epochs (paper: 3).")] = None,
+    max_steps: Annotated[int | None, typer.Option(help="Stop after N optimizer steps.")] = None,
+    batch_size: Annotated[int | None, typer.Option(help="Per-device batch (paper: 16).")] = None,
+    grad_accum: Annotated[int | None, typer.Option(help="Gradient accumulation (paper: 2).")] = None,
+    lr: Annotated[float | None, typer.Option(help="Learning rate (paper: 1e-4).")] = None,
+    max_prompt_tokens: Annotated[
+        int | None, typer.Option(help="Prompt token budget, oldest turns dropped (paper: 2048).")
+    ] = None,
+    max_train_points: Annotated[
+        int | None, typer.Option(help="Category-stratified subset of the training split.")
+    ] = None,
+    eval_steps: Annotated[int | None, typer.Option(help="Validate/save every N steps.")] = None,
+    eval_max_points: Annotated[
+        int | None, typer.Option(help="Decode a stratified validation subset of this size.")
+    ] = None,
+    early_stopping_patience: Annotated[
+        int | None, typer.Option(help="Stop after N validations without F1avg gain.")
+    ] = None,
+    sampler: Annotated[str | None, typer.Option(help="four_way, label or shuffle.")] = None,
+    precision: Annotated[str | None, typer.Option(help="auto, bf16, fp16 or fp32.")] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="Any config option KEY=VALUE (JSON values).")
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option(help="Continue from the newest checkpoint in the run folder.")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option(help="Print the resolved configuration and exit.")
+    ] = False,
+) -> None:
+    """Fine-tune a model with LoRA on turn-taking benchmark(s) (the paper's §4.2 recipe).
+
+    Multi-GPU: ``accelerate launch --config_file "$(polylogue training-configs ddp)"
+    -m polylogue.training ARGS`` (same arguments as this command).
+    """
+    from polylogue.training.config import TrainConfigError, resolve_config
+
+    flags: dict[str, Any] = {
+        "data": None if not data else [str(d) for d in data],
+        "output_dir": None if out is None else str(out),
+        "model": model,
+        "mode": mode,
+        "reasoning": None if not reasoning else [str(r) for r in reasoning],
+        "lora_r": lora_r,
+        "lora_alpha": lora_alpha,
+        "epochs": epochs,
+        "max_steps": max_steps,
+        "per_device_batch_size": batch_size,
+        "gradient_accumulation_steps": grad_accum,
+        "learning_rate": lr,
+        "max_prompt_tokens": max_prompt_tokens,
+        "max_train_points": max_train_points,
+        "eval_steps": eval_steps,
+        "eval_max_points": eval_max_points,
+        "early_stopping_patience": early_stopping_patience,
+        "sampler": sampler,
+        "precision": precision,
+        **_parse_sets(set_),
+    }
+    try:
+        cfg = resolve_config(config, flags)
+    except TrainConfigError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    if dry_run:
+        typer.echo(json.dumps(cfg.to_dict(), indent=2))
+        return
+    if not cfg.data:
+        raise typer.BadParameter("give at least one --data benchmark folder", param_hint="--data")
+
+    from polylogue.training.sft import train
+
+    result = train(cfg, resume=resume)
+    typer.echo(f"adapter: {result.run_dir}")
+    typer.echo(
+        f"best checkpoint: step {result.best_step} "
+        f"(validation {cfg.metric_for_best_model} {result.best_metric})"
+    )
+    typer.echo(f"throughput: {result.throughput.get('tokens_per_second')} tokens/s")
+    typer.echo(f"evaluate with: {result.eval_command}")
+
+
+def distill_command(
+    teacher: Annotated[
+        str, typer.Option(help="Teacher model spec: hf:PATH_OR_ALIAS or openai:MODEL@URL.")
+    ],
+    data: Annotated[list[Path], typer.Option("--data", "-d", help="Benchmark folder(s).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Distillation folder.")],
+    split: Annotated[str, typer.Option(help="Split to justify (the paper: train only).")] = "train",
+    max_points: Annotated[
+        int | None, typer.Option(help="Category-stratified subset of the split.")
+    ] = None,
+    attempts: Annotated[int, typer.Option(help="Teacher answers per point before failing.")] = 3,
+    retry_delay: Annotated[float, typer.Option(help="Seconds of back-off between rounds.")] = 2.0,
+    rate: Annotated[
+        float | None, typer.Option(help="Average teacher requests per second (rate limit).")
+    ] = None,
+    chunk_size: Annotated[int, typer.Option(help="Points per teacher call.")] = 8,
+    max_prompt_tokens: Annotated[int, typer.Option(help="Prompt token budget.")] = 2048,
+    seed: Annotated[int, typer.Option(help="Seed of the stratified subset.")] = 42,
+    option: Annotated[
+        list[str] | None,
+        typer.Option("--option", "-O", help="Teacher backend option KEY=VALUE (e.g. max_tokens=96)."),
+    ] = None,
+) -> None:
+    """Write a one-sentence, label-conditioned justification for each training point.
+
+    Resumable: rerunning the same command continues where it stopped and retries failures;
+    failed points are reported in failures.jsonl and never used as training targets.
+    """
+    from rich.console import Console
+
+    from polylogue.training.distill import DistillConfig, DistillError, distill_from_benchmarks
+
+    console = Console(stderr=True)
+    cfg = DistillConfig(
+        teacher=teacher,
+        data=tuple(str(d) for d in data),
+        out_dir=str(out),
+        split=split,
+        max_points=max_points,
+        attempts=attempts,
+        retry_delay_s=retry_delay,
+        requests_per_second=rate,
+        chunk_size=chunk_size,
+        max_prompt_tokens=max_prompt_tokens,
+        seed=seed,
+        teacher_options=_parse_sets(option),
+    )
+
+    def progress(done: int, total: int) -> None:
+        console.print(f"distill: {done}/{total} points justified")
+
+    try:
+        report = distill_from_benchmarks(cfg, on_chunk=progress)
+    except DistillError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from exc
+    console.print(
+        f"{report.n_done}/{report.n_points} points have reasoning ({report.n_new} new this run); "
+        f"{len(report.failures)} failed (see {out / 'failures.jsonl'})"
+    )
+    if report.failures:
+        raise typer.Exit(3)
+
+
+def configs_command(
+    name: Annotated[str | None, typer.Argument(help="Print the path of this config.")] = None,
+) -> None:
+    """List the shipped configs (Table 5 ablations, accelerate DDP/FSDP), or print one's path."""
+    from polylogue.training.config import packaged_configs
+
+    shipped = packaged_configs()
+    if name is not None:
+        if name not in shipped:
+            raise typer.BadParameter(f"no packaged config {name!r}; known: {', '.join(sorted(shipped))}")
+        typer.echo(str(shipped[name]))
+        return
+    for key in sorted(shipped):
+        typer.echo(f"{key}\t{shipped[key]}")

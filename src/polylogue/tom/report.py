@@ -1,0 +1,319 @@
+"""Scores of MeetingToM runs and Markdown tables in the layouts of the paper's Tables 1-6.
+
+Columns follow the paper: Task 1 = STATE, 2.1 = YOU Q1 (addressee), 2.2 = YOU Q2 (attitude),
+3.1 = CONSENSUS Q1, 3.2 = CONSENSUS Q2 conditional on a correct Q1. Values are percentages.
+Each table says which scoring mode produced it and how many items each cell covers, because
+official-mode numbers drop missing predictions from the denominator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from polylogue.tom.prompts import PromptOptions
+from polylogue.tom.records import LABELS, TASK_FILES, Task, ToMBenchmark
+from polylogue.tom.runner import load_run
+from polylogue.tom.scoring import (
+    load_official_gold,
+    score_official_rows,
+    score_strict,
+    strict_from_rows,
+)
+
+#: (key, header) of the seven paper metrics.
+METRICS: tuple[tuple[str, str], ...] = (
+    ("t1_acc", "Task 1 Acc."),
+    ("t1_macro", "Task 1 Macro"),
+    ("t21_acc", "Task 2.1 Acc."),
+    ("t22_acc", "Task 2.2 Acc."),
+    ("t31_acc", "Task 3.1 Acc."),
+    ("t31_macro", "Task 3.1 Macro"),
+    ("t32_acc", "Task 3.2 Acc."),
+)
+ACC_ONLY = ("t1_acc", "t21_acc", "t22_acc", "t31_acc", "t32_acc")
+PRIORS_COLUMNS = ("t21_acc", "t22_acc", "t31_acc", "t32_acc")
+_HEADERS = dict(METRICS)
+_SHORT = {
+    "t1_acc": "Task 1", "t21_acc": "Task 2.1", "t22_acc": "Task 2.2", "t31_acc": "Task 3.1",
+    "t32_acc": "Task 3.2",
+}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class RunScores:
+    """The paper's metrics for one run (fractions; ``None`` where the run lacks the task)."""
+
+    model: str
+    options: PromptOptions
+    mode: str
+    values: dict[str, float | None]
+    #: Items behind each value and (strict) the share with a usable answer.
+    n: dict[str, int] = field(default_factory=dict)
+    coverage: dict[str, float] = field(default_factory=dict)
+    folder: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "variant": self.options.name,
+            "options": self.options.to_dict(),
+            "mode": self.mode,
+            "values": self.values,
+            "n": self.n,
+            "coverage": self.coverage,
+            "folder": self.folder,
+        }
+
+
+def scores_from_rows(
+    bench: ToMBenchmark,
+    rows: Sequence[Mapping[str, Any]],
+    model: str,
+    options: PromptOptions,
+    mode: str = "strict",
+    only_windows: Sequence[int] = (0, 1),
+) -> RunScores:
+    """Score run rows in ``official`` or ``strict`` mode and map them to the paper's metrics."""
+    if mode not in ("official", "strict"):
+        raise ValueError(f"mode must be 'official' or 'strict', not {mode!r}")
+    ids = {str(r.get("point_id") or r.get("id")) for r in rows}
+    records = [r for r in bench.all_records() if r.id in ids]
+    tasks = {r.task for r in records}
+    values: dict[str, float | None] = {k: None for k, _ in METRICS}
+    n: dict[str, int] = {}
+    coverage: dict[str, float] = {}
+    if mode == "strict":
+        res = score_strict(records, strict_from_rows(records, rows), only_windows)
+        pairs = {
+            "t1": "state.Q1", "t21": "you.Q1", "t22": "you.Q2", "t31": "consensus.Q1",
+            "t32": "consensus.Q2_cond",
+        }  # fmt: skip
+        for short, key in pairs.items():
+            m = res.metrics.get(key)
+            if m is None:
+                continue
+            values[f"{short}_acc"] = m.accuracy
+            if f"{short}_macro" in values:
+                values[f"{short}_macro"] = m.macro_f1
+            n[short] = m.n
+            coverage[short] = m.coverage
+    else:
+        gold = load_official_gold([bench.folder / TASK_FILES[t] for t in Task])
+        by_task = {t: [r for r in rows if r.get("task") == t.value] for t in tasks}
+        for task, task_rows in by_task.items():
+            metrics, summary = score_official_rows(task_rows, task, gold[task], only_windows)
+            if task is Task.STATE:
+                values |= {"t1_acc": summary["state_acc"], "t1_macro": summary["state_macro_f1"]}
+                n["t1"] = metrics["Q1"].n
+            elif task is Task.YOU:
+                values |= {"t21_acc": summary["you_q1_acc"], "t22_acc": summary["you_q2_acc"]}
+                n |= {"t21": metrics["Q1"].n, "t22": metrics["Q2"].n}
+            else:
+                values |= {
+                    "t31_acc": summary["cons_q1_acc"],
+                    "t31_macro": summary["cons_q1_macro_f1"],
+                    "t32_acc": summary["cons_q2_cond_acc"],
+                }
+                n |= {"t31": metrics["Q1"].n, "t32": metrics["Q2_cond"].n}
+    if options.you_questions == "q1_only":  # Q2 was not asked: no attitude score
+        values["t22_acc"] = None
+        n.pop("t22", None)
+        coverage.pop("t22", None)
+    return RunScores(model=model, options=options, mode=mode, values=values, n=n, coverage=coverage)
+
+
+def scores_from_run(
+    bench: ToMBenchmark, folder: str | Path, mode: str = "strict", model: str | None = None
+) -> RunScores:
+    manifest, rows = load_run(folder)
+    options = PromptOptions.from_dict(manifest["options"])
+    scores = scores_from_rows(bench, rows, model or manifest["generator_name"], options, mode)
+    return replace(scores, folder=str(folder))
+
+
+def chance_values() -> dict[str, float | None]:
+    """Uniform guessing; its expected macro-F1 equals its accuracy. Task 3.2 is undefined."""
+    acc = {
+        "t1_acc": 1 / len(LABELS[(Task.STATE, "Q1")]),
+        "t21_acc": 1 / len(LABELS[(Task.YOU, "Q1")]),
+        "t22_acc": 1 / len(LABELS[(Task.YOU, "Q2")]),
+        "t31_acc": 1 / len(LABELS[(Task.CONSENSUS, "Q1")]),
+    }
+    return acc | {"t1_macro": acc["t1_acc"], "t31_macro": acc["t31_acc"], "t32_acc": None}
+
+
+# ----------------------------------------------------------------------------- rendering
+
+
+def _pct(v: float | None) -> str:
+    return "–" if v is None else f"{100 * v:.2f}"
+
+
+def _delta(v: float | None, base: float | None) -> str:
+    if v is None or base is None:
+        return _pct(v)
+    d = 100 * (v - base)
+    arrow = "↑" if d > 0 else "↓" if d < 0 else "±"
+    return f"{100 * v:.2f} {arrow}{abs(d):.2f}"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _n_note(runs: Sequence[RunScores]) -> str:
+    """Which scoring mode, and how many items each cell covers (per run only when they differ)."""
+    if not runs:
+        return ""
+    mode = runs[0].mode
+    rule = (
+        "missing/invalid answers count as wrong"
+        if mode == "strict"
+        else "missing answers are dropped from n, as in the official evaluator"
+    )
+
+    def fmt(r: RunScores) -> str:
+        ns = ", ".join(f"{k}={v}" for k, v in sorted(r.n.items()))
+        low = {k: v for k, v in sorted(r.coverage.items()) if v < 1.0}
+        return ns + ("; answered " + ", ".join(f"{k}={100 * v:.1f}%" for k, v in low.items()) if low else "")
+
+    texts = {fmt(r) for r in runs}
+    if len(texts) == 1:
+        return f"\n\n_Scoring: {mode} ({rule}); n: {texts.pop()}._"
+    per_run = "; ".join(f"{r.model} [{r.options.name}]: {fmt(r)}" for r in runs)
+    return f"\n\n_Scoring: {mode} ({rule}); n: {per_run}._"
+
+
+BASE = PromptOptions()
+
+
+def _same_except(opts: PromptOptions, **changes: Any) -> bool:
+    """Options equal to the default except the given fields (frame settings ignored)."""
+    strip = {"frame_fps": None, "frame_count": None, "max_frames": 0}
+    return replace(opts, **strip) == replace(BASE, **changes, **strip)
+
+
+def _pick(runs: Sequence[RunScores], model: str, **changes: Any) -> RunScores | None:
+    for r in runs:
+        if r.model == model and _same_except(r.options, **changes):
+            return r
+    return None
+
+
+def _models(runs: Sequence[RunScores]) -> list[str]:
+    return list(dict.fromkeys(r.model for r in runs))
+
+
+def table1(runs: Sequence[RunScores], baselines: Mapping[str, Mapping[str, float | None]] | None = None) -> str:
+    """Overall performance: one row per model with the default variant (both modalities)."""
+    rows = [["chance-level", *(_pct(chance_values()[k]) for k, _ in METRICS)]]
+    for name, vals in (baselines or {}).items():
+        rows.append([name, *(_pct(vals.get(k)) for k, _ in METRICS)])
+    used = []
+    for model in _models(runs):
+        r = _pick(runs, model) or _pick(runs, model, modality="utterance")
+        if r is not None:
+            used.append(r)
+            label = model if r.options.modality == "both" else f"{model} ({r.options.name})"
+            rows.append([label, *(_pct(r.values[k]) for k, _ in METRICS)])
+    return "Table 1. Overall performance\n\n" + _table(["Model", *_HEADERS.values()], rows) + _n_note(used)
+
+
+def _ablation(
+    title: str, runs: Sequence[RunScores], settings: Sequence[tuple[str, dict[str, Any]]],
+    columns: Sequence[str], deltas: bool = False, first_col: str = "Setting",
+) -> str:  # fmt: skip
+    rows, used = [], []
+    for model in _models(runs):
+        base = _pick(runs, model, **settings[0][1])
+        found = [(label, _pick(runs, model, **changes)) for label, changes in settings]
+        present = [(label, r) for label, r in found if r is not None]
+        if len(present) < 2:  # an ablation needs at least two settings of one model
+            continue
+        for label, r in present:
+            used.append(r)
+            cells = [
+                _delta(r.values[c], base.values[c]) if deltas and base is not None and r is not base
+                else _pct(r.values[c])
+                for c in columns
+            ]  # fmt: skip
+            rows.append([model, label, *cells])
+    if not rows:
+        return ""
+    header = ["Model", first_col, *(_SHORT.get(c, _HEADERS[c]) for c in columns)]
+    if any(c.endswith("macro") for c in columns):
+        header = ["Model", first_col, *(_HEADERS[c] for c in columns)]
+    return f"{title}\n\n" + _table(header, rows) + _n_note(used)
+
+
+def table2(runs: Sequence[RunScores]) -> str:
+    return _ablation(
+        "Table 2. Input modalities",
+        runs,
+        [("Video & Utter.", {"modality": "both"}), ("Video", {"modality": "video"}),
+         ("Utter.", {"modality": "utterance"})],
+        ACC_ONLY,
+        first_col="Methods",
+    )  # fmt: skip
+
+
+def _prompt_settings(modality: str) -> list[tuple[str, dict[str, Any]]]:
+    m = {} if modality == "both" else {"modality": modality}
+    return [
+        ("No Prompt", {**m}), ("Naive-CoT", {**m, "reasoning": "naive_cot"}),
+        ("Task-CoT", {**m, "reasoning": "task_cot"}), ("ECoT", {**m, "reasoning": "eot"}),
+    ]  # fmt: skip
+
+
+def table3(runs: Sequence[RunScores], modality: str = "both") -> str:
+    return _ablation(
+        "Table 3. Prompting strategies (arrows: change from No Prompt)",
+        runs, _prompt_settings(modality), [k for k, _ in METRICS], deltas=True, first_col="Prompt",
+    )  # fmt: skip
+
+
+def table4(runs: Sequence[RunScores], modality: str = "both") -> str:
+    m = {} if modality == "both" else {"modality": modality}
+    return _ablation(
+        "Table 4. Contextual priors from AMI annotations",
+        runs,
+        [("Base", {**m}), ("w. DA", {**m, "priors": ("dialogue_act",)}),
+         ("w. phase", {**m, "priors": ("phase",)}), ("w. role", {**m, "priors": ("role",)})],
+        PRIORS_COLUMNS,
+        first_col="Methods",
+    )  # fmt: skip
+
+
+def table5(runs: Sequence[RunScores], modality: str = "both") -> str:
+    m = {} if modality == "both" else {"modality": modality}
+    return _ablation(
+        "Table 5. Discourse markers",
+        runs,
+        [("Baseline", {**m}), ("w/o discourse markers", {**m, "remove_discourse_markers": True})],
+        ACC_ONLY,
+    )
+
+
+def table6(runs: Sequence[RunScores], modality: str = "both") -> str:
+    return _ablation(
+        "Table 6. Additional prompting results (accuracy; arrows: change from No Prompt)",
+        runs, _prompt_settings(modality), ACC_ONLY, deltas=True, first_col="Prompt",
+    )  # fmt: skip
+
+
+def build_report(
+    runs: Sequence[RunScores],
+    baselines: Mapping[str, Mapping[str, float | None]] | None = None,
+    modality: str = "both",
+) -> str:
+    """All tables the given runs can fill (ablations are laid out around ``modality``)."""
+    parts = [table1(runs, baselines), table2(runs), table3(runs, modality), table4(runs, modality),
+             table5(runs, modality), table6(runs, modality)]  # fmt: skip
+    return "\n\n".join(p for p in parts if p) + "\n"
+
+
