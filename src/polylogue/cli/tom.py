@@ -84,6 +84,7 @@ def run_cmd(
     video_mode: Annotated[str, typer.Option(help="openai: 'frames' (images) or 'video' parts.")] = "frames",
     hf_mode: Annotated[str, typer.Option(help="hf: 'choice' (option scoring) or 'generate'.")] = "choice",
     max_prompt_tokens: Annotated[int, typer.Option(help="hf: prompt token budget.")] = 2048,
+    threads: Annotated[int | None, typer.Option(help="hf: torch CPU threads.")] = None,
     cache: Annotated[Path | None, typer.Option(help="Response cache (SQLite).")] = None,
 ) -> None:
     """Run a model over records; resumes in the same hash-keyed run folder."""
@@ -101,7 +102,7 @@ def run_cmd(
     extra: dict[str, Any] = {}
     kind = model.split(":", 1)[0]
     if kind == "hf":
-        extra = {"mode": hf_mode, "max_prompt_tokens": max_prompt_tokens}
+        extra = {"mode": hf_mode, "max_prompt_tokens": max_prompt_tokens, "threads": threads}
     elif kind == "openai":
         extra = {"video_mode": video_mode}
     majority = {f"{t.value}.{q}": lab for (t, q), lab in majority_labels(records).items()}

@@ -253,7 +253,17 @@ def fine_table_markdown(points: Sequence[DecisionPoint]) -> list[str]:
 # ----------------------------------------------------------------------------- save
 
 
-def _point_row(p: DecisionPoint, context_turns: int) -> dict[str, Any]:
+def _participant_dict(q: Participant, memo: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    # Participants are shared by every point of a conversation: serialise each once.
+    d = memo.get(id(q))
+    if d is None:
+        d = memo[id(q)] = q.to_dict()
+    return d
+
+
+def _point_row(
+    p: DecisionPoint, context_turns: int, memo: dict[int, dict[str, Any]]
+) -> dict[str, Any]:
     cur = p.input.current
     ctx: list[dict[str, Any]] = []
     if context_turns > 0:
@@ -270,8 +280,8 @@ def _point_row(p: DecisionPoint, context_turns: int) -> dict[str, Any]:
         "split": p.split,
         "index": p.index,
         "input": {
-            "target": p.input.target.to_dict(),
-            "present": [q.to_dict() for q in p.input.present],
+            "target": _participant_dict(p.input.target, memo),
+            "present": [_participant_dict(q, memo) for q in p.input.present],
             "current": {
                 "speaker": cur.speaker,
                 "text": cur.text,
@@ -353,14 +363,20 @@ def save_benchmark(
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    write_parquet(build.conversations, out / "conversations.parquet")
+    conv_dicts = [c.to_dict() for c in build.conversations]
+    write_parquet(build.conversations, out / "conversations.parquet", dicts=conv_dicts)
     data_hash = hashlib.sha256()
-    for conv in build.conversations:
-        data_hash.update(json.dumps(conv.to_dict(), sort_keys=True, ensure_ascii=False).encode())
+    for d in conv_dicts:
+        data_hash.update(json.dumps(d, sort_keys=True, ensure_ascii=False).encode())
     split_counts: dict[str, int] = {}
     schema = _points_schema()
     for name in SPLITS:
-        rows = [_point_row(p, build.options.context_turns) for p in build.points if p.split == name]
+        memo: dict[int, dict[str, Any]] = {}
+        rows = [
+            _point_row(p, build.options.context_turns, memo)
+            for p in build.points
+            if p.split == name
+        ]
         split_counts[name] = len(rows)
         # Rows are built with a fixed key order, so one serialisation serves hash and file.
         lines = [json.dumps(r, ensure_ascii=False) + "\n" for r in rows]
