@@ -11,8 +11,7 @@ from functools import cache
 from pathlib import Path
 
 from polylogue.corpora import load_corpus
-from polylogue.turntaking.dataset import BenchmarkBuild, BuildOptions, save_benchmark
-from polylogue.turntaking.points import conversation_points, with_split
+from polylogue.turntaking.dataset import BuildOptions, build_benchmark, save_benchmark
 
 # Scenes from several episodes, so splits and the group bootstrap have more than one group.
 N_SCENES = 120
@@ -26,16 +25,12 @@ def _conversations() -> tuple:
 def friends_benchmark(folder: Path) -> Path:
     """Save a benchmark of real Friends points into ``folder`` (once per folder).
 
-    Splits are fixed by episode here (every third episode is test) so these tests do not
-    depend on the builder's split algorithm, only on its point construction and file format.
+    Test and validation get a third of the episodes each, so the evaluation tests have
+    several groups (episodes) to bootstrap over.
     """
     if (folder / "manifest.json").is_file():
         return folder
-    convs = list(_conversations())
-    episodes = sorted({c.group_id for c in convs})
-    split_of = {e: ("test" if i % 3 == 0 else "train") for i, e in enumerate(episodes)}
-    points = [with_split(p, split_of[p.group]) for c in convs for p in conversation_points(c)]
-    build = BenchmarkBuild(conversations=convs, points=points, options=BuildOptions(), counts={})
+    build = build_benchmark(_conversations(), BuildOptions(fractions=(0.34, 0.33, 0.33), seed=1))
     save_benchmark(build, folder)
     return folder
 

@@ -8,13 +8,14 @@ camera view; the tests check cut times, clamping of negative starts, the mosaic 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 pytest.importorskip("imageio_ffmpeg")
 
-from polylogue.tom.media import (  # noqa: E402
+from polylogue.tom.media import (
     AmiMediaSource,
     FrameSampling,
     MediaError,
@@ -27,7 +28,7 @@ from polylogue.tom.media import (  # noqa: E402
     probe,
     run_ffmpeg,
 )
-from polylogue.tom.records import Mosaic, Reconstruction, SourceWindow, Task  # noqa: E402
+from polylogue.tom.records import Mosaic, Reconstruction, SourceWindow, Task
 
 SESSION = "ES2099a"
 COLOURS = {  # view -> RGB
@@ -41,7 +42,7 @@ DURATION = 8
 
 
 def _hex(rgb: tuple[int, int, int]) -> str:
-    return "0x%02x%02x%02x" % rgb
+    return "0x{:02x}{:02x}{:02x}".format(*rgb)
 
 
 @pytest.fixture(scope="module")
@@ -53,15 +54,29 @@ def ami_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
         # 25 fps like AMI; a frame counter drawn by the testsrc pattern is not needed: colour
         # identifies the view, and timestamps are checked through frame counts and pts.
         run_ffmpeg(
-            ["-f", "lavfi", "-i", f"color=c={_hex(rgb)}:size=352x288:rate=25:duration={DURATION}",
-             "-c:v", "mpeg4", "-q:v", "3", str(video_dir / f"{SESSION}.{view}.avi")]
-        )  # fmt: skip
+            [
+                "-f",
+                "lavfi",
+                "-i",
+                f"color=c={_hex(rgb)}:size=352x288:rate=25:duration={DURATION}",
+                "-c:v",
+                "mpeg4",
+                "-q:v",
+                "3",
+                str(video_dir / f"{SESSION}.{view}.avi"),
+            ]
+        )
     audio_dir = root / SESSION / "audio"
     audio_dir.mkdir()
     run_ffmpeg(
-        ["-f", "lavfi", "-i", f"sine=frequency=440:sample_rate=16000:duration={DURATION}",
-         str(audio_dir / f"{SESSION}.Mix-Headset.wav")]
-    )  # fmt: skip
+        [
+            "-f",
+            "lavfi",
+            "-i",
+            f"sine=frequency=440:sample_rate=16000:duration={DURATION}",
+            str(audio_dir / f"{SESSION}.Mix-Headset.wav"),
+        ]
+    )
     return root
 
 
@@ -70,17 +85,27 @@ def _recon(task: Task, start: float, duration: float) -> Reconstruction:
     mapping = {"Closeup1": "D", "Closeup2": "B", "Closeup3": "C", "Closeup4": "A"}
     if task is Task.STATE:
         return Reconstruction(
-            id=f"state:{SESSION}_state0001_w0", task=task, bundle_name=f"{SESSION}_state0001_w0",
-            session_id=SESSION, source_window=SourceWindow(start, start + duration, duration),
-            required_views=("Closeup3",), source_bundle_name=f"{SESSION}_state0001",
-            window_index=0, target_agent="C", target_view="Closeup3",
-        )  # fmt: skip
+            id=f"state:{SESSION}_state0001_w0",
+            task=task,
+            bundle_name=f"{SESSION}_state0001_w0",
+            session_id=SESSION,
+            source_window=SourceWindow(start, start + duration, duration),
+            required_views=("Closeup3",),
+            source_bundle_name=f"{SESSION}_state0001",
+            window_index=0,
+            target_agent="C",
+            target_view="Closeup3",
+        )
     return Reconstruction(
-        id=f"{task.value}:{SESSION}_x", task=task, bundle_name=f"{SESSION}_{task.value}0001",
-        session_id=SESSION, source_window=SourceWindow(start, start + duration, duration),
-        required_views=("Closeup1", "Closeup2", "Closeup3", "Closeup4"), mosaic=mosaic,
+        id=f"{task.value}:{SESSION}_x",
+        task=task,
+        bundle_name=f"{SESSION}_{task.value}0001",
+        session_id=SESSION,
+        source_window=SourceWindow(start, start + duration, duration),
+        required_views=("Closeup1", "Closeup2", "Closeup3", "Closeup4"),
+        mosaic=mosaic,
         closeup_to_agent=mapping,
-    )  # fmt: skip
+    )
 
 
 def _first_frame(path: Path) -> np.ndarray:
@@ -111,7 +136,9 @@ def test_negative_start_is_clamped_keeping_the_window_end(ami_root: Path, tmp_pa
     assert media.clamped and media.start == 0.0 and media.duration == 3.0
     assert probe(media.files["clip"]).frames == 75
     with pytest.raises(MediaError):
-        cut_clip(ami_root / SESSION / "video" / f"{SESSION}.Corner.avi", tmp_path / "x.mp4", -1.0, 2)
+        cut_clip(
+            ami_root / SESSION / "video" / f"{SESSION}.Corner.avi", tmp_path / "x.mp4", -1.0, 2
+        )
 
 
 def test_mosaic_layout_tiles_and_audio(ami_root: Path, tmp_path: Path) -> None:
@@ -121,9 +148,11 @@ def test_mosaic_layout_tiles_and_audio(ami_root: Path, tmp_path: Path) -> None:
     assert info.size == (640, 360) and info.has_audio and info.frames == 50
     frame = _first_frame(mosaic)
     tiles = {
-        "Closeup1": frame[:180, :320], "Closeup2": frame[:180, 320:],
-        "Closeup3": frame[180:, :320], "Closeup4": frame[180:, 320:],
-    }  # fmt: skip
+        "Closeup1": frame[:180, :320],
+        "Closeup2": frame[:180, 320:],
+        "Closeup3": frame[180:, :320],
+        "Closeup4": frame[180:, 320:],
+    }
     for view, tile in tiles.items():
         assert np.allclose(tile.reshape(-1, 3).mean(0), COLOURS[view], atol=12), view
 
@@ -160,3 +189,91 @@ def test_layout_texts_and_missing_inputs(ami_root: Path, tmp_path: Path) -> None
         AmiMediaSource(tmp_path).video(SESSION, "Closeup1")
     with pytest.raises(MediaError, match="Mix-Headset"):
         AmiMediaSource(tmp_path).audio(SESSION)
+
+
+class _FakeChatServer:
+    """A local OpenAI-compatible endpoint that records requests and answers with fixed JSON."""
+
+    def __init__(self, reply: str) -> None:
+        import http.server
+        import json
+        import threading
+
+        self.requests: list[dict[str, Any]] = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.requests.append(
+                    {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
+                )
+                data = json.dumps(
+                    {"choices": [{"message": {"content": reply}}], "usage": {"prompt_tokens": 7}}
+                )
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(data.encode())
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+
+
+def test_video_variant_sends_sampled_frames_to_a_chat_server(
+    ami_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run a video-only variant through the runner: media cut, frames sampled, images posted."""
+    from polylogue.tom.backends import OpenAIChatGenerator
+    from polylogue.tom.media import frames_for_record
+    from polylogue.tom.prompts import parse_variant
+    from polylogue.tom.records import ToMGold, ToMItem, ToMRecord, load_benchmark
+    from polylogue.tom.runner import run_tom
+    from polylogue.tom.scoring import strict_from_rows
+
+    bench = load_benchmark()
+    real = bench.by_id()["consensus:ES2002a_consensus0009"]
+    recon = _recon(Task.CONSENSUS, 0.0, 4.0)
+    item = ToMItem(
+        id="consensus:ES2099a_consensus0001",
+        task=Task.CONSENSUS,
+        bundle_name="ES2099a_consensus0001",
+        session_id=SESSION,
+        questions=real.item.questions,
+        reconstruction=recon,
+    )
+    record = ToMRecord(item, ToMGold(item.id, {"Q1": "TRUE_CONSENSUS", "Q2": "NONE"}))
+    options = parse_variant("noprompt+video")
+    source = AmiMediaSource(ami_root)
+
+    def media(rec: ToMRecord, opts: Any) -> Any:
+        built = build_record_media(rec.item.reconstruction, source, tmp_path / "media")
+        return frames_for_record(built, tmp_path / "frames", opts.frame_sampling)
+
+    server = _FakeChatServer('Looks fine.\n{"Q1":"TRUE_CONSENSUS","Q2":"NONE"}')
+    monkeypatch.setenv("TOM_TEST_KEY", "secret-123")
+    try:
+        gen = OpenAIChatGenerator("vlm", server.url, api_key_env="TOM_TEST_KEY")
+        run = run_tom(bench, [record], gen, options, tmp_path / "runs", media=media)
+    finally:
+        server.close()
+    assert run.errors == 0 and len(server.requests) == 1
+    req = server.requests[0]
+    assert req["path"] == "/v1/chat/completions" and req["auth"] == "Bearer secret-123"
+    parts = req["body"]["messages"][1]["content"]
+    images = [p for p in parts if p["type"] == "image_url"]
+    assert len(images) == 2  # 4 s at 0.5 fps -> frames at 0 s and 2 s
+    assert all(p["image_url"]["url"].startswith("data:image/jpeg;base64,") for p in images)
+    assert (
+        "top-left tile: participant D" in parts[0]["text"] and "Transcript" not in parts[0]["text"]
+    )
+    assert "secret-123" not in (run.folder / "manifest.json").read_text()
+    answers = strict_from_rows([record], run.rows)
+    assert answers[record.id] == {"Q1": "TRUE_CONSENSUS", "Q2": "NONE"}

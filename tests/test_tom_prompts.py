@@ -26,20 +26,30 @@ def sessions() -> AmiSessions:
 def _prompt(bench, sessions, rid: str, variant: str):  # type: ignore[no-untyped-def]
     rec = bench.by_id()[rid]
     opts = parse_variant(variant)
-    window = transcript_window(sessions, rec.item.session_id, rec.item.window, opts.transcript_options())
+    window = transcript_window(
+        sessions, rec.item.session_id, rec.item.window, opts.transcript_options()
+    )
     return build_prompt(rec.item, opts, window)
 
 
 @pytest.mark.parametrize(
     "name",
-    ["noprompt", "cot", "eot+utter", "naivecot+video", "noprompt+utter+nodm+prior-role+q1only",
-     "cot+utter+prior-dialogue_act+prior-phase+notime"],
-)  # fmt: skip
+    [
+        "noprompt",
+        "cot",
+        "eot+utter",
+        "naivecot+video",
+        "noprompt+utter+nodm+prior-role+q1only",
+        "cot+utter+prior-dialogue_act+prior-phase+notime",
+    ],
+)
 def test_variant_names_round_trip(name: str) -> None:
     opts = parse_variant(name)
     assert parse_variant(opts.name) == opts
     assert PromptOptions.from_dict(opts.to_dict()) == opts
-    assert len({opts.digest(), parse_variant("noprompt").digest()}) == (1 if name == "noprompt" else 2)
+    assert len({opts.digest(), parse_variant("noprompt").digest()}) == (
+        1 if name == "noprompt" else 2
+    )
 
 
 def test_invalid_variants() -> None:
@@ -88,12 +98,17 @@ def test_video_variants_need_media_and_caption_frames(bench, tmp_path: Path) -> 
     rec = bench.by_id()["you:ES2002a_you0002"]
     with pytest.raises(PromptError, match="needs media"):
         build_prompt(rec.item, parse_variant("noprompt+video"), None, None)
-    frames = {role: [Frame(t, tmp_path / f"{role}_{t}.jpg") for t in (0.0, 2.0)]
-              for role in ("Q1_corner", "Q2_mosaic")}  # fmt: skip
-    media = PromptMedia(videos={"Q1_corner": tmp_path / "c.mp4", "Q2_mosaic": tmp_path / "m.mp4"}, frames=frames)
+    frames = {
+        role: [Frame(t, tmp_path / f"{role}_{t}.jpg") for t in (0.0, 2.0)]
+        for role in ("Q1_corner", "Q2_mosaic")
+    }
+    media = PromptMedia(
+        videos={"Q1_corner": tmp_path / "c.mp4", "Q2_mosaic": tmp_path / "m.mp4"}, frames=frames
+    )
     p = build_prompt(rec.item, parse_variant("noprompt+video"), None, media)
     assert [im.caption for im in p.images][:2] == [
-        "Video 1 (corner view), frame at 0.0s", "Video 1 (corner view), frame at 2.0s"
+        "Video 1 (corner view), frame at 0.0s",
+        "Video 1 (corner view), frame at 2.0s",
     ]
     assert len(p.images) == 4 and "Transcript" not in p.user
     assert "top-left tile: participant A" in p.user and "bottom-right tile: participant B" in p.user

@@ -25,7 +25,9 @@ def bench():  # type: ignore[no-untyped-def]
 
 def test_counts_and_parsed_questions(bench) -> None:  # type: ignore[no-untyped-def]
     assert {t: len(r) for t, r in bench.records.items()} == {
-        Task.STATE: 600, Task.YOU: 300, Task.CONSENSUS: 300
+        Task.STATE: 600,
+        Task.YOU: 300,
+        Task.CONSENSUS: 300,
     }
     assert not bench.orphan_reconstructions
     state = bench.task_records("state")[0].item
@@ -57,7 +59,9 @@ def test_validate_reports_exactly_the_documented_anomalies(bench) -> None:  # ty
     assert ("self_address", "you:ES2013b_you0011") in by_kind
     assert ("unknown_participant", "you:ES2007a_you0001") in by_kind
     assert {r for k, r in by_kind if k == "unknown_speaker"} == {
-        "you:ES2004c_you0001", "you:ES2006a_you0002", "you:ES2007d_you0011"
+        "you:ES2004c_you0001",
+        "you:ES2006a_you0002",
+        "you:ES2007d_you0011",
     }
 
 

@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 
 from polylogue.paths import corpus_dir
-from polylogue.tom.backends import ChanceGenerator, HeuristicGenerator, HFTextGenerator, MajorityGenerator
+from polylogue.tom.backends import (
+    ChanceGenerator,
+    HeuristicGenerator,
+    HFTextGenerator,
+    MajorityGenerator,
+)
 from polylogue.tom.prompts import parse_variant
 from polylogue.tom.records import TASK_FILES, Task, load_benchmark
 from polylogue.tom.report import build_report, scores_from_run
@@ -43,9 +48,10 @@ def test_heuristic_run_resume_export_and_score(bench, tmp_path: Path) -> None:  
     # official files: the official scorer reads them exactly like the official-mode run scores
     files = export_official(first.folder, tmp_path / "official")
     assert sorted(p.name for p in files) == [
-        "heuristic-utter_consensus_noprompt.jsonl", "heuristic-utter_state_noprompt.jsonl",
+        "heuristic-utter_consensus_noprompt.jsonl",
+        "heuristic-utter_state_noprompt.jsonl",
         "heuristic-utter_you_noprompt.jsonl",
-    ]  # fmt: skip
+    ]
     official = score_official([bench.folder / TASK_FILES[t] for t in Task], tmp_path / "official")
     cells = official.table[("heuristic-utter", "noprompt")]
     scores = scores_from_run(bench, first.folder, "official")
@@ -62,11 +68,39 @@ def test_baselines_and_report_tables(bench, tmp_path: Path) -> None:  # type: ig
     ami = corpus_dir("ami")
     majority = {f"{t.value}.{q}": lab for (t, q), lab in majority_labels(records).items()}
     runs = [
-        run_tom(bench, records, ChanceGenerator(seed=1), parse_variant("noprompt+utter"), tmp_path, ami_folder=ami),
-        run_tom(bench, records, MajorityGenerator(majority), parse_variant("noprompt+utter"), tmp_path, ami_folder=ami),
-        run_tom(bench, records, HeuristicGenerator(), parse_variant("noprompt+utter"), tmp_path, ami_folder=ami),
-        run_tom(bench, records, HeuristicGenerator(), parse_variant("noprompt+utter+nodm"), tmp_path, ami_folder=ami),
-    ]  # fmt: skip
+        run_tom(
+            bench,
+            records,
+            ChanceGenerator(seed=1),
+            parse_variant("noprompt+utter"),
+            tmp_path,
+            ami_folder=ami,
+        ),
+        run_tom(
+            bench,
+            records,
+            MajorityGenerator(majority),
+            parse_variant("noprompt+utter"),
+            tmp_path,
+            ami_folder=ami,
+        ),
+        run_tom(
+            bench,
+            records,
+            HeuristicGenerator(),
+            parse_variant("noprompt+utter"),
+            tmp_path,
+            ami_folder=ami,
+        ),
+        run_tom(
+            bench,
+            records,
+            HeuristicGenerator(),
+            parse_variant("noprompt+utter+nodm"),
+            tmp_path,
+            ami_folder=ami,
+        ),
+    ]
     scores = [scores_from_run(bench, r.folder, "strict") for r in runs]
     maj = scores[1].values
     state_gold = [r.gold.answers["Q1"] for r in records if r.task is Task.STATE]
@@ -87,7 +121,15 @@ def test_smollm2_text_only_run(bench, tmp_path: Path) -> None:  # type: ignore[n
     ]
     gen = HFTextGenerator("smollm2", mode="choice", threads=1)
     options = parse_variant("noprompt+utter+q1only")
-    run = run_tom(bench, records, gen, options, tmp_path, ami_folder=corpus_dir("ami"), cache_path=tmp_path / "c.sqlite")
+    run = run_tom(
+        bench,
+        records,
+        gen,
+        options,
+        tmp_path,
+        ami_folder=corpus_dir("ami"),
+        cache_path=tmp_path / "c.sqlite",
+    )
     assert run.generated == 3 and run.errors == 0
     for row in run.rows:
         answer = json.loads(row["response_text"])
@@ -96,5 +138,13 @@ def test_smollm2_text_only_run(bench, tmp_path: Path) -> None:  # type: ignore[n
     assert scores.coverage == {"t1": 1.0, "t21": 1.0}  # option scoring always yields a label
     assert (run.folder / MANIFEST).is_file()
     # a fresh run folder with the same options reuses the response cache
-    again = run_tom(bench, records, gen, options, tmp_path / "b", ami_folder=corpus_dir("ami"), cache_path=tmp_path / "c.sqlite")
+    again = run_tom(
+        bench,
+        records,
+        gen,
+        options,
+        tmp_path / "b",
+        ami_folder=corpus_dir("ami"),
+        cache_path=tmp_path / "c.sqlite",
+    )
     assert all(r["cached"] for r in again.rows)

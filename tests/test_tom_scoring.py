@@ -29,11 +29,20 @@ from polylogue.tom.scoring import (
 )
 
 STATE_BUNDLES = ("ES2002a_state0004", "ES2002a_state0008", "ES2002a_state0010")
-YOU_BUNDLES = ("ES2002a_you0002", "ES2002a_you0005", "ES2002a_you0006", "ES2002a_you0008", "ES2002a_you0014")
+YOU_BUNDLES = (
+    "ES2002a_you0002",
+    "ES2002a_you0005",
+    "ES2002a_you0006",
+    "ES2002a_you0008",
+    "ES2002a_you0014",
+)
 CONS_BUNDLES = (
-    "ES2002a_consensus0009", "ES2002a_consensus0013", "ES2002b_consensus0022",
-    "ES2003d_consensus0005", "ES2004b_consensus0022",
-)  # fmt: skip
+    "ES2002a_consensus0009",
+    "ES2002a_consensus0013",
+    "ES2002b_consensus0022",
+    "ES2003d_consensus0005",
+    "ES2004b_consensus0022",
+)
 
 
 def _real_rows(task: str, keep: Any) -> list[dict[str, Any]]:
@@ -81,23 +90,38 @@ def _responses_api(text: str) -> list[dict[str, Any]]:
 
 STATE_ROWS: list[dict[str, Any]] = [
     # top-level Q1 wins over the text field; normalised "cognitive conflict" -> correct
-    {"metadata": {"bundle_name": "ES2002a_state0004", "window_index": 0},
-     "Q1": "cognitive conflict", "response_text": '{"Q1":"HESITATION"}'},
+    {
+        "metadata": {"bundle_name": "ES2002a_state0004", "window_index": 0},
+        "Q1": "cognitive conflict",
+        "response_text": '{"Q1":"HESITATION"}',
+    },
     # identity from custom_id; the LAST balanced object wins; "focused-listening." -> correct
-    {"custom_id": "state::ES2002a_state0004::Q1::1",
-     "response_text": 'draft {"Q1":"ACTIVE_ENGAGEMENT"} final: {"Q1": "focused-listening."}'},
+    {
+        "custom_id": "state::ES2002a_state0004::Q1::1",
+        "response_text": 'draft {"Q1":"ACTIVE_ENGAGEMENT"} final: {"Q1": "focused-listening."}',
+    },
     # window from metadata.transcript_txt; label-like siblings fail validation -> correct
-    {"metadata": {"bundle_name": "ES2002a_state0008", "transcript_txt": "t/window0.txt"},
-     "output": _responses_api('{"Q1":"ACTIVE_ENGAGEMENT"}')},
+    {
+        "metadata": {"bundle_name": "ES2002a_state0008", "transcript_txt": "t/window0.txt"},
+        "output": _responses_api('{"Q1":"ACTIVE_ENGAGEMENT"}'),
+    },
     # released id / bundle_name only: no STATE identity -> skipped (rows_missing_key_or_widx)
-    {"id": "state:ES2002a_state0008_w1", "bundle_name": "ES2002a_state0008_w1",
-     "Q1": "FOCUSED_LISTENING"},
+    {
+        "id": "state:ES2002a_state0008_w1",
+        "bundle_name": "ES2002a_state0008_w1",
+        "Q1": "FOCUSED_LISTENING",
+    },
     # placeholder is rejected (missing label) ...
-    {"metadata": {"bundle_name": "ES2002a_state0010", "window_index": "0"},
-     "response_text": "{'Q1': '<OPTION>'}"},
+    {
+        "metadata": {"bundle_name": "ES2002a_state0010", "window_index": "0"},
+        "response_text": "{'Q1': '<OPTION>'}",
+    },
     # ... and the duplicate key overwrites it: bare Q1 label "HESITATION" (gold FOCUSED_LISTENING)
-    {"metadata": {"bundle_name": "ES2002a_state0010", "window_index": 0}, "prediction": "HESITATION"},
-]  # fmt: skip
+    {
+        "metadata": {"bundle_name": "ES2002a_state0010", "window_index": 0},
+        "prediction": "HESITATION",
+    },
+]
 
 YOU_ROWS: list[dict[str, Any]] = [
     # bare Q1 label accepted; Q2 always needs JSON -> Q2 missing
@@ -105,30 +129,37 @@ YOU_ROWS: list[dict[str, Any]] = [
     # a bare one-letter label is rejected -> Q1 and Q2 missing
     {"bundle_name": "ES2002a_you0005", "response_text": "C"},
     # YOU is not validated: the sibling "type": "message" becomes the Q1 answer (gold MULTIPLE)
-    {"metadata": {"bundle_name": "ES2002a_you0006"},
-     "output": _responses_api('{"Q1":"MULTIPLE","Q2":"NEUTRAL"}')},
+    {
+        "metadata": {"bundle_name": "ES2002a_you0006"},
+        "output": _responses_api('{"Q1":"MULTIPLE","Q2":"NEUTRAL"}'),
+    },
     # lower-case keys are read
     {"bundle_name": "ES2002a_you0008", "q1": "d", "q2": "support"},
     # identity from the id suffix; any label-like Q1 string counts ("MAYBE_D", gold D)
     {"id": "you:ES2002a_you0014", "answer": '{"Q1": "Maybe D", "Q2": "NEUTRAL"}'},
-]  # fmt: skip
+]
 
 CONS_ROWS: list[dict[str, Any]] = [
     {"bundle_name": "ES2002a_consensus0009", "Q1": "TRUE_CONSENSUS", "Q2": "NONE"},  # 2 points
     {"bundle_name": "ES2002a_consensus0013", "Q1": "TRUE_CONSENSUS", "Q2": "A"},  # 1 point
     {"bundle_name": "ES2002b_consensus0022", "Q1": "NO_CONSENSUS", "Q2": "NONE"},  # 0 points
     # the PSEUDO_CONSENSU alias; curly quotes are straightened first -> 2 points
-    {"custom_id": "consensus::ES2003d_consensus0005::Q1Q2::cot",
-     "response_text": "\u201cQ1\u201d oops {\u201cQ1\u201d: \u201cPSEUDO_CONSENSU\u201d, \u201cQ2\u201d: \u201cB\u201d}"},
+    {
+        "custom_id": "consensus::ES2003d_consensus0005::Q1Q2::cot",
+        "response_text": "\u201cQ1\u201d oops "
+        "{\u201cQ1\u201d: \u201cPSEUDO_CONSENSU\u201d, \u201cQ2\u201d: \u201cB\u201d}",
+    },
     # Q1 only: counts for cons_q1_acc, not for the points metric
     {"bundle_name": "ES2004b_consensus0022", "response_text": '{"Q1":"PSEUDO_CONSENSUS"}'},
-]  # fmt: skip
+]
 
 
 def test_normalisation_and_text_parsing() -> None:
     assert normalise_label(" `Focused-Listening.` ", None) == "FOCUSED_LISTENING"
     assert normalise_label("pseudo consensu", None) == "PSEUDO_CONSENSUS"
-    assert normalise_label("<OPTION>", None) is None and normalise_label("Your Answer", None) is None
+    assert (
+        normalise_label("<OPTION>", None) is None and normalise_label("Your Answer", None) is None
+    )
     assert normalise_label("MAYBE", ["A"]) is None and normalise_label(3, None) is None
     assert parse_text_answer("{'Q1': 'a'}", "Q1", None) == "A"  # Python-literal fallback
     assert parse_text_answer('{"q1": "B", "Q1": "C"}', "Q1", None) == "C"  # upper key preferred
@@ -171,9 +202,13 @@ def test_you_official_semantics_and_strict_validation(gold_dir: Path) -> None:
     assert metrics["Q1"].labels == ("D", "MAYBE_D", "MESSAGE", "MULTIPLE")
     assert summary["you_q1_macro_f1"] == pytest.approx((4 / 3) / 4)
     # Q2 aligned: 0006 NEUTRAL, 0008 SUPPORT, 0014 NEUTRAL, all right; union {NEUTRAL, SUPPORT}
-    assert metrics["Q2"].n == 3 and summary["you_q2_acc"] == 1.0 and summary["you_q2_macro_f1"] == 1.0
+    assert (
+        metrics["Q2"].n == 3 and summary["you_q2_acc"] == 1.0 and summary["you_q2_macro_f1"] == 1.0
+    )
     # strict extraction validates YOU: the Responses-API item yields the real answer
-    strict = extract_answers(YOU_ROWS[2], ("Q1", "Q2"), {"Q1": ["A", "B", "C", "D", "MULTIPLE", "UNKNOWN"], "Q2": None})
+    strict = extract_answers(
+        YOU_ROWS[2], ("Q1", "Q2"), {"Q1": ["A", "B", "C", "D", "MULTIPLE", "UNKNOWN"], "Q2": None}
+    )
     assert strict["Q1"] == "MULTIPLE"
 
 
@@ -228,10 +263,16 @@ def test_overall_summary_csv(gold_dir: Path, tmp_path: Path) -> None:
 def test_legacy_state_gold_and_raw_you_gold(tmp_path: Path) -> None:
     legacy = _write(
         tmp_path / "old_state.jsonl",
-        [{"id": "state:X_state0001", "task": "state", "bundle_name": "X_state0001",
-          "answers": {"Q1": "hesitation", "Q2": "ACTIVE_ENGAGEMENT"}},
-         {"id": "you:X_you0001", "answers": {"Q1": " b ", "Q2": "support"}}],
-    )  # fmt: skip
+        [
+            {
+                "id": "state:X_state0001",
+                "task": "state",
+                "bundle_name": "X_state0001",
+                "answers": {"Q1": "hesitation", "Q2": "ACTIVE_ENGAGEMENT"},
+            },
+            {"id": "you:X_you0001", "answers": {"Q1": " b ", "Q2": "support"}},
+        ],
+    )
     gold = load_official_gold([legacy])
     assert gold[Task.STATE] == {
         ("X_state0001", 0): {"Q1": "HESITATION"},

@@ -31,17 +31,21 @@ def sessions() -> AmiSessions:
 def test_you_word_at_window_start_plus_question_time(bench, sessions) -> None:  # type: ignore[no-untyped-def]
     """Letters are AMI agent letters: the asked speaker says 'you' at start + T (+-0.5 s)."""
     items = [
-        r.item for r in bench.task_records(Task.YOU)
+        r.item
+        for r in bench.task_records(Task.YOU)
         if r.item.speaker in PARTICIPANT_LETTERS and r.item.session_id < "ES2006"
-    ]  # fmt: skip
+    ]
     assert len(items) > 60
     for it in items:
         moment = it.window.start + (it.you_time or 0.0)
         hits = [
-            w for w in sessions.words(it.session_id)
-            if w.speaker == it.speaker and w.text.lower() in YOU_WORDS
-            and w.start is not None and abs(w.start - moment) <= 0.5
-        ]  # fmt: skip
+            w
+            for w in sessions.words(it.session_id)
+            if w.speaker == it.speaker
+            and w.text.lower() in YOU_WORDS
+            and w.start is not None
+            and abs(w.start - moment) <= 0.5
+        ]
         assert hits, f"{it.id}: no 'you' by {it.speaker} near {moment:.2f}s"
 
 
@@ -55,7 +59,9 @@ def test_state_windows_track_who_speaks(bench, sessions) -> None:  # type: ignor
         w = transcript_window(sessions, r.item.session_id, r.item.window)
         talk[label].append(sum(s.end - s.start for s in w.segments if s.speaker == r.item.target))
     assert len(talk["ACTIVE_ENGAGEMENT"]) > 30 and len(talk["FOCUSED_LISTENING"]) > 30
-    assert statistics.mean(talk["ACTIVE_ENGAGEMENT"]) > 2 * statistics.mean(talk["FOCUSED_LISTENING"])
+    assert statistics.mean(talk["ACTIVE_ENGAGEMENT"]) > 2 * statistics.mean(
+        talk["FOCUSED_LISTENING"]
+    )
 
 
 def test_negative_start_is_clamped_and_times_stay_question_relative(bench, sessions) -> None:  # type: ignore[no-untyped-def]
@@ -74,12 +80,16 @@ def test_rendering_options_and_discourse_markers(bench, sessions) -> None:  # ty
     text = render_transcript(full, TranscriptOptions(timestamps=False))
     assert text.splitlines()[0].startswith("B: ") and " um " in f" {text.lower()} "
     opts = TranscriptOptions(remove_discourse_markers=True, timestamps=False)
-    clean = render_transcript(transcript_window(sessions, rec.item.session_id, rec.item.window, opts), opts)
+    clean = render_transcript(
+        transcript_window(sessions, rec.item.session_id, rec.item.window, opts), opts
+    )
     words = {w.strip(".,?!").lower() for w in clean.split()}
     assert not words & {"um", "uh", "mm-hmm", "hmm"} and "you" in words
     assert not any(line.split(": ", 1)[1].startswith((",", ".")) for line in clean.splitlines())
     rich = TranscriptOptions(dialogue_acts=True, roles=True)
-    annotated = render_transcript(transcript_window(sessions, rec.item.session_id, rec.item.window, rich), rich)
+    annotated = render_transcript(
+        transcript_window(sessions, rec.item.session_id, rec.item.window, rich), rich
+    )
     assert "B (project manager) [" in annotated
     assert full.phase == "project kick-off meeting (1 of 4)" and full.topics
 

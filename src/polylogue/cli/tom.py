@@ -32,7 +32,9 @@ def _split(text: str | None) -> list[str] | None:
 @tom_app.command("validate")
 def validate_cmd(
     data: DataOpt = None,
-    show: Annotated[bool, typer.Option("--list", help="List every finding, not just counts.")] = False,
+    show: Annotated[
+        bool, typer.Option("--list", help="List every finding, not just counts.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Load all records and report the known anomalies and any inconsistencies."""
@@ -42,11 +44,16 @@ def validate_cmd(
     findings = validate(bench)
     counts = anomaly_counts(findings)
     if as_json:
-        typer.echo(json.dumps({
-            "records": {t.value: len(r) for t, r in bench.records.items()},
-            "counts": counts,
-            "findings": [f.__dict__ for f in findings] if show else None,
-        }, indent=2))  # fmt: skip
+        typer.echo(
+            json.dumps(
+                {
+                    "records": {t.value: len(r) for t, r in bench.records.items()},
+                    "counts": counts,
+                    "findings": [f.__dict__ for f in findings] if show else None,
+                },
+                indent=2,
+            )
+        )
         return
     typer.echo(", ".join(f"{t.value}: {len(r)} records" for t, r in bench.records.items()))
     for kind, n in counts.items():
@@ -70,19 +77,31 @@ def _ami_folder(ami: Path | None) -> Path:
 
 @tom_app.command("run")
 def run_cmd(
-    model: Annotated[str, typer.Option(help="chance[:SEED], majority, heuristic, hf:smollm2, openai:M@URL")],
-    variant: Annotated[str, typer.Option(help="Prompt variant, e.g. noprompt, cot+utter, eot+video+q1only")] = "noprompt+utter",
+    model: Annotated[
+        str, typer.Option(help="chance[:SEED], majority, heuristic, hf:smollm2, openai:M@URL")
+    ],
+    variant: Annotated[
+        str, typer.Option(help="Prompt variant, e.g. noprompt, cot+utter, eot+video+q1only")
+    ] = "noprompt+utter",
     tasks: Annotated[str, typer.Option(help="Comma list of tasks.")] = "state,you,consensus",
     limit: Annotated[int | None, typer.Option(help="First N records per task.")] = None,
     ids: Annotated[str | None, typer.Option(help="Comma list of record ids.")] = None,
     sessions: Annotated[str | None, typer.Option(help="Comma list of AMI sessions.")] = None,
     out: Annotated[Path, typer.Option(help="Root of run folders.")] = Path("runs/tom"),
     data: DataOpt = None,
-    ami: Annotated[Path | None, typer.Option(help="AMI manual annotations (transcripts, priors).")] = None,
-    ami_media: Annotated[Path | None, typer.Option(help="Local licensed AMI video/audio root.")] = None,
+    ami: Annotated[
+        Path | None, typer.Option(help="AMI manual annotations (transcripts, priors).")
+    ] = None,
+    ami_media: Annotated[
+        Path | None, typer.Option(help="Local licensed AMI video/audio root.")
+    ] = None,
     media_out: Annotated[Path | None, typer.Option(help="Where cut clips and frames go.")] = None,
-    video_mode: Annotated[str, typer.Option(help="openai: 'frames' (images) or 'video' parts.")] = "frames",
-    hf_mode: Annotated[str, typer.Option(help="hf: 'choice' (option scoring) or 'generate'.")] = "choice",
+    video_mode: Annotated[
+        str, typer.Option(help="openai: 'frames' (images) or 'video' parts.")
+    ] = "frames",
+    hf_mode: Annotated[
+        str, typer.Option(help="hf: 'choice' (option scoring) or 'generate'.")
+    ] = "choice",
     max_prompt_tokens: Annotated[int, typer.Option(help="hf: prompt token budget.")] = 2048,
     threads: Annotated[int | None, typer.Option(help="hf: torch CPU threads.")] = None,
     cache: Annotated[Path | None, typer.Option(help="Response cache (SQLite).")] = None,
@@ -113,10 +132,18 @@ def run_cmd(
             raise typer.BadParameter(f"variant {options.name} shows video: pass --ami-media")
         media = _media_provider(ami_media, media_out or out / "_media", options)
     result = run_tom(
-        bench, records, generator, options, out, ami_folder=_ami_folder(ami), media=media,
+        bench,
+        records,
+        generator,
+        options,
+        out,
+        ami_folder=_ami_folder(ami),
+        media=media,
         cache_path=cache,
-        progress=lambda i, n: console.print(f"\r{i}/{n}", end="") if i % 10 == 0 or i == n else None,
-    )  # fmt: skip
+        progress=lambda i, n: (
+            console.print(f"\r{i}/{n}", end="") if i % 10 == 0 or i == n else None
+        ),
+    )
     console.print(
         f"\n{result.folder}: {result.generated} new, {result.reused} reused, {result.errors} errors"
     )
@@ -130,7 +157,12 @@ def _media_provider(ami_media: Path, media_out: Path, options: Any) -> Any:
 
     def provide(record: Any, opts: Any) -> Any:
         built = build_record_media(record.item.reconstruction, source, media_out)
-        frames_dir = media_out / "frames" / record.item.bundle_name / opts.frame_sampling.describe().replace(" ", "_")
+        frames_dir = (
+            media_out
+            / "frames"
+            / record.item.bundle_name
+            / opts.frame_sampling.describe().replace(" ", "_")
+        )
         return frames_for_record(built, frames_dir, opts.frame_sampling)
 
     return provide
@@ -138,10 +170,15 @@ def _media_provider(ami_media: Path, media_out: Path, options: Any) -> Any:
 
 @tom_app.command("score")
 def score_cmd(
-    paths: Annotated[list[Path], typer.Argument(help="Run folders, or one folder of official-style prediction files.")],
+    paths: Annotated[
+        list[Path],
+        typer.Argument(help="Run folders, or one folder of official-style prediction files."),
+    ],
     mode: Annotated[str, typer.Option(help="official, strict or both.")] = "both",
     data: DataOpt = None,
-    out: Annotated[Path | None, typer.Option(help="Write overall_summary.csv (official) and scores.json here.")] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Write overall_summary.csv (official) and scores.json here.")
+    ] = None,
     only_windows: Annotated[str, typer.Option(help="STATE windows to score.")] = "0,1",
     labels: Annotated[str | None, typer.Option(help="Official: override every label list.")] = None,
 ) -> None:
@@ -160,13 +197,20 @@ def score_cmd(
             for m in modes:
                 s = scores_from_run(bench, path, m)
                 results.append(s.to_dict())
-                cells = "  ".join(f"{k}={100 * v:.2f}" for k, v in s.values.items() if v is not None)
-                typer.echo(f"{path.name} [{m}] {cells}  n={s.n}" + (f" coverage={s.coverage}" if s.coverage else ""))
+                cells = "  ".join(
+                    f"{k}={100 * v:.2f}" for k, v in s.values.items() if v is not None
+                )
+                typer.echo(
+                    f"{path.name} [{m}] {cells}  n={s.n}"
+                    + (f" coverage={s.coverage}" if s.coverage else "")
+                )
         else:  # a folder of official-style prediction files
             res = score_official(
-                [bench.folder / TASK_FILES[t] for t in Task], path, only_windows=windows,
+                [bench.folder / TASK_FILES[t] for t in Task],
+                path,
+                only_windows=windows,
                 labels_override=_split(labels),
-            )  # fmt: skip
+            )
             for row in res.summary_rows():
                 typer.echo(",".join(row.values()))
             if out is not None:
@@ -181,7 +225,9 @@ def score_cmd(
 def report_cmd(
     runs: Annotated[list[Path], typer.Argument(help="Run folders.")],
     mode: Annotated[str, typer.Option(help="official or strict.")] = "strict",
-    modality: Annotated[str, typer.Option(help="Modality the ablation tables are built around.")] = "both",
+    modality: Annotated[
+        str, typer.Option(help="Modality the ablation tables are built around.")
+    ] = "both",
     data: DataOpt = None,
     out: Annotated[Path | None, typer.Option(help="Write the Markdown report here.")] = None,
 ) -> None:
@@ -212,9 +258,13 @@ def export_cmd(
 
 @tom_app.command("media")
 def media_cmd(
-    ami_media: Annotated[Path, typer.Option(help="Local licensed AMI root (video + Mix-Headset audio).")],
+    ami_media: Annotated[
+        Path, typer.Option(help="Local licensed AMI root (video + Mix-Headset audio).")
+    ],
     out: Annotated[Path, typer.Option(help="Output root (<task>/<bundle>/media/...).")],
-    ids: Annotated[str | None, typer.Option(help="Comma list of record ids (default: all).")] = None,
+    ids: Annotated[
+        str | None, typer.Option(help="Comma list of record ids (default: all).")
+    ] = None,
     data: DataOpt = None,
     corner_audio: Annotated[bool, typer.Option(help="Mux audio into the YOU corner clip.")] = True,
 ) -> None:

@@ -165,6 +165,8 @@ class OpenAICompatPredictor:
 
     async def _predict_all(self, inputs: Sequence[DecisionInput]) -> list[Prediction]:
         sem = asyncio.Semaphore(self.concurrency)
+        # No keep-alive: xllamacpp drops pooled connections after some responses
+        # (offline-models.md), and one TCP handshake per LLM call costs nothing in comparison.
         limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=0)
         async with httpx.AsyncClient(
             timeout=self.timeout_s, limits=limits, headers=self._headers()

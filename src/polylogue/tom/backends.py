@@ -109,7 +109,9 @@ class MajorityGenerator:
 
     def generate(self, request: GenerationRequest) -> Generation:
         task = request.item.task.value
-        return Generation(_answer_json({q: self.labels[f"{task}.{q}"] for q in request.prompt.questions}))
+        return Generation(
+            _answer_json({q: self.labels[f"{task}.{q}"] for q in request.prompt.questions})
+        )
 
 
 _AGREE = re.compile(r"\b(yeah|yes|yep|okay|ok|sure|right|agree|good|great|exactly|definitely)\b")
@@ -163,16 +165,19 @@ class HeuristicGenerator:
     def _you(self, item: ToMItem, window: TranscriptWindow) -> dict[str, str]:
         moment = window.requested.start + (item.you_time or 0.0)
         said = [
-            s for s in window.segments
+            s
+            for s in window.segments
             if s.speaker == item.speaker and s.start - 1.0 <= moment <= s.end + 1.0
-        ]  # fmt: skip
+        ]
         q1 = "MULTIPLE"
         if not any(_GROUP_YOU.search(s.text.lower()) for s in said):
             replies = [
-                s for s in window.segments
-                if s.speaker != item.speaker and s.speaker in PARTICIPANT_LETTERS
+                s
+                for s in window.segments
+                if s.speaker != item.speaker
+                and s.speaker in PARTICIPANT_LETTERS
                 and moment < s.start <= moment + self.reply_s
-            ]  # fmt: skip
+            ]
             if replies:
                 q1 = min(replies, key=lambda s: s.start).speaker
         subject = item.attitude_subject if item.attitude_subject in PARTICIPANT_LETTERS else q1
@@ -247,7 +252,7 @@ class HFTextGenerator:
         path = resolve_model_path(self.model)
         self._tok = AutoTokenizer.from_pretrained(str(path))
         lm = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32)
-        self._lm = lm.to(self.device).eval()
+        self._lm = lm.to(self.device).eval()  # type: ignore[arg-type]
 
     def _prompt_ids(self, prompt: ToMPrompt) -> tuple[list[int], bool]:
         text = self._tok.apply_chat_template(
@@ -343,7 +348,9 @@ def multimodal_messages(prompt: ToMPrompt, video_mode: str = "frames") -> list[d
     else:
         for im in prompt.images:
             parts.append({"type": "text", "text": f"[{im.caption}]"})
-            parts.append({"type": "image_url", "image_url": {"url": _data_url(im.path, "image/jpeg")}})
+            parts.append(
+                {"type": "image_url", "image_url": {"url": _data_url(im.path, "image/jpeg")}}
+            )
     return [{"role": "system", "content": prompt.system}, {"role": "user", "content": parts}]
 
 
@@ -413,14 +420,18 @@ class OpenAIChatGenerator:
         raise TransientGenerationError(f"{url}: gave up after {self.max_retries + 1} tries: {last}")
 
 
-def load_generator(spec: str, majority_labels: Mapping[str, str] | None = None, **options: Any) -> ToMGenerator:
+def load_generator(
+    spec: str, majority_labels: Mapping[str, str] | None = None, **options: Any
+) -> ToMGenerator:
     """Build a generator from a spec string (see the module docstring)."""
     kind, _, target = spec.partition(":")
     if kind == "chance":
         return ChanceGenerator(seed=int(target or 0))
     if kind == "majority":
         if majority_labels is None:
-            raise ValueError("the majority baseline needs the majority labels of the evaluated records")
+            raise ValueError(
+                "the majority baseline needs the majority labels of the evaluated records"
+            )
         return MajorityGenerator(dict(majority_labels))
     if kind == "heuristic":
         return HeuristicGenerator(**options)
@@ -431,4 +442,6 @@ def load_generator(spec: str, majority_labels: Mapping[str, str] | None = None, 
         if not model or not url:
             raise ValueError("openai spec is openai:MODEL@BASE_URL")
         return OpenAIChatGenerator(model=model, base_url=url, **options)
-    raise ValueError(f"unknown model spec {spec!r} (chance, majority, heuristic, hf:..., openai:M@URL)")
+    raise ValueError(
+        f"unknown model spec {spec!r} (chance, majority, heuristic, hf:..., openai:M@URL)"
+    )

@@ -28,6 +28,7 @@ from pathlib import Path
 from polylogue.tom.records import CLOSEUP_VIEWS, Mosaic, Reconstruction, SourceWindow, Task
 
 DEFAULT_TILE = (640, 360)
+_DEFAULT_MOSAIC = Mosaic("Closeup1", "Closeup2", "Closeup3", "Closeup4")
 
 
 class MediaError(RuntimeError):
@@ -46,7 +47,9 @@ def run_ffmpeg(args: Sequence[str]) -> None:
     cmd = [ffmpeg_exe(), "-hide_banner", "-nostdin", "-y", "-loglevel", "error", *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        raise MediaError(f"ffmpeg failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr.strip()}")
+        raise MediaError(
+            f"ffmpeg failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr.strip()}"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +96,11 @@ def _check_output(path: Path) -> VideoInfo:
 
 @dataclass(frozen=True, slots=True)
 class AmiMediaSource:
-    """Where the user's AMI video (``<root>/<session>/video/<session>.<View>.avi``) and audio live."""
+    """Where the user's AMI video and audio live.
+
+    Video: ``<root>/<session>/video/<session>.<View>.avi``, else a unique file of that name below
+    the root (names containing ``_orig`` ignored). Audio: ``<session>.Mix-Headset.wav``.
+    """
 
     ami_root: Path
     audio_root: Path | None = None
@@ -159,10 +166,20 @@ def cut_clip(
     args = ["-ss", f"{start:.3f}", "-t", f"{duration:.3f}", "-i", str(video)]
     if audio is not None:
         args += ["-ss", f"{start:.3f}", "-t", f"{duration:.3f}", "-i", str(audio)]
-        args += ["-map", "0:v:0", "-map", "1:a:0", "-c:a", "aac", "-b:a", enc.audio_bitrate, "-shortest"]
+        args += [
+            "-map",
+            "0:v:0",
+            "-map",
+            "1:a:0",
+            "-c:a",
+            "aac",
+            "-b:a",
+            enc.audio_bitrate,
+            "-shortest",
+        ]
     else:
         args += ["-map", "0:v:0", "-an"]
-    args += _video_codec(enc) + ["-movflags", "+faststart", str(out)]
+    args += [*_video_codec(enc), "-movflags", "+faststart", str(out)]
     run_ffmpeg(args)
     return _check_output(out)
 
@@ -175,9 +192,22 @@ def cut_audio(audio: Path, out: Path, start: float, duration: float, rate: int =
     """Mono 16-bit PCM WAV of ``[start, start+duration)`` (the mosaic's audio track)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     run_ffmpeg(
-        ["-ss", f"{start:.3f}", "-t", f"{duration:.3f}", "-i", str(audio), "-ac", "1", "-ar",
-         str(rate), "-c:a", "pcm_s16le", str(out)]
-    )  # fmt: skip
+        [
+            "-ss",
+            f"{start:.3f}",
+            "-t",
+            f"{duration:.3f}",
+            "-i",
+            str(audio),
+            "-ac",
+            "1",
+            "-ar",
+            str(rate),
+            "-c:a",
+            "pcm_s16le",
+            str(out),
+        ]
+    )
     if not out.is_file() or out.stat().st_size <= 44:
         raise MediaError(f"no audio samples were cut into {out}")
     return out
@@ -208,7 +238,7 @@ def build_mosaic(
         args += ["-map", "4:a:0", "-c:a", "aac", "-b:a", enc.audio_bitrate, "-shortest"]
     else:
         args += ["-an"]
-    args += _video_codec(enc) + ["-movflags", "+faststart", str(out)]
+    args += [*_video_codec(enc), "-movflags", "+faststart", str(out)]
     run_ffmpeg(args)
     return _check_output(out)
 
@@ -247,9 +277,16 @@ def build_record_media(
         if not recon.target_view:
             raise MediaError(f"{recon.id}: STATE record without target_view")
         files["clip"] = folder / "clip.mp4"
-        cut_clip(source.video(recon.session_id, recon.target_view), files["clip"], start, duration, audio, enc)
+        cut_clip(
+            source.video(recon.session_id, recon.target_view),
+            files["clip"],
+            start,
+            duration,
+            audio,
+            enc,
+        )
     else:
-        mosaic = recon.mosaic or Mosaic(*CLOSEUP_VIEWS)
+        mosaic = recon.mosaic or _DEFAULT_MOSAIC
         tile = (mosaic.tile_width or DEFAULT_TILE[0], mosaic.tile_height or DEFAULT_TILE[1])
         with tempfile.TemporaryDirectory(dir=out_root) as tmp_name:
             tmp = Path(tmp_name)
@@ -265,7 +302,9 @@ def build_record_media(
         if recon.task is Task.YOU:
             files["Q1_corner"] = folder / "Q1_corner.mp4"
             corner = source.video(recon.session_id, "Corner")
-            cut_clip(corner, files["Q1_corner"], start, duration, audio if corner_audio else None, enc)
+            cut_clip(
+                corner, files["Q1_corner"], start, duration, audio if corner_audio else None, enc
+            )
     return RecordMedia(recon.id, files, start, duration, clamped=recon.source_window.start < 0)
 
 
@@ -317,14 +356,16 @@ class Frame:
 def extract_frames(
     video: Path, out_dir: Path, sampling: FrameSampling = FrameSampling(), width: int | None = None
 ) -> list[Frame]:
-    """JPEG frames at :meth:`FrameSampling.times` (first frame with pts >= t; one call per frame)."""
+    """JPEG frames at :meth:`FrameSampling.times`: the first frame with pts >= t, one call each."""
     info = probe(video)
     out_dir.mkdir(parents=True, exist_ok=True)
     frames = []
     for i, t in enumerate(sampling.times(info.duration)):
         path = out_dir / f"frame_{i:03d}_{t:08.3f}.jpg"
         vf = ["-vf", f"scale={width}:-2"] if width else []
-        run_ffmpeg(["-ss", f"{t:.3f}", "-i", str(video), "-frames:v", "1", *vf, "-q:v", "2", str(path)])
+        run_ffmpeg(
+            ["-ss", f"{t:.3f}", "-i", str(video), "-frames:v", "1", *vf, "-q:v", "2", str(path)]
+        )
         if not path.is_file():
             raise MediaError(f"no frame at t={t:.3f}s in {video} (duration {info.duration:.3f}s)")
         frames.append(Frame(t, path))
@@ -336,7 +377,7 @@ def extract_frames(
 
 def mosaic_layout_text(recon: Reconstruction) -> str:
     """Which participant letter is shown in which mosaic tile (for YOU Q2 / CONSENSUS)."""
-    mosaic = recon.mosaic or Mosaic(*CLOSEUP_VIEWS)
+    mosaic = recon.mosaic or _DEFAULT_MOSAIC
     lines = ["The video is a 2x2 grid of close-up cameras, one person per tile:"]
     for pos, view in mosaic.tiles:
         agent = recon.agent_of_view(view) or "unknown"
@@ -375,7 +416,8 @@ def frames_for_record(
     media: RecordMedia, out_dir: Path, sampling: FrameSampling, width: int | None = None
 ) -> PromptMedia:
     frames = {
-        role: extract_frames(path, out_dir / role, sampling, width) for role, path in media.files.items()
+        role: extract_frames(path, out_dir / role, sampling, width)
+        for role, path in media.files.items()
     }
     return PromptMedia(videos=dict(media.files), frames=frames)
 

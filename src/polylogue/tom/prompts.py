@@ -227,7 +227,8 @@ _INPUTS: dict[tuple[Task, str], str] = {
     (Task.CONSENSUS, "utterance"): "the transcript of a window of a four-person meeting "
     "(participants A, B, C, D).",
     (Task.CONSENSUS, "both"): "one video of a window of a four-person meeting (participants A, "
-    "B, C, D), a 2x2 grid of close-ups, one per participant, and the transcript of the same window.",
+    "B, C, D), a 2x2 grid of close-ups, one per participant, and the transcript of the same "
+    "window.",
 }
 _Q1_ONLY_INPUTS = {
     "video": "a video of a window of a four-person meeting (participants A, B, C, D): a wide "
@@ -293,8 +294,9 @@ def _layout_block(item: ToMItem, options: PromptOptions, q1_only: bool) -> str:
     recon = item.reconstruction
     parts = []
     if item.task is Task.YOU and options.uses_video:
-        parts.append(("Video 1 (corner view)" if not q1_only else "Video") + ": "
-                     + corner_layout_text(recon))  # fmt: skip
+        parts.append(
+            ("Video 1 (corner view)" if not q1_only else "Video") + ": " + corner_layout_text(recon)
+        )
     if (item.task is Task.CONSENSUS or not q1_only) and options.uses_video:
         label = "Video 2 (close-up grid)" if item.task is Task.YOU else "Video (important)"
         parts.append(f"{label}: {mosaic_layout_text(recon)}")
@@ -320,7 +322,11 @@ def build_prompt(
         raise PromptError(f"{item.id}: variant {options.name} needs media (AMI video)")
     transcript = ""
     if options.uses_transcript and window is not None:
-        header = "Transcript (times in seconds from the start of the window)" if options.timestamps else "Transcript"
+        header = (
+            "Transcript (times in seconds from the start of the window)"
+            if options.timestamps
+            else "Transcript"
+        )
         transcript = f"\n{header}:\n" + render_transcript(window, options.transcript_options())
     inputs = (
         _Q1_ONLY_INPUTS[options.modality]
@@ -335,6 +341,7 @@ def build_prompt(
         "layout": _layout_block(item, options, q1_only),
         "transcript": transcript,
     }
+    questions: tuple[str, ...]
     if task is Task.STATE:
         values |= {
             "target": item.target or "unknown",

@@ -11,6 +11,7 @@ Model-visible fields and gold answers are kept apart: :class:`ToMItem` is what a
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections import Counter
@@ -40,7 +41,12 @@ STATE_LABELS: tuple[str, ...] = (
 )
 YOU_Q1_LABELS: tuple[str, ...] = ("A", "B", "C", "D", "MULTIPLE", "UNKNOWN")
 YOU_Q2_LABELS: tuple[str, ...] = ("SUPPORT", "OPPOSE", "NEUTRAL", "UNCERTAIN")
-CONS_Q1_LABELS: tuple[str, ...] = ("TRUE_CONSENSUS", "PSEUDO_CONSENSUS", "NO_CONSENSUS", "UNCERTAIN")
+CONS_Q1_LABELS: tuple[str, ...] = (
+    "TRUE_CONSENSUS",
+    "PSEUDO_CONSENSUS",
+    "NO_CONSENSUS",
+    "UNCERTAIN",
+)
 CONS_Q2_LABELS: tuple[str, ...] = ("A", "B", "C", "D", "NONE")
 PARTICIPANT_LETTERS: tuple[str, ...] = ("A", "B", "C", "D")
 CLOSEUP_VIEWS: tuple[str, ...] = ("Closeup1", "Closeup2", "Closeup3", "Closeup4")
@@ -237,7 +243,9 @@ def _read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise ConversationFormatError(path, f"line {lineno}", f"invalid JSON: {exc}") from exc
+                raise ConversationFormatError(
+                    path, f"line {lineno}", f"invalid JSON: {exc}"
+                ) from exc
             if not isinstance(obj, dict):
                 raise ConversationFormatError(path, f"line {lineno}", "expected a JSON object")
             yield lineno, obj
@@ -355,13 +363,13 @@ def load_benchmark(
             try:
                 item, gold = _parse_item(d, task, recons[rid])
             except (KeyError, TypeError, ValueError) as exc:
-                raise ConversationFormatError(path, f"line {lineno}", f"bad record: {exc!r}") from exc
+                raise ConversationFormatError(
+                    path, f"line {lineno}", f"bad record: {exc!r}"
+                ) from exc
             rows.append(ToMRecord(item, gold))
             used.add(rid)
         records[task] = tuple(rows)
-    orphans = tuple(
-        rid for rid, r in recons.items() if r.task in wanted and rid not in used
-    )
+    orphans = tuple(rid for rid, r in recons.items() if r.task in wanted and rid not in used)
     return ToMBenchmark(folder=folder, records=records, orphan_reconstructions=orphans)
 
 
@@ -473,12 +481,10 @@ def validate(bench: ToMBenchmark) -> list[Anomaly]:
         if item.task is Task.CONSENSUS:
             q1, q2 = gold.answers.get("Q1"), gold.answers.get("Q2")
             if (q1 == "PSEUDO_CONSENSUS") != (q2 not in (None, "NONE")):
-                out.append(
-                    Anomaly("consensus_q2_inconsistent", rid, f"Q1={q1} but Q2={q2}")
-                )
+                out.append(Anomaly("consensus_q2_inconsistent", rid, f"Q1={q1} but Q2={q2}"))
 
     cons = bench.task_records(Task.CONSENSUS)
-    for prev, cur in zip(cons, cons[1:], strict=False):
+    for prev, cur in itertools.pairwise(cons):
         if cur.item.bundle_name < prev.item.bundle_name:
             out.append(
                 Anomaly(

@@ -37,9 +37,12 @@ ACC_ONLY = ("t1_acc", "t21_acc", "t22_acc", "t31_acc", "t32_acc")
 PRIORS_COLUMNS = ("t21_acc", "t22_acc", "t31_acc", "t32_acc")
 _HEADERS = dict(METRICS)
 _SHORT = {
-    "t1_acc": "Task 1", "t21_acc": "Task 2.1", "t22_acc": "Task 2.2", "t31_acc": "Task 3.1",
+    "t1_acc": "Task 1",
+    "t21_acc": "Task 2.1",
+    "t22_acc": "Task 2.2",
+    "t31_acc": "Task 3.1",
     "t32_acc": "Task 3.2",
-}  # fmt: skip
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,9 +91,12 @@ def scores_from_rows(
     if mode == "strict":
         res = score_strict(records, strict_from_rows(records, rows), only_windows)
         pairs = {
-            "t1": "state.Q1", "t21": "you.Q1", "t22": "you.Q2", "t31": "consensus.Q1",
+            "t1": "state.Q1",
+            "t21": "you.Q1",
+            "t22": "you.Q2",
+            "t31": "consensus.Q1",
             "t32": "consensus.Q2_cond",
-        }  # fmt: skip
+        }
         for short, key in pairs.items():
             m = res.metrics.get(key)
             if m is None:
@@ -180,7 +186,9 @@ def _n_note(runs: Sequence[RunScores]) -> str:
     def fmt(r: RunScores) -> str:
         ns = ", ".join(f"{k}={v}" for k, v in sorted(r.n.items()))
         low = {k: v for k, v in sorted(r.coverage.items()) if v < 1.0}
-        return ns + ("; answered " + ", ".join(f"{k}={100 * v:.1f}%" for k, v in low.items()) if low else "")
+        return ns + (
+            "; answered " + ", ".join(f"{k}={100 * v:.1f}%" for k, v in low.items()) if low else ""
+        )
 
     texts = {fmt(r) for r in runs}
     if len(texts) == 1:
@@ -194,8 +202,10 @@ BASE = PromptOptions()
 
 def _same_except(opts: PromptOptions, **changes: Any) -> bool:
     """Options equal to the default except the given fields (frame settings ignored)."""
-    strip = {"frame_fps": None, "frame_count": None, "max_frames": 0}
-    return replace(opts, **strip) == replace(BASE, **changes, **strip)
+    def core(o: PromptOptions) -> PromptOptions:
+        return replace(o, frame_fps=None, frame_count=None, max_frames=0)
+
+    return core(opts) == core(replace(BASE, **changes))
 
 
 def _pick(runs: Sequence[RunScores], model: str, **changes: Any) -> RunScores | None:
@@ -209,7 +219,9 @@ def _models(runs: Sequence[RunScores]) -> list[str]:
     return list(dict.fromkeys(r.model for r in runs))
 
 
-def table1(runs: Sequence[RunScores], baselines: Mapping[str, Mapping[str, float | None]] | None = None) -> str:
+def table1(
+    runs: Sequence[RunScores], baselines: Mapping[str, Mapping[str, float | None]] | None = None
+) -> str:
     """Overall performance: one row per model with the default variant (both modalities)."""
     rows = [["chance-level", *(_pct(chance_values()[k]) for k, _ in METRICS)]]
     for name, vals in (baselines or {}).items():
@@ -221,13 +233,21 @@ def table1(runs: Sequence[RunScores], baselines: Mapping[str, Mapping[str, float
             used.append(r)
             label = model if r.options.modality == "both" else f"{model} ({r.options.name})"
             rows.append([label, *(_pct(r.values[k]) for k, _ in METRICS)])
-    return "Table 1. Overall performance\n\n" + _table(["Model", *_HEADERS.values()], rows) + _n_note(used)
+    return (
+        "Table 1. Overall performance\n\n"
+        + _table(["Model", *_HEADERS.values()], rows)
+        + _n_note(used)
+    )
 
 
 def _ablation(
-    title: str, runs: Sequence[RunScores], settings: Sequence[tuple[str, dict[str, Any]]],
-    columns: Sequence[str], deltas: bool = False, first_col: str = "Setting",
-) -> str:  # fmt: skip
+    title: str,
+    runs: Sequence[RunScores],
+    settings: Sequence[tuple[str, dict[str, Any]]],
+    columns: Sequence[str],
+    deltas: bool = False,
+    first_col: str = "Setting",
+) -> str:
     rows, used = [], []
     for model in _models(runs):
         base = _pick(runs, model, **settings[0][1])
@@ -238,10 +258,11 @@ def _ablation(
         for label, r in present:
             used.append(r)
             cells = [
-                _delta(r.values[c], base.values[c]) if deltas and base is not None and r is not base
+                _delta(r.values[c], base.values[c])
+                if deltas and base is not None and r is not base
                 else _pct(r.values[c])
                 for c in columns
-            ]  # fmt: skip
+            ]
             rows.append([model, label, *cells])
     if not rows:
         return ""
@@ -255,26 +276,35 @@ def table2(runs: Sequence[RunScores]) -> str:
     return _ablation(
         "Table 2. Input modalities",
         runs,
-        [("Video & Utter.", {"modality": "both"}), ("Video", {"modality": "video"}),
-         ("Utter.", {"modality": "utterance"})],
+        [
+            ("Video & Utter.", {"modality": "both"}),
+            ("Video", {"modality": "video"}),
+            ("Utter.", {"modality": "utterance"}),
+        ],
         ACC_ONLY,
         first_col="Methods",
-    )  # fmt: skip
+    )
 
 
 def _prompt_settings(modality: str) -> list[tuple[str, dict[str, Any]]]:
     m = {} if modality == "both" else {"modality": modality}
     return [
-        ("No Prompt", {**m}), ("Naive-CoT", {**m, "reasoning": "naive_cot"}),
-        ("Task-CoT", {**m, "reasoning": "task_cot"}), ("ECoT", {**m, "reasoning": "eot"}),
-    ]  # fmt: skip
+        ("No Prompt", {**m}),
+        ("Naive-CoT", {**m, "reasoning": "naive_cot"}),
+        ("Task-CoT", {**m, "reasoning": "task_cot"}),
+        ("ECoT", {**m, "reasoning": "eot"}),
+    ]
 
 
 def table3(runs: Sequence[RunScores], modality: str = "both") -> str:
     return _ablation(
         "Table 3. Prompting strategies (arrows: change from No Prompt)",
-        runs, _prompt_settings(modality), [k for k, _ in METRICS], deltas=True, first_col="Prompt",
-    )  # fmt: skip
+        runs,
+        _prompt_settings(modality),
+        [k for k, _ in METRICS],
+        deltas=True,
+        first_col="Prompt",
+    )
 
 
 def table4(runs: Sequence[RunScores], modality: str = "both") -> str:
@@ -282,11 +312,15 @@ def table4(runs: Sequence[RunScores], modality: str = "both") -> str:
     return _ablation(
         "Table 4. Contextual priors from AMI annotations",
         runs,
-        [("Base", {**m}), ("w. DA", {**m, "priors": ("dialogue_act",)}),
-         ("w. phase", {**m, "priors": ("phase",)}), ("w. role", {**m, "priors": ("role",)})],
+        [
+            ("Base", {**m}),
+            ("w. DA", {**m, "priors": ("dialogue_act",)}),
+            ("w. phase", {**m, "priors": ("phase",)}),
+            ("w. role", {**m, "priors": ("role",)}),
+        ],
         PRIORS_COLUMNS,
         first_col="Methods",
-    )  # fmt: skip
+    )
 
 
 def table5(runs: Sequence[RunScores], modality: str = "both") -> str:
@@ -302,8 +336,12 @@ def table5(runs: Sequence[RunScores], modality: str = "both") -> str:
 def table6(runs: Sequence[RunScores], modality: str = "both") -> str:
     return _ablation(
         "Table 6. Additional prompting results (accuracy; arrows: change from No Prompt)",
-        runs, _prompt_settings(modality), ACC_ONLY, deltas=True, first_col="Prompt",
-    )  # fmt: skip
+        runs,
+        _prompt_settings(modality),
+        ACC_ONLY,
+        deltas=True,
+        first_col="Prompt",
+    )
 
 
 def build_report(
@@ -312,8 +350,12 @@ def build_report(
     modality: str = "both",
 ) -> str:
     """All tables the given runs can fill (ablations are laid out around ``modality``)."""
-    parts = [table1(runs, baselines), table2(runs), table3(runs, modality), table4(runs, modality),
-             table5(runs, modality), table6(runs, modality)]  # fmt: skip
+    parts = [
+        table1(runs, baselines),
+        table2(runs),
+        table3(runs, modality),
+        table4(runs, modality),
+        table5(runs, modality),
+        table6(runs, modality),
+    ]
     return "\n\n".join(p for p in parts if p) + "\n"
-
-

@@ -36,7 +36,7 @@ from polylogue.tom.backends import (
     ToMGenerator,
 )
 from polylogue.tom.prompts import PromptOptions, build_prompt
-from polylogue.tom.records import TASK_FILES, RECONSTRUCTION_FILE, Task, ToMBenchmark, ToMRecord
+from polylogue.tom.records import RECONSTRUCTION_FILE, TASK_FILES, Task, ToMBenchmark, ToMRecord
 from polylogue.tom.transcript import AmiSessions, transcript_window
 
 PREDICTIONS = "predictions.jsonl"
@@ -246,7 +246,11 @@ def run_tom(
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     _write_json_atomic(folder / MANIFEST, manifest)
-    needs_ami = options.uses_transcript or bool(options.priors) or generator.describe()["kind"] == "heuristic"
+    needs_ami = (
+        options.uses_transcript
+        or bool(options.priors)
+        or generator.describe()["kind"] == "heuristic"
+    )
     sessions = AmiSessions(ami_folder) if ami_folder is not None else None
     if needs_ami and sessions is None:
         raise ToMRunError(f"variant {options.name} with {generator.name} needs the AMI annotations")
@@ -258,33 +262,59 @@ def run_tom(
         with open(pred_path, "a", encoding="utf-8") as out:
             for i, rec in enumerate(todo):
                 window = (
-                    transcript_window(sessions, rec.item.session_id, rec.item.window, options.transcript_options())
+                    transcript_window(
+                        sessions, rec.item.session_id, rec.item.window, options.transcript_options()
+                    )
                     if sessions is not None and needs_ami
                     else None
                 )
-                prompt_media = media(rec, options) if (media is not None and options.uses_video) else None
+                prompt_media = (
+                    media(rec, options) if (media is not None and options.uses_video) else None
+                )
                 prompt = build_prompt(rec.item, options, window, prompt_media)
                 digest = prompt.digest()
                 key = request_key({"generator": spec.generator, "prompt": digest})
                 hit = cache.get(key) if cache is not None else None
                 try:
                     if hit is not None:
-                        text, latency, usage, cached = hit["text"], 0.0, hit.get("usage") or {}, True
+                        text, latency, usage, cached = (
+                            hit["text"],
+                            0.0,
+                            hit.get("usage") or {},
+                            True,
+                        )
                     else:
                         gen = generator.generate(GenerationRequest(prompt, rec.item, window))
-                        text, latency, usage, cached = gen.text, gen.latency_s, dict(gen.usage), False
+                        text, latency, usage, cached = (
+                            gen.text,
+                            gen.latency_s,
+                            dict(gen.usage),
+                            False,
+                        )
                         if cache is not None:
                             cache.put(key, {"text": text, "usage": usage})
                     row = prediction_row(
-                        rec, options, prompt.questions, text, model=generator.name,
-                        latency_s=latency, usage=usage, cached=cached, prompt_digest=digest,
-                    )  # fmt: skip
+                        rec,
+                        options,
+                        prompt.questions,
+                        text,
+                        model=generator.name,
+                        latency_s=latency,
+                        usage=usage,
+                        cached=cached,
+                        prompt_digest=digest,
+                    )
                 except GenerationError as exc:
                     errors += 1
                     row = prediction_row(
-                        rec, options, prompt.questions, None, model=generator.name,
-                        error=str(exc), prompt_digest=digest,
-                    )  # fmt: skip
+                        rec,
+                        options,
+                        prompt.questions,
+                        None,
+                        model=generator.name,
+                        error=str(exc),
+                        prompt_digest=digest,
+                    )
                 out.write(json.dumps(row, ensure_ascii=False) + "\n")
                 out.flush()
                 os.fsync(out.fileno())
@@ -314,7 +344,9 @@ def load_run(folder: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return manifest, read_rows(folder / PREDICTIONS)
 
 
-def export_official(run_folder: str | Path, out_dir: str | Path, model: str | None = None) -> list[Path]:
+def export_official(
+    run_folder: str | Path, out_dir: str | Path, model: str | None = None
+) -> list[Path]:
     """Write ``<model>_<task>_<tag>.jsonl`` per task for the official evaluator.
 
     Variant settings other than the reasoning tag (modality, priors...) go into the model part of

@@ -36,31 +36,70 @@ from polylogue.tom.records import (
 _ALIASES = {"PSEUDO_CONSENSU": "PSEUDO_CONSENSUS"}
 _PLACEHOLDERS = frozenset(
     {
-        "<OPTION>", "OPTION", "<LABEL>", "LABEL", "<ANSWER>", "ANSWER", "YOUR_ANSWER",
-        "YOUR ANSWER", "<YOUR_ANSWER>", "CONSENSUS_TYPE", "DISSENTER",
+        "<OPTION>",
+        "OPTION",
+        "<LABEL>",
+        "LABEL",
+        "<ANSWER>",
+        "ANSWER",
+        "YOUR_ANSWER",
+        "YOUR ANSWER",
+        "<YOUR_ANSWER>",
+        "CONSENSUS_TYPE",
+        "DISSENTER",
     }
-)  # fmt: skip
+)
 _BARE_LABEL = re.compile(r"^[A-Z0-9_]{2,120}$")
 _CURLY = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'"})
 
 #: Top-level string fields that are text-parsed, in the official order.
 TEXT_FIELDS: tuple[str, ...] = (
-    "prediction", "pred", "pred_label", "model_pred", "answer", "label",
-    "output_text", "response_text", "generated_text", "completion_text",
-)  # fmt: skip
+    "prediction",
+    "pred",
+    "pred_label",
+    "model_pred",
+    "answer",
+    "label",
+    "output_text",
+    "response_text",
+    "generated_text",
+    "completion_text",
+)
 #: Containers walked recursively, in the official order.
 CONTAINER_FIELDS: tuple[str, ...] = (
-    "output", "result", "parsed", "completion", "response", "choices", "candidates",
-    "body", "response_body",
-)  # fmt: skip
+    "output",
+    "result",
+    "parsed",
+    "completion",
+    "response",
+    "choices",
+    "candidates",
+    "body",
+    "response_body",
+)
 _NESTED_TEXT_FIELDS = ("text", "content", "output_text", "response_text", "generated_text")
 _WALK_SKIP = frozenset(
     {
-        "messages", "message_history", "prompt", "prompts", "input", "inputs", "request",
-        "request_body", "metadata", "window_qids", "schema", "tools", "system", "user",
-        "Q1", "q1", "Q2", "q2",
+        "messages",
+        "message_history",
+        "prompt",
+        "prompts",
+        "input",
+        "inputs",
+        "request",
+        "request_body",
+        "metadata",
+        "window_qids",
+        "schema",
+        "tools",
+        "system",
+        "user",
+        "Q1",
+        "q1",
+        "Q2",
+        "q2",
     }
-)  # fmt: skip
+)
 _MAX_DEPTH = 10
 
 
@@ -106,9 +145,7 @@ def _load_mapping(text: str) -> dict[str, Any] | None:
     return obj if isinstance(obj, dict) else None
 
 
-def parse_text_answer(
-    text: str, question: str, allowed: Iterable[str] | None
-) -> str | None:
+def parse_text_answer(text: str, question: str, allowed: Iterable[str] | None) -> str | None:
     """Extract one question's label from free text, the official way.
 
     The last balanced JSON/Python object is tried, then the whole text; key ``Q1`` is preferred
@@ -215,7 +252,8 @@ def _as_int(v: Any) -> int | None:
 
 def prediction_key(row: Mapping[str, Any], task: Task) -> tuple[str, int] | str | None:
     """The official identity of a prediction row: (source bundle, window) for STATE, else bundle."""
-    meta = row.get("metadata") if isinstance(row.get("metadata"), dict) else {}
+    raw_meta = row.get("metadata")
+    meta: Mapping[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
     parts = str(row.get("custom_id") or "").split("::") if row.get("custom_id") else []
     if task is Task.STATE:
         bundle = meta.get("bundle_name") or None
@@ -285,9 +323,13 @@ class QuestionMetrics:
             "labels": list(self.labels),
             "per_label": [
                 {
-                    "label": s.label, "support": s.support, "predicted": s.predicted,
-                    "precision": s.precision, "recall": s.recall, "f1": s.f1,
-                }  # fmt: skip
+                    "label": s.label,
+                    "support": s.support,
+                    "predicted": s.predicted,
+                    "precision": s.precision,
+                    "recall": s.recall,
+                    "f1": s.f1,
+                }
                 for s in self.per_label
             ],
             "confusion": self.confusion,
@@ -478,8 +520,13 @@ def _read_prediction_rows(path: Path, counts: FileCounts) -> list[dict[str, Any]
     return rows
 
 
-def _labels_for(task: Task, question: str, gold: Sequence[str], pred: Sequence[str],
-                override: Sequence[str] | None) -> tuple[str, ...]:  # fmt: skip
+def _labels_for(
+    task: Task,
+    question: str,
+    gold: Sequence[str],
+    pred: Sequence[str],
+    override: Sequence[str] | None,
+) -> tuple[str, ...]:
     if override:
         return tuple(override)
     if task is Task.YOU:
@@ -538,7 +585,10 @@ def score_official_rows(
             labels = _labels_for(task, q, g, p, labels_override)
             metrics[q] = question_metrics(g, p, labels, n_gold=n_gold, n_missing=n_gold - len(g))
         if task is Task.STATE:
-            summary = {"state_acc": metrics["Q1"].accuracy, "state_macro_f1": metrics["Q1"].macro_f1}
+            summary = {
+                "state_acc": metrics["Q1"].accuracy,
+                "state_macro_f1": metrics["Q1"].macro_f1,
+            }
         else:
             summary = {
                 "you_q1_acc": metrics["Q1"].accuracy,
@@ -551,15 +601,20 @@ def score_official_rows(
     # CONSENSUS
     g1, p1, n_gold1 = aligned("Q1", gold_keys)
     metrics["Q1"] = question_metrics(
-        g1, p1, _labels_for(task, "Q1", g1, p1, labels_override), n_gold=n_gold1,
+        g1,
+        p1,
+        _labels_for(task, "Q1", g1, p1, labels_override),
+        n_gold=n_gold1,
         n_missing=n_gold1 - len(g1),
-    )  # fmt: skip
+    )
     both = [
         k
         for k in gold_keys
-        if "Q1" in gold[k] and "Q2" in gold[k]
-        and preds.get(k, {}).get("Q1") is not None and preds.get(k, {}).get("Q2") is not None
-    ]  # fmt: skip
+        if "Q1" in gold[k]
+        and "Q2" in gold[k]
+        and preds.get(k, {}).get("Q1") is not None
+        and preds.get(k, {}).get("Q2") is not None
+    ]
     score = 0
     cond_keys = []
     for k in both:
@@ -570,9 +625,7 @@ def score_official_rows(
                 score += 1
     g2 = [gold[k]["Q2"] for k in cond_keys]
     p2 = [str(preds[k]["Q2"]) for k in cond_keys]
-    metrics["Q2_cond"] = question_metrics(
-        g2, p2, _labels_for(task, "Q2", g2, p2, labels_override)
-    )
+    metrics["Q2_cond"] = question_metrics(g2, p2, _labels_for(task, "Q2", g2, p2, labels_override))
     summary = {
         "cons_q1_acc": metrics["Q1"].accuracy,
         "cons_q1_macro_f1": metrics["Q1"].macro_f1,
@@ -584,9 +637,18 @@ def score_official_rows(
 
 
 SUMMARY_COLUMNS: tuple[str, ...] = (
-    "model", "variant", "state_acc", "state_macro_f1", "you_q1_acc", "you_q1_macro_f1",
-    "you_q2_acc", "you_q2_macro_f1", "cons_q1_acc", "cons_q2_cond_acc", "cons_points_acc",
-)  # fmt: skip
+    "model",
+    "variant",
+    "state_acc",
+    "state_macro_f1",
+    "you_q1_acc",
+    "you_q1_macro_f1",
+    "you_q2_acc",
+    "you_q2_macro_f1",
+    "cons_q1_acc",
+    "cons_q2_cond_acc",
+    "cons_points_acc",
+)
 
 
 @dataclass
@@ -597,7 +659,7 @@ class OfficialResult:
 
     def summary_rows(self) -> list[dict[str, str]]:
         out = []
-        for (model, variant) in sorted(self.table):
+        for model, variant in sorted(self.table):
             cells = self.table[(model, variant)]
             row = {"model": model, "variant": variant}
             for col in SUMMARY_COLUMNS[2:]:
@@ -643,7 +705,9 @@ def score_official(
             metrics, summary = score_official_rows(
                 rows, task, gold[task], windows, labels_override, counts
             )
-            files.append(OfficialFileResult(path.name, task, model, variant, metrics, summary, counts))
+            files.append(
+                OfficialFileResult(path.name, task, model, variant, metrics, summary, counts)
+            )
             cells = table.setdefault((model, variant), {})
             cells.update({k: v for k, v in summary.items() if k in SUMMARY_COLUMNS})
     return OfficialResult(files=files, table=table)
@@ -662,7 +726,10 @@ class StrictResult:
     summary: dict[str, float]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"summary": self.summary, "metrics": {k: v.to_dict() for k, v in self.metrics.items()}}
+        return {
+            "summary": self.summary,
+            "metrics": {k: v.to_dict() for k, v in self.metrics.items()},
+        }
 
 
 def strict_answers(row: Mapping[str, Any], task: Task) -> dict[str, str | None]:
@@ -703,7 +770,11 @@ def score_strict(
     for task, recs in by_task.items():
         for q in TASK_QUESTIONS[task]:
             g, p, missing = collect(recs, q)
-            key = f"{task.value}.{q}" if not (task is Task.CONSENSUS and q == "Q2") else "consensus.Q2_all"
+            key = (
+                f"{task.value}.{q}"
+                if not (task is Task.CONSENSUS and q == "Q2")
+                else "consensus.Q2_all"
+            )
             metrics[key] = question_metrics(g, p, LABELS[(task, q)], n_missing=missing)
         if task is Task.CONSENSUS:
             cond = [r for r in recs if predictions.get(r.id, {}).get("Q1") == r.gold.answers["Q1"]]

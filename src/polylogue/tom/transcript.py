@@ -19,17 +19,42 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from polylogue.conversation import Conversation
-from polylogue.corpora.ami import AmiTopic, AmiWord, read_ami, read_ami_topics, read_ami_words, words_to_text
+from polylogue.corpora.ami import (
+    AmiTopic,
+    AmiWord,
+    read_ami,
+    read_ami_topics,
+    read_ami_words,
+    words_to_text,
+)
 from polylogue.tom.records import SourceWindow
 
 #: Hesitation and non-lexical backchannel tokens removed by the discourse-marker ablation
 #: (lower-case AMI spellings). Lexical backchannels ("yeah", "okay") are content and stay.
 DISCOURSE_MARKERS: frozenset[str] = frozenset(
     {
-        "um", "uh", "uhm", "umm", "erm", "er", "emm", "em", "hmm", "hm", "mm", "mmm", "mm-hmm",
-        "mm-mm", "uh-huh", "uh-uh", "um-hmm", "ah", "eh", "huh",
+        "um",
+        "uh",
+        "uhm",
+        "umm",
+        "erm",
+        "er",
+        "emm",
+        "em",
+        "hmm",
+        "hm",
+        "mm",
+        "mmm",
+        "mm-hmm",
+        "mm-mm",
+        "uh-huh",
+        "uh-uh",
+        "um-hmm",
+        "ah",
+        "eh",
+        "huh",
     }
-)  # fmt: skip
+)
 
 #: The four meetings of an AMI scenario series and the design phase each one covers.
 SCENARIO_PHASES: dict[str, str] = {
@@ -67,7 +92,11 @@ class TranscriptWindow:
 
     @property
     def phase(self) -> str | None:
-        return SCENARIO_PHASES.get(self.session_id[-1:]) if self.session_id[:2] in ("ES", "IS", "TS") else None
+        return (
+            SCENARIO_PHASES.get(self.session_id[-1:])
+            if self.session_id[:2] in ("ES", "IS", "TS")
+            else None
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +213,9 @@ def transcript_window(
     """Cut one session's words to ``window`` and group them into speaker segments."""
     start, end = window.clamped_start, window.end
     words = [
-        w for w in sessions.words(session_id) if (m := _midpoint(w)) is not None and start <= m < end
+        w
+        for w in sessions.words(session_id)
+        if (m := _midpoint(w)) is not None and start <= m < end
     ]
     if options.remove_discourse_markers:
         words = remove_discourse_markers(words)
@@ -224,7 +255,9 @@ def transcript_window(
     )
 
 
-def render_transcript(window: TranscriptWindow, options: TranscriptOptions = TranscriptOptions()) -> str:
+def render_transcript(
+    window: TranscriptWindow, options: TranscriptOptions = TranscriptOptions()
+) -> str:
     """One line per segment: ``[t0-t1] B (project manager) [inf]: text``."""
     if not window.segments:
         return options.empty_text
@@ -238,8 +271,14 @@ def render_transcript(window: TranscriptWindow, options: TranscriptOptions = Tra
         who = seg.speaker
         if options.roles and seg.speaker in window.roles:
             who = f"{seg.speaker} ({window.roles[seg.speaker]})"
-        tag = f" [{', '.join(seg.dialogue_acts)}]" if options.dialogue_acts and seg.dialogue_acts else ""
-        stamp = f"[{_secs(seg.start - base)}-{_secs(seg.end - base)}s] " if options.timestamps else ""
+        tag = (
+            f" [{', '.join(seg.dialogue_acts)}]"
+            if options.dialogue_acts and seg.dialogue_acts
+            else ""
+        )
+        stamp = (
+            f"[{_secs(seg.start - base)}-{_secs(seg.end - base)}s] " if options.timestamps else ""
+        )
         lines.append(f"{stamp}{who}{tag}: {seg.text}")
     return "\n".join(lines)
 
@@ -259,4 +298,3 @@ def you_occurrences(window: TranscriptWindow, speaker: str) -> list[float]:
         for s in window.segments
         if s.speaker == speaker and "you" in _WORD.findall(s.text.lower())
     ]
-

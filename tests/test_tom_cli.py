@@ -1,0 +1,48 @@
+"""``polylogue tom`` commands end to end on a few real records."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from polylogue.cli import app
+
+runner = CliRunner()
+
+
+def test_validate_lists_known_anomalies() -> None:
+    result = runner.invoke(app, ["tom", "validate"])
+    assert result.exit_code == 0, result.output
+    assert "state: 600 records" in result.output
+    assert "q2_names_q1_gold" in result.output and "203" in result.output
+    assert "UNEXPECTED" not in result.output
+
+
+def test_run_score_export_report(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    args = ["tom", "run", "--model", "heuristic", "--variant", "noprompt+utter", "--limit", "3"]
+    result = runner.invoke(app, [*args, "--out", str(runs)])
+    assert result.exit_code == 0, result.output
+    folder = Path(result.stdout.strip().splitlines()[-1])
+    assert (folder / "predictions.jsonl").is_file() and folder.parent == runs
+
+    scored = runner.invoke(app, ["tom", "score", str(folder), "--out", str(tmp_path / "s")])
+    assert scored.exit_code == 0, scored.output
+    assert "[official]" in scored.stdout and "[strict]" in scored.stdout
+    assert (tmp_path / "s" / "scores.json").is_file()
+
+    official = tmp_path / "official"
+    exported = runner.invoke(app, ["tom", "export", str(folder), "--out", str(official)])
+    assert exported.exit_code == 0, exported.output
+    summary = runner.invoke(app, ["tom", "score", str(official), "--out", str(tmp_path / "o")])
+    assert summary.exit_code == 0, summary.output
+    with open(tmp_path / "o" / "overall_summary.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["model"], r["variant"]) for r in rows] == [("heuristic-utter", "noprompt")]
+    assert all(rows[0][c] for c in ("state_acc", "you_q1_acc", "cons_points_acc"))
+
+    report = runner.invoke(app, ["tom", "report", str(folder), "--modality", "utterance"])
+    assert report.exit_code == 0, report.output
+    assert "Table 1. Overall performance" in report.stdout
