@@ -48,7 +48,7 @@ def main() -> None:
     args = ap.parse_args()
 
     model = load_model(args.model_dir)
-    extractor = FeatureExtractor(model.yield_model)
+    extractor = FeatureExtractor(model.yield_model, model.relation_model)
     results: dict[str, object] = {"split": args.split, "threshold": model.threshold, "corpora": {}}
     for folder in args.benchmarks:
         bench = load_benchmark(folder)

@@ -96,7 +96,9 @@ def test_engine_streaming_matches_batch_features() -> None:
     model = load_model()
     conv = _first_conversation("earnings21")
     points = list(itertools.islice(conversation_points(conv), 200))
-    batch = FeatureExtractor(model.yield_model).features([p.input for p in points])
+    batch = FeatureExtractor(model.yield_model, model.relation_model).features(
+        [p.input for p in points]
+    )
     engine = TurnTakingEngine(model, conv.participants)
     fed = 0
     for row, p in enumerate(points):

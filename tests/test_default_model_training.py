@@ -12,7 +12,7 @@ from polylogue.corpora import load_corpus
 from polylogue.engine.model import load_model
 from polylogue.engine.threshold import sweep_thresholds
 from polylogue.models.default_model import load_default_predictor
-from polylogue.training.default_model import TrainOptions, fit_yield_model, train_default_model
+from polylogue.training.default_model import TrainOptions, fit_hashed_logistic, train_default_model
 from polylogue.turntaking.dataset import (
     BuildOptions,
     build_benchmark,
@@ -60,7 +60,7 @@ def test_yield_model_learns_that_questions_hand_over_the_floor() -> None:
     utts = conv.utterances
     rows = [text_facts(u.text).hashed for u in utts[:-1]]
     labels = [int(b.speaker != a.speaker) for a, b in itertools.pairwise(utts)]
-    model = fit_yield_model(rows, labels, c=1.0)
+    model = fit_hashed_logistic(rows, labels, c=1.0)
     assert model.weights.shape == (2**18,)
     scores = np.asarray([model(r) for r in rows])
     y = np.asarray(labels, dtype=bool)

@@ -16,7 +16,7 @@ from polylogue.tom.backends import (
 )
 from polylogue.tom.prompts import parse_variant
 from polylogue.tom.records import TASK_FILES, Task, load_benchmark
-from polylogue.tom.report import build_report, scores_from_run
+from polylogue.tom.report import build_report, label_tables, scores_from_run
 from polylogue.tom.runner import MANIFEST, PREDICTIONS, export_official, load_run, run_tom
 from polylogue.tom.scoring import majority_labels, score_official
 
@@ -110,6 +110,10 @@ def test_baselines_and_report_tables(bench, tmp_path: Path) -> None:  # type: ig
     assert "| chance-level | 14.29 | 14.29 | 16.67 | 25.00 | 25.00 | 25.00 | – |" in text
     assert "Table 5. Discourse markers" in text and "w/o discourse markers" in text
     assert "Table 3." not in text  # no prompting ablation was run
+    per_label = label_tables(scores[1])
+    # the majority baseline predicts one STATE label for all 10 STATE records
+    assert f"| {majority['state.Q1']} | " in per_label and "| 10 |" in per_label
+    assert "gold \\ predicted" in per_label and "consensus.Q2_cond" in per_label
 
 
 @pytest.mark.slow

@@ -230,14 +230,19 @@ def report_cmd(
     ] = "both",
     data: DataOpt = None,
     out: Annotated[Path | None, typer.Option(help="Write the Markdown report here.")] = None,
+    labels: Annotated[
+        bool, typer.Option("--labels", help="Add per-label tables and confusion matrices.")
+    ] = False,
 ) -> None:
     """Markdown tables in the layouts of the paper's Tables 1-6."""
     from polylogue.tom.records import load_benchmark
-    from polylogue.tom.report import build_report, scores_from_run
+    from polylogue.tom.report import build_report, label_tables, scores_from_run
 
     bench = load_benchmark(data)
     scores = [scores_from_run(bench, r, mode) for r in runs]
     text = build_report(scores, modality=modality)
+    if labels:
+        text += "\n" + "\n".join(label_tables(s) for s in scores)
     if out is not None:
         out.write_text(text, encoding="utf-8")
     typer.echo(text)

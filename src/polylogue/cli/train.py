@@ -35,13 +35,19 @@ def _parse_sets(items: list[str] | None) -> dict[str, Any]:
 def train_command(
     data: Annotated[
         list[Path] | None,
-        typer.Option("--data", "-d", help="Benchmark folder(s); several = combined-corpus training."),
+        typer.Option(
+            "--data", "-d", help="Benchmark folder(s); several = combined-corpus training."
+        ),
     ] = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Run folder (the adapter).")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Run folder (the adapter).")
+    ] = None,
     config: Annotated[
         str | None, typer.Option(help="Config file (YAML/JSON/TOML) or packaged name, e.g. rank16.")
     ] = None,
-    model: Annotated[str | None, typer.Option(help="Base model: smollm2, a .gguf or a folder.")] = None,
+    model: Annotated[
+        str | None, typer.Option(help="Base model: smollm2, a .gguf or a folder.")
+    ] = None,
     mode: Annotated[str | None, typer.Option(help="decision or reasoning.")] = None,
     reasoning: Annotated[
         list[Path] | None, typer.Option(help="Distillation folder(s) (polylogue distill).")
@@ -51,7 +57,9 @@ def train_command(
     epochs: Annotated[float | None, typer.Option(help="Epochs (paper: 3).")] = None,
     max_steps: Annotated[int | None, typer.Option(help="Stop after N optimizer steps.")] = None,
     batch_size: Annotated[int | None, typer.Option(help="Per-device batch (paper: 16).")] = None,
-    grad_accum: Annotated[int | None, typer.Option(help="Gradient accumulation (paper: 2).")] = None,
+    grad_accum: Annotated[
+        int | None, typer.Option(help="Gradient accumulation (paper: 2).")
+    ] = None,
     lr: Annotated[float | None, typer.Option(help="Learning rate (paper: 1e-4).")] = None,
     max_prompt_tokens: Annotated[
         int | None, typer.Option(help="Prompt token budget, oldest turns dropped (paper: 2048).")
@@ -146,10 +154,15 @@ def distill_command(
     ] = None,
     chunk_size: Annotated[int, typer.Option(help="Points per teacher call.")] = 8,
     max_prompt_tokens: Annotated[int, typer.Option(help="Prompt token budget.")] = 2048,
+    system_template: Annotated[
+        Path | None, typer.Option(help="System prompt file replacing the packaged one.")
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the stratified subset.")] = 42,
     option: Annotated[
         list[str] | None,
-        typer.Option("--option", "-O", help="Teacher backend option KEY=VALUE (e.g. max_tokens=96)."),
+        typer.Option(
+            "--option", "-O", help="Teacher backend option KEY=VALUE (e.g. max_tokens=96)."
+        ),
     ] = None,
 ) -> None:
     """Write a one-sentence, label-conditioned justification for each training point.
@@ -173,6 +186,7 @@ def distill_command(
         requests_per_second=rate,
         chunk_size=chunk_size,
         max_prompt_tokens=max_prompt_tokens,
+        system_template=None if system_template is None else str(system_template),
         seed=seed,
         teacher_options=_parse_sets(option),
     )
@@ -202,7 +216,9 @@ def configs_command(
     shipped = packaged_configs()
     if name is not None:
         if name not in shipped:
-            raise typer.BadParameter(f"no packaged config {name!r}; known: {', '.join(sorted(shipped))}")
+            raise typer.BadParameter(
+                f"no packaged config {name!r}; known: {', '.join(sorted(shipped))}"
+            )
         typer.echo(str(shipped[name]))
         return
     for key in sorted(shipped):

@@ -86,7 +86,9 @@ class TurnTakingEngine:
     ) -> None:
         self.model = model
         self.threshold = model.threshold if threshold is None else threshold
-        self.state: ConversationState = new_state(model.yield_model, participants)
+        self.state: ConversationState = new_state(
+            model.yield_model, model.relation_model, participants
+        )
 
     @classmethod
     def load(

@@ -12,15 +12,18 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from polylogue.engine.features import N_FEATURES, ConversationState, YieldScorer, new_state
+from polylogue.engine.features import N_FEATURES, ConversationState, HashedScorer, new_state
 from polylogue.turntaking.types import DecisionInput
 
 
 class FeatureExtractor:
     """Turns decision inputs into feature rows, reusing conversation state across calls."""
 
-    def __init__(self, yield_scorer: YieldScorer, max_states: int = 16) -> None:
+    def __init__(
+        self, yield_scorer: HashedScorer, relation_scorer: HashedScorer, max_states: int = 16
+    ) -> None:
         self.yield_scorer = yield_scorer
+        self.relation_scorer = relation_scorer
         self.max_states = max_states
         self._states: OrderedDict[str, ConversationState] = OrderedDict()
 
@@ -39,7 +42,7 @@ class FeatureExtractor:
                 and ctx[seen - 1] != state.utts[-1].source
             )
         ):
-            state = new_state(self.yield_scorer)
+            state = new_state(self.yield_scorer, self.relation_scorer)
             seen = 0
         state.register((*inp.present, inp.target))
         for i in range(seen, len(ctx)):
@@ -50,9 +53,14 @@ class FeatureExtractor:
             self._states.popitem(last=False)
         return state
 
-    def features(self, inputs: Sequence[DecisionInput]) -> np.ndarray:
+    def features(
+        self,
+        inputs: Sequence[DecisionInput],
+        relation_keys: list[tuple[int, ...]] | None = None,
+    ) -> np.ndarray:
+        """One feature row per input; ``relation_keys`` collects each row's relation vocabulary."""
         x = np.empty((len(inputs), N_FEATURES), dtype=np.float32)
         for row, inp in enumerate(inputs):
             state = self.state_for(inp)
-            x[row] = state.features(inp.target.id, [p.id for p in inp.present])
+            x[row] = state.features(inp.target.id, [p.id for p in inp.present], relation_keys)
         return x

@@ -21,14 +21,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from polylogue.conversation import Participant, Utterance
-from polylogue.engine.text import TextFacts, text_facts
+from polylogue.engine.text import TextFacts, hash_keys, text_facts
 from polylogue.turntaking.cues import UtteranceCues, build_matchers, is_cased, utterance_cues
 
 #: Participant role of pseudo-speakers ("several people"): never a target, not a person present.
 GROUP_ROLE = "group"
 
-#: Maps an utterance's hashed vocabulary to a turn-yield logit (see polylogue.engine.model).
-YieldScorer = Callable[[tuple[int, ...]], float]
+#: A linear model over hashed vocabulary ids -> logit (see polylogue.engine.model).
+HashedScorer = Callable[[tuple[int, ...]], float]
 
 _RECENT = 20
 _RECENT_TURNS = 8
@@ -76,6 +76,7 @@ FEATURE_NAMES: tuple[str, ...] = (
     "acknowledgement",
     "yield_logit",
     "prev_yield_logit",
+    "relation_logit",
     # address and reference of the target and of others
     "target_vocative",
     "target_mentioned",
@@ -203,7 +204,9 @@ class _Utt:
 class ConversationState:
     """Everything the model needs about a conversation so far, updated one utterance at a time."""
 
-    yield_scorer: YieldScorer
+    yield_scorer: HashedScorer
+    #: Scores the current words crossed with the target's relation to the talk (see relation_of).
+    relation_scorer: HashedScorer
     participants: dict[str, Participant] = field(default_factory=dict)
     utts: list[_Utt] = field(default_factory=list)
     cased: bool = False
@@ -315,7 +318,12 @@ class ConversationState:
 
     # ------------------------------------------------------------------ decision features
 
-    def features(self, target: str, present: Sequence[str]) -> np.ndarray:
+    def features(
+        self,
+        target: str,
+        present: Sequence[str],
+        relation_keys: list[tuple[int, ...]] | None = None,
+    ) -> np.ndarray:
         """Features for "should ``target`` speak now?" at the pause after the last utterance."""
         if not self.utts:
             raise ValueError("no utterance observed yet: there is no pause to decide at")
@@ -416,6 +424,14 @@ class ConversationState:
         asks = facts.question_mark or facts.wh_start or facts.aux_start or facts.ask_request
         f["question_to_prev_target"] = asks and to_prev
         f["question_to_nobody_named"] = asks and not cues.addressed and not cues.referenced
+        # The same words mean different things for different listeners: "what do you think?"
+        # after the target spoke is put to the target; naming them in the third person is not.
+        rkeys = hash_keys(
+            facts.keys, relation_of(voc, mentioned, to_prev, last_t, len(turns)) + "|"
+        )
+        f["relation_logit"] = self.relation_scorer(rkeys)
+        if relation_keys is not None:
+            relation_keys.append(rkeys)
 
         recent_turns = turns[-_RECENT_TURNS:]
         f["n_active_recent"] = len(set(recent_turns) | set(recent))
@@ -491,6 +507,21 @@ class ConversationState:
         return at_start, at_end, third, len(hits)
 
 
+def relation_of(
+    vocative: bool, mentioned: bool, prev_turn: bool, last_turn: int | None, n_turns: int
+) -> str:
+    """The target's relation to the current utterance, for relation-conditioned word weights."""
+    if vocative:
+        return "voc"
+    if mentioned:
+        return "ref"
+    if prev_turn:
+        return "prev"
+    if last_turn is None:
+        return "new"
+    return "recent" if n_turns - 1 - last_turn <= _RECENT_TURNS else "old"
+
+
 def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
     """Jaccard overlap of content words (topic continuity between two utterances)."""
     if not a or not b:
@@ -511,8 +542,10 @@ class _Setter:
 
 
 def new_state(
-    yield_scorer: YieldScorer, participants: Iterable[Participant] = ()
+    yield_scorer: HashedScorer,
+    relation_scorer: HashedScorer,
+    participants: Iterable[Participant] = (),
 ) -> ConversationState:
-    state = ConversationState(yield_scorer=yield_scorer)
+    state = ConversationState(yield_scorer=yield_scorer, relation_scorer=relation_scorer)
     state.register(participants)
     return state

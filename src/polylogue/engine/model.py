@@ -5,6 +5,7 @@ A model folder holds::
     model.json         format, feature names, calibration map, default threshold, metrics
     trees.txt          LightGBM booster in its text format (stable across LightGBM versions)
     yield_weights.npy  float32 hashed-vocabulary weights of the turn-yield logistic model
+    relation_weights.npy  float32 weights of the relation-conditioned word model
 
 Nothing is pickled; every file is plain text or a raw numeric array.
 """
@@ -50,8 +51,12 @@ class Calibration:
 
 
 @dataclass
-class YieldModel:
-    """Logistic model over hashed words: will the current speaker hand over the floor?"""
+class HashedLogistic:
+    """A logistic model over hashed vocabulary ids (the "bias" key carries the intercept).
+
+    Two ship with the model: turn-yield (will the current speaker hand over the floor?) and
+    relation (this utterance's words crossed with the target's relation to it -> P(SPEAK)).
+    """
 
     weights: np.ndarray  # float32, HASH_SIZE
 
@@ -59,7 +64,7 @@ class YieldModel:
         return float(self.weights[list(hashed)].sum()) if hashed else 0.0
 
     @classmethod
-    def zeros(cls) -> YieldModel:
+    def zeros(cls) -> HashedLogistic:
         return cls(np.zeros(HASH_SIZE, dtype=np.float32))
 
 
@@ -68,7 +73,8 @@ class TurnTakingModel:
     """Booster, turn-yield weights, calibration and the decision threshold on P(SPEAK)."""
 
     booster: Any  # lightgbm.Booster
-    yield_model: YieldModel
+    yield_model: HashedLogistic
+    relation_model: HashedLogistic
     calibration: Calibration
     threshold: float
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -89,6 +95,7 @@ class TurnTakingModel:
         folder.mkdir(parents=True, exist_ok=True)
         self.booster.save_model(str(folder / "trees.txt"))
         np.save(folder / "yield_weights.npy", self.yield_model.weights.astype(np.float32))
+        np.save(folder / "relation_weights.npy", self.relation_model.weights.astype(np.float32))
         meta = {
             **self.metadata,
             "format": MODEL_FORMAT,
@@ -105,7 +112,8 @@ def load_model(folder: str | Path | None = None) -> TurnTakingModel:
     import lightgbm as lgb
 
     folder = Path(folder) if folder is not None else DEFAULT_MODEL_DIR
-    paths = {n: folder / n for n in ("model.json", "trees.txt", "yield_weights.npy")}
+    names = ("model.json", "trees.txt", "yield_weights.npy", "relation_weights.npy")
+    paths = {n: folder / n for n in names}
     missing = [n for n, p in paths.items() if not p.is_file()]
     if missing:
         raise ModelFilesError(
@@ -120,15 +128,17 @@ def load_model(folder: str | Path | None = None) -> TurnTakingModel:
         raise ModelFilesError(
             f"{paths['model.json']}: trained on a different feature set than this polylogue version"
         )
-    weights = np.load(paths["yield_weights.npy"], allow_pickle=False)
-    if weights.shape != (HASH_SIZE,):
-        raise ModelFilesError(
-            f"{paths['yield_weights.npy']}: shape {weights.shape}, want ({HASH_SIZE},)"
-        )
+    weights = {}
+    for name in ("yield_weights.npy", "relation_weights.npy"):
+        w = np.load(paths[name], allow_pickle=False)
+        if w.shape != (HASH_SIZE,):
+            raise ModelFilesError(f"{paths[name]}: shape {w.shape}, want ({HASH_SIZE},)")
+        weights[name] = w.astype(np.float32)
     booster = lgb.Booster(model_file=str(paths["trees.txt"]))
     return TurnTakingModel(
         booster=booster,
-        yield_model=YieldModel(weights.astype(np.float32)),
+        yield_model=HashedLogistic(weights["yield_weights.npy"]),
+        relation_model=HashedLogistic(weights["relation_weights.npy"]),
         calibration=Calibration.from_dict(meta["calibration"]),
         threshold=float(meta["threshold"]),
         metadata=meta,

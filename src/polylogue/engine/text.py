@@ -193,6 +193,8 @@ class TextFacts:
     acknowledgement: bool
     #: Hashed vocabulary indices for the turn-yield model (sorted, unique).
     hashed: tuple[int, ...]
+    #: The unhashed vocabulary keys (crossed with the target's relation at decision time).
+    keys: tuple[str, ...]
     #: Content words (4+ letters, no stop words) for topic overlap between utterances.
     content: frozenset[str]
 
@@ -205,8 +207,8 @@ def _h(key: str) -> int:
     return zlib.crc32(key.encode("utf-8")) & (HASH_SIZE - 1)
 
 
-def hashed_vocabulary(words: list[str], text: str) -> tuple[int, ...]:
-    """Hash ids of the words, the first/last words and bigram, the final punctuation, length."""
+def vocabulary_keys(words: list[str], text: str) -> tuple[str, ...]:
+    """The words, the first/last words and bigrams, the final punctuation, the length."""
     keys = {f"w:{w}" for w in words}
     if words:
         keys.add(f"f:{words[0]}")
@@ -218,7 +220,12 @@ def hashed_vocabulary(words: list[str], text: str) -> tuple[int, ...]:
     keys.add(f"p:{stripped[-1] if stripped and not stripped[-1].isalnum() else '_'}")
     keys.add(f"n:{min(len(words), 12)}")
     keys.add("bias")
-    return tuple(sorted({_h(k) for k in keys}))
+    return tuple(sorted(keys))
+
+
+def hash_keys(keys: tuple[str, ...], prefix: str = "") -> tuple[int, ...]:
+    """Hash ids of vocabulary keys, optionally crossed with a prefix (e.g. a relation)."""
+    return tuple(sorted({_h(prefix + k) for k in keys}))
 
 
 def text_facts(text: str) -> TextFacts:
@@ -226,6 +233,7 @@ def text_facts(text: str) -> TextFacts:
     wordset = set(words)
     stripped = text.rstrip()
     last = words[-1] if words else ""
+    keys = vocabulary_keys(words, text)
     first = words[0] if words else ""
     return TextFacts(
         n_words=len(words),
@@ -242,6 +250,7 @@ def text_facts(text: str) -> TextFacts:
         ends_terminal=stripped.endswith((".", "!", "?")) and not stripped.endswith("..."),
         filler_only=is_filler_only(text),
         acknowledgement=bool(words) and len(words) <= 4 and wordset <= _ACKNOWLEDGEMENTS,
-        hashed=hashed_vocabulary(words, text),
+        hashed=hash_keys(keys),
+        keys=keys,
         content=frozenset(w for w in words if len(w) >= 4 and w not in _STOP),
     )

@@ -28,7 +28,7 @@ class DefaultPredictor:
         self.model = model
         self.threshold = model.threshold if threshold is None else float(threshold)
         self.model_dir = model_dir or DEFAULT_MODEL_DIR
-        self._extractor = FeatureExtractor(model.yield_model)
+        self._extractor = FeatureExtractor(model.yield_model, model.relation_model)
 
     @property
     def name(self) -> str:

@@ -18,7 +18,6 @@ ffmpeg comes from the ``imageio-ffmpeg`` wheel (extra ``video``); no system ffmp
 from __future__ import annotations
 
 import math
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Sequence
@@ -420,10 +419,3 @@ def frames_for_record(
         for role, path in media.files.items()
     }
     return PromptMedia(videos=dict(media.files), frames=frames)
-
-
-def ffmpeg_available() -> bool:
-    try:
-        return Path(ffmpeg_exe()).is_file() or shutil.which(ffmpeg_exe()) is not None
-    except MediaError:
-        return False

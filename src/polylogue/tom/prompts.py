@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -385,7 +385,3 @@ def _video_roles(task: Task, q1_only: bool) -> list[tuple[str, str]]:
         roles = [("Q1_corner", "Video 1 (corner view)" if not q1_only else "Video")]
         return roles if q1_only else [*roles, ("Q2_mosaic", "Video 2 (close-up grid)")]
     return [("mosaic", "Video (close-up grid)")]
-
-
-def with_reasoning(options: PromptOptions, reasoning: Reasoning) -> PromptOptions:
-    return replace(options, reasoning=reasoning)

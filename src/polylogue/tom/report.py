@@ -17,6 +17,7 @@ from polylogue.tom.prompts import PromptOptions
 from polylogue.tom.records import LABELS, TASK_FILES, Task, ToMBenchmark
 from polylogue.tom.runner import load_run
 from polylogue.tom.scoring import (
+    QuestionMetrics,
     load_official_gold,
     score_official_rows,
     score_strict,
@@ -57,6 +58,8 @@ class RunScores:
     n: dict[str, int] = field(default_factory=dict)
     coverage: dict[str, float] = field(default_factory=dict)
     folder: str | None = None
+    #: Per-question metrics (per-label scores, confusion matrices) keyed like ``state.Q1``.
+    details: dict[str, QuestionMetrics] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -68,6 +71,7 @@ class RunScores:
             "n": self.n,
             "coverage": self.coverage,
             "folder": self.folder,
+            "details": {k: m.to_dict() for k, m in self.details.items()},
         }
 
 
@@ -88,8 +92,10 @@ def scores_from_rows(
     values: dict[str, float | None] = {k: None for k, _ in METRICS}
     n: dict[str, int] = {}
     coverage: dict[str, float] = {}
+    details: dict[str, QuestionMetrics] = {}
     if mode == "strict":
         res = score_strict(records, strict_from_rows(records, rows), only_windows)
+        details = dict(res.metrics)
         pairs = {
             "t1": "state.Q1",
             "t21": "you.Q1",
@@ -111,6 +117,7 @@ def scores_from_rows(
         by_task = {t: [r for r in rows if r.get("task") == t.value] for t in tasks}
         for task, task_rows in by_task.items():
             metrics, summary = score_official_rows(task_rows, task, gold[task], only_windows)
+            details |= {f"{task.value}.{q}": m for q, m in metrics.items()}
             if task is Task.STATE:
                 values |= {"t1_acc": summary["state_acc"], "t1_macro": summary["state_macro_f1"]}
                 n["t1"] = metrics["Q1"].n
@@ -128,7 +135,15 @@ def scores_from_rows(
         values["t22_acc"] = None
         n.pop("t22", None)
         coverage.pop("t22", None)
-    return RunScores(model=model, options=options, mode=mode, values=values, n=n, coverage=coverage)
+    return RunScores(
+        model=model,
+        options=options,
+        mode=mode,
+        values=values,
+        n=n,
+        coverage=coverage,
+        details=details,
+    )
 
 
 def scores_from_run(
@@ -202,6 +217,7 @@ BASE = PromptOptions()
 
 def _same_except(opts: PromptOptions, **changes: Any) -> bool:
     """Options equal to the default except the given fields (frame settings ignored)."""
+
     def core(o: PromptOptions) -> PromptOptions:
         return replace(o, frame_fps=None, frame_count=None, max_frames=0)
 
@@ -359,3 +375,35 @@ def build_report(
         table6(runs, modality),
     ]
     return "\n\n".join(p for p in parts if p) + "\n"
+
+
+def label_tables(scores: RunScores) -> str:
+    """Per-label precision/recall/F1 and a confusion matrix (gold rows, predicted columns) for
+    every question of one run."""
+    parts = [f"Per-label results: {scores.model} [{scores.options.name}], {scores.mode} scoring"]
+    for key, m in scores.details.items():
+        rows = [
+            [
+                s.label,
+                str(s.support),
+                str(s.predicted),
+                _pct(s.precision),
+                _pct(s.recall),
+                _pct(s.f1),
+            ]
+            for s in m.per_label
+        ]
+        parts.append(
+            f"{key}: n={m.n}, accuracy {_pct(m.accuracy)}, macro-F1 {_pct(m.macro_f1)}\n\n"
+            + _table(["Label", "Gold", "Predicted", "Precision", "Recall", "F1"], rows)
+        )
+        predicted = sorted({p for row in m.confusion.values() for p in row} - set(m.labels))
+        cols = [*m.labels, *predicted]
+        golds = [*m.labels, *sorted(set(m.confusion) - set(m.labels))]
+        matrix = [
+            [g, *(str(m.confusion.get(g, {}).get(c, 0)) for c in cols)]
+            for g in golds
+            if g in m.confusion or g in m.labels
+        ]
+        parts.append(_table(["gold \\ predicted", *cols], matrix))
+    return "\n\n".join(parts) + "\n"

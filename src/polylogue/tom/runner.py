@@ -25,7 +25,7 @@ import os
 import platform
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -373,7 +373,3 @@ def export_official(
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
         written.append(path)
     return written
-
-
-def run_predictions(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {str(r["point_id"]): r for r in rows}

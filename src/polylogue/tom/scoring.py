@@ -797,11 +797,6 @@ def score_strict(
 # ----------------------------------------------------------------------------- baselines
 
 
-def chance_accuracy(task: Task, question: str) -> float:
-    """Uniform random guessing over the fixed options (the paper's chance row)."""
-    return 1.0 / len(LABELS[(task, question)])
-
-
 def majority_labels(records: Sequence[ToMRecord]) -> dict[tuple[Task, str], str]:
     """Most frequent gold label per question (ties broken by option order)."""
     out: dict[tuple[Task, str], str] = {}

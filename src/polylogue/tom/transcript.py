@@ -13,7 +13,7 @@ and rendered only when a prompt variant asks for them.
 
 from __future__ import annotations
 
-import re
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,12 +113,17 @@ class TranscriptOptions:
     empty_text: str = "(no speech in this window)"
 
 
+#: Longest word duration searched back for (no AMI word lasts this long).
+_MAX_WORD_S = 30.0
+
+
 class AmiSessions:
     """Per-session cache of AMI words, dialogue acts and topics (explicit, not global)."""
 
     def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)
         self._words: dict[str, list[AmiWord]] = {}
+        self._starts: dict[str, list[float]] = {}
         self._convs: dict[str, Conversation] = {}
         self._topics: dict[str, list[AmiTopic]] = {}
 
@@ -126,6 +131,21 @@ class AmiSessions:
         if session not in self._words:
             self._words[session] = read_ami_words(self.folder, session)
         return self._words[session]
+
+    def words_between(self, session: str, start: float, end: float) -> list[AmiWord]:
+        """Words whose time midpoint lies in ``[start, end)`` (binary search on start times)."""
+        words = self.words(session)
+        if session not in self._starts:
+            # read_ami_words sorts by start; an untimed word takes the previous word's time
+            starts, last = [], 0.0
+            for w in words:
+                last = w.start if w.start is not None else last
+                starts.append(last)
+            self._starts[session] = starts
+        starts = self._starts[session]
+        lo = bisect.bisect_left(starts, start - _MAX_WORD_S)
+        hi = bisect.bisect_left(starts, end)
+        return [w for w in words[lo:hi] if (m := _midpoint(w)) is not None and start <= m < end]
 
     def conversation(self, session: str) -> Conversation:
         if session not in self._convs:
@@ -212,11 +232,7 @@ def transcript_window(
 ) -> TranscriptWindow:
     """Cut one session's words to ``window`` and group them into speaker segments."""
     start, end = window.clamped_start, window.end
-    words = [
-        w
-        for w in sessions.words(session_id)
-        if (m := _midpoint(w)) is not None and start <= m < end
-    ]
+    words = sessions.words_between(session_id, start, end)
     if options.remove_discourse_markers:
         words = remove_discourse_markers(words)
     conv = sessions.conversation(session_id) if (options.dialogue_acts or options.roles) else None
@@ -286,15 +302,3 @@ def render_transcript(
 def _secs(x: float) -> str:
     v = round(x, 1)
     return f"{0.0 if v == 0 else v:.1f}"  # never print "-0.0"
-
-
-_WORD = re.compile(r"[a-z']+")
-
-
-def you_occurrences(window: TranscriptWindow, speaker: str) -> list[float]:
-    """Session times at which ``speaker`` starts a segment containing the word "you"."""
-    return [
-        s.start
-        for s in window.segments
-        if s.speaker == speaker and "you" in _WORD.findall(s.text.lower())
-    ]

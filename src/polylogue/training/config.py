@@ -82,6 +82,9 @@ class TrainConfig:
     # Inputs: the same prompt builder and budget as evaluation (oldest turns dropped first)
     max_prompt_tokens: int = 2048
     system_repeats: int = 1
+    #: Prompt template files replacing the packaged ones (evaluation must use the same).
+    system_template: str | None = None
+    user_template: str | None = None
     #: Drop (never truncate) examples whose prompt + answer exceed this many tokens.
     max_seq_length: int | None = None
     #: Use only a stratified subset of the training split (by category).
@@ -119,9 +122,18 @@ class TrainConfig:
             problems.append(f"epoch_size must be dataset or largest, not {self.epoch_size!r}")
         if self.precision not in ("auto", "bf16", "fp16", "fp32"):
             problems.append(f"precision must be auto, bf16, fp16 or fp32, not {self.precision!r}")
-        for name in ("lora_r", "lora_alpha", "per_device_batch_size", "gradient_accumulation_steps",
-                     "eval_steps", "eval_batch_size", "max_prompt_tokens", "system_repeats",
-                     "logging_steps", "save_total_limit"):
+        for name in (
+            "lora_r",
+            "lora_alpha",
+            "per_device_batch_size",
+            "gradient_accumulation_steps",
+            "eval_steps",
+            "eval_batch_size",
+            "max_prompt_tokens",
+            "system_repeats",
+            "logging_steps",
+            "save_total_limit",
+        ):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be >= 1")
         if not 0 <= self.lora_dropout < 1:
@@ -133,7 +145,9 @@ class TrainConfig:
         if self.max_steps is not None and self.max_steps < 1:
             problems.append("max_steps must be >= 1")
         if self.sampler == "four_way" and self.per_device_batch_size < 4:
-            problems.append("the four-way sampler needs per_device_batch_size >= 4 (one per category)")
+            problems.append(
+                "the four-way sampler needs per_device_batch_size >= 4 (one per category)"
+            )
         if self.mode == "reasoning" and not self.reasoning:
             problems.append("reasoning mode needs at least one distillation folder (reasoning=...)")
         if not self.target_modules:
@@ -154,6 +168,8 @@ class TrainConfig:
             mode=self.mode,
             system_repeats=self.system_repeats,
             max_prompt_tokens=self.max_prompt_tokens,
+            system_template=self.system_template,
+            user_template=self.user_template,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -186,12 +202,18 @@ def _coerce(name: str, value: Any, source: str) -> Any:
         if not isinstance(value, bool):
             raise TrainConfigError(f"{source}: {name} must be true or false, not {value!r}")
         return value
-    if isinstance(default, float) and isinstance(value, int | float) and not isinstance(value, bool):
+    if (
+        isinstance(default, float)
+        and isinstance(value, int | float)
+        and not isinstance(value, bool)
+    ):
         return float(value)
     return value
 
 
-def merge_config(base: TrainConfig, values: Mapping[str, Any], source: str = "config") -> TrainConfig:
+def merge_config(
+    base: TrainConfig, values: Mapping[str, Any], source: str = "config"
+) -> TrainConfig:
     """``base`` with ``values`` applied; unknown keys are errors (typos must not pass silently)."""
     unknown = sorted(set(values) - set(_FIELD_TYPES))
     if unknown:
@@ -286,4 +308,3 @@ def load_run_config(run_dir: str | Path) -> TrainConfig:
     except json.JSONDecodeError as exc:
         raise TrainConfigError(f"{path}: invalid JSON: {exc}") from exc
     return resolve_config(None, values)
-

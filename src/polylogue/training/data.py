@@ -92,10 +92,14 @@ def render_prompt(tokenizer: Any, messages: Sequence[ChatMessage]) -> str:
             "the tokenizer has no chat template; training and evaluation both need the model's "
             "chat template (use an instruction-tuned model)"
         )
-    return str(tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True))
+    return str(
+        tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+    )
 
 
-def render_completion(tokenizer: Any, messages: Sequence[ChatMessage], prompt: str, answer: str) -> str:
+def render_completion(
+    tokenizer: Any, messages: Sequence[ChatMessage], prompt: str, answer: str
+) -> str:
     """The text the chat template writes after ``prompt`` for the assistant reply ``answer``.
 
     Usually ``answer`` plus the end-of-turn token. Whitespace the template puts *between* turns

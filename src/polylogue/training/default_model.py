@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 
 from polylogue.engine.extract import FeatureExtractor
-from polylogue.engine.model import Calibration, TurnTakingModel, YieldModel
+from polylogue.engine.features import FEATURE_NAMES
+from polylogue.engine.model import Calibration, HashedLogistic, TurnTakingModel
 from polylogue.engine.text import HASH_SIZE, text_facts
 from polylogue.turntaking.dataset import Benchmark
 from polylogue.turntaking.types import Decision, DecisionPoint
@@ -47,6 +48,8 @@ class TrainOptions:
     lambda_l2: float = 1.0
     #: L2 strength of the turn-yield logistic model (sklearn's inverse C).
     yield_c: float = 0.5
+    #: L2 strength of the relation word model.
+    relation_c: float = 0.2
     #: Each corpus's total training weight is proportional to n**corpus_weight_power
     #: (0: every corpus counts the same, 1: every point counts the same).
     corpus_weight_power: float = 0.5
@@ -59,6 +62,8 @@ class SplitData:
     x: np.ndarray
     y: np.ndarray
     corpus: np.ndarray
+    #: Hashed relation vocabulary of each row (input to the relation word model).
+    relation_keys: list[tuple[int, ...]] = field(default_factory=list)
 
 
 @dataclass
@@ -92,13 +97,15 @@ def _yield_rows(
     return rows, labels, groups
 
 
-def fit_yield_model(rows: Sequence[tuple[int, ...]], labels: Sequence[int], c: float) -> YieldModel:
+def fit_hashed_logistic(
+    rows: Sequence[tuple[int, ...]], labels: Sequence[int], c: float
+) -> HashedLogistic:
     """L2 logistic regression on hashed vocabulary; the "bias" key carries the intercept."""
     from scipy.sparse import csr_matrix
     from sklearn.linear_model import LogisticRegression
 
     if len(set(labels)) < 2:
-        return YieldModel.zeros()
+        return HashedLogistic.zeros()
     indptr = np.zeros(len(rows) + 1, dtype=np.int64)
     indptr[1:] = np.cumsum([len(r) for r in rows])
     indices = np.fromiter((i for r in rows for i in r), dtype=np.int32, count=int(indptr[-1]))
@@ -106,7 +113,7 @@ def fit_yield_model(rows: Sequence[tuple[int, ...]], labels: Sequence[int], c: f
     x = csr_matrix((data, indices, indptr), shape=(len(rows), HASH_SIZE))
     lr = LogisticRegression(C=c, fit_intercept=False, solver="liblinear", max_iter=200)
     lr.fit(x, np.asarray(labels))
-    return YieldModel(lr.coef_[0].astype(np.float32))
+    return HashedLogistic(lr.coef_[0].astype(np.float32))
 
 
 # ----------------------------------------------------------------------------- features
@@ -115,24 +122,37 @@ def fit_yield_model(rows: Sequence[tuple[int, ...]], labels: Sequence[int], c: f
 def split_data(
     benches: Sequence[Benchmark],
     split: str,
-    scorer_for_group: Callable[[str], YieldModel],
+    scorer_for_group: Callable[[str], HashedLogistic],
 ) -> SplitData:
-    """Features for every point of ``split`` in every benchmark (one streaming pass each)."""
+    """Features for every point of ``split`` in every benchmark (one streaming pass each).
+
+    The ``relation_logit`` column is left at 0 here and filled by :func:`set_relation_logits`
+    once the relation word model is fitted (it is trained on these very rows).
+    """
     xs, ys, cs, pts = [], [], [], []
+    keys: list[tuple[int, ...]] = []
     extractors: dict[int, FeatureExtractor] = {}
+    no_relation = HashedLogistic.zeros()
     for b in benches:
         if split not in b.splits:
             continue
         points = b.points(split)
         for p in points:
             scorer = scorer_for_group(p.group)
-            ex = extractors.setdefault(id(scorer), FeatureExtractor(scorer))
-            xs.append(ex.features([p.input])[0])
+            ex = extractors.setdefault(id(scorer), FeatureExtractor(scorer, no_relation))
+            xs.append(ex.features([p.input], keys)[0])
             ys.append(p.gold.label is Decision.SPEAK)
             cs.append(p.input.corpus)
         pts.extend(points)
     x = np.vstack(xs) if xs else np.empty((0, 0), dtype=np.float32)
-    return SplitData(pts, x, np.asarray(ys, dtype=np.int8), np.asarray(cs))
+    return SplitData(pts, x, np.asarray(ys, dtype=np.int8), np.asarray(cs), keys)
+
+
+def set_relation_logits(data: SplitData, scorer_for_row: Callable[[int], HashedLogistic]) -> None:
+    """Fill the ``relation_logit`` column exactly as the engine computes it at a pause."""
+    col = FEATURE_NAMES.index("relation_logit")
+    for i, k in enumerate(data.relation_keys):
+        data.x[i, col] = scorer_for_row(i)(k)
 
 
 # ----------------------------------------------------------------------------- metrics
@@ -240,9 +260,9 @@ def train_default_model(
     train_convs = {p.input.conversation_id for b in benches for p in b.points("train")}
     rows, labels, groups = _yield_rows(benches, train_convs)
     folds = np.asarray([_fold(g) for g in groups])
-    full_yield = fit_yield_model(rows, labels, opts.yield_c)
+    full_yield = fit_hashed_logistic(rows, labels, opts.yield_c)
     fold_yield = {
-        k: fit_yield_model(
+        k: fit_hashed_logistic(
             [r for r, f in zip(rows, folds, strict=True) if f != k],
             [y for y, f in zip(labels, folds, strict=True) if f != k],
             opts.yield_c,
@@ -261,6 +281,23 @@ def train_default_model(
     if len(train.y) == 0 or len(val.y) == 0:
         raise ValueError("training needs points in both the train and the validation split")
 
+    # Relation word model: cross-fitted on train (by conversation group) like turn-yield.
+    train_folds = np.asarray([_fold(p.group) for p in train.points])
+    ytr = train.y.tolist()
+    full_relation = fit_hashed_logistic(train.relation_keys, ytr, opts.relation_c)
+    fold_relation = {
+        k: fit_hashed_logistic(
+            [r for r, f in zip(train.relation_keys, train_folds, strict=True) if f != k],
+            [y for y, f in zip(ytr, train_folds, strict=True) if f != k],
+            opts.relation_c,
+        )
+        for k in (0, 1)
+    }
+    set_relation_logits(train, lambda i: fold_relation[int(train_folds[i])])
+    set_relation_logits(val, lambda i: full_relation)
+    set_relation_logits(test, lambda i: full_relation)
+    log(f"relation word model ({time.perf_counter() - t0:.0f}s)")
+
     params = {
         "objective": "binary",
         "learning_rate": opts.learning_rate,
@@ -276,8 +313,6 @@ def train_default_model(
         "num_threads": opts.threads,
         "verbosity": -1,
     }
-    from polylogue.engine.features import FEATURE_NAMES
-
     dtrain = lgb.Dataset(
         train.x,
         train.y,
@@ -325,7 +360,7 @@ def train_default_model(
         "feature_importance_gain": dict(sorted(importance.items(), key=lambda kv: -kv[1])),
         "train_seconds": round(time.perf_counter() - t0, 1),
     }
-    model = TurnTakingModel(booster, full_yield, calibration, threshold, meta)
+    model = TurnTakingModel(booster, full_yield, full_relation, calibration, threshold, meta)
     log(f"threshold {threshold:.2f}; done in {time.perf_counter() - t0:.0f}s")
     return TrainResult(model, metrics)
 

@@ -79,6 +79,8 @@ class DistillConfig:
     chunk_size: int = 8
     max_prompt_tokens: int = 2048
     system_repeats: int = 1
+    #: System prompt file replacing the packaged one (the user prompt stays the evaluation's).
+    system_template: str | None = None
     seed: int = 42
     #: Backend options (temperature, concurrency, max_tokens, batch_size, ...).
     teacher_options: Mapping[str, Any] = field(default_factory=dict)
@@ -114,12 +116,18 @@ def teacher_template(label: Decision) -> Path:
     return Path(str(resources.files("polylogue.training").joinpath("templates", name)))
 
 
-def teacher_prompt(label: Decision, max_prompt_tokens: int, system_repeats: int = 1) -> PromptOptions:
+def teacher_prompt(
+    label: Decision,
+    max_prompt_tokens: int,
+    system_repeats: int = 1,
+    system_template: str | None = None,
+) -> PromptOptions:
     """The evaluation reasoning prompt with the label-conditioned answer block."""
     return PromptOptions(
         mode="reasoning",
         system_repeats=system_repeats,
         max_prompt_tokens=max_prompt_tokens,
+        system_template=system_template,
         answer_template=str(teacher_template(label)),
     )
 
@@ -258,7 +266,7 @@ def _set_prompt(predictor: Predictor, options: PromptOptions) -> None:
     """
     if not hasattr(predictor, "prompt"):
         raise DistillError(f"teacher backend {predictor.name} has no prompt options to set")
-    predictor.prompt = options  # type: ignore[attr-defined]
+    predictor.prompt = options
 
 
 def _check_manifest(path: Path, manifest: dict[str, Any]) -> None:
@@ -286,7 +294,9 @@ def distill(
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     prompts = {
-        label: teacher_prompt(label, config.max_prompt_tokens, config.system_repeats)
+        label: teacher_prompt(
+            label, config.max_prompt_tokens, config.system_repeats, config.system_template
+        )
         for label in (Decision.SPEAK, Decision.SILENT)
     }
     unbudgeted = {k: dataclasses.replace(p, max_prompt_tokens=None) for k, p in prompts.items()}
@@ -313,7 +323,8 @@ def distill(
     limiter = RateLimiter(config.requests_per_second, sleep=sleep)
     calls = 0
     n_new = 0
-    session = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    # Sorts by start time; the process id separates two sessions started in the same second.
+    session = f"{dt.datetime.now(dt.UTC).isoformat(timespec='seconds')}/{os.getpid()}"
 
     def save_state() -> None:
         rows = [{"point_id": pid, "error": err} for pid, err in failures.items()]
@@ -360,6 +371,8 @@ def distill(
                     by_id = {pred.point_id: pred for pred in preds}
                     for point in chunk:
                         pred = by_id.get(point.point_id)
+                        reasoning: str | None
+                        why: str | None
                         if pred is None:
                             reasoning, why = None, error or "the teacher returned no answer"
                         else:
@@ -419,7 +432,9 @@ def distill_from_benchmarks(
         load_split_points(config.data, config.split), config.max_points, config.seed
     )
     hashes = {str(folder): load_benchmark(folder).data_hash for folder in config.data}
-    first = teacher_prompt(Decision.SPEAK, config.max_prompt_tokens, config.system_repeats)
+    first = teacher_prompt(
+        Decision.SPEAK, config.max_prompt_tokens, config.system_repeats, config.system_template
+    )
     factory = predictor_factory or load_predictor
     predictor = factory(config.teacher, prompt=first, **dict(config.teacher_options))
     return distill(config, points, predictor, data_hashes=hashes, on_chunk=on_chunk)

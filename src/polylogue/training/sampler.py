@@ -136,7 +136,7 @@ class _Stream:
         self._order: list[int] = []
 
     def take(self, n: int) -> list[int]:
-        out = []
+        out: list[int] = []
         while len(out) < n:
             if not self._order:
                 self._order = self._items[:]

@@ -241,7 +241,7 @@ def _trainer_class() -> type:
 
     from polylogue.training.sampler import BalancedBatchSampler
 
-    class TurnTakingTrainer(SFTTrainer):  # type: ignore[misc]
+    class TurnTakingTrainer(SFTTrainer):
         def __init__(
             self,
             *args: Any,
@@ -260,7 +260,7 @@ def _trainer_class() -> type:
         def get_train_dataloader(self) -> Any:
             if self._sampler_kind == "shuffle":
                 return super().get_train_dataloader()
-            data = self.train_dataset
+            data: Any = self.train_dataset  # a datasets.Dataset built by to_hf_dataset
             if self._sampler_kind == "four_way":
                 groups = list(data["category"])
                 names: tuple[str, ...] = ("I1", "I2", "S1", "S2")
@@ -302,7 +302,7 @@ def _trainer_class() -> type:
                     ignore_keys=ignore_keys,
                     metric_key_prefix=metric_key_prefix,
                 )
-                metrics.update(out.metrics)
+                metrics.update(out.metrics or {})
             decoded = self._validation(self.model, self.state.global_step)
             metrics.update({f"{metric_key_prefix}_{k}": v for k, v in decoded.items()})
             metrics[f"{metric_key_prefix}_runtime"] = round(time.time() - start, 3)
@@ -318,8 +318,8 @@ def _trainer_class() -> type:
 def _final_step_callback() -> Any:
     from transformers import TrainerCallback
 
-    class EvaluateAtEnd(TrainerCallback):  # type: ignore[misc]
-        """Make the last step a checkpoint candidate even when it is not a multiple of eval_steps."""
+    class EvaluateAtEnd(TrainerCallback):
+        """Make the last step a checkpoint candidate even off the eval_steps grid."""
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
             if state.global_step >= state.max_steps:
@@ -359,6 +359,10 @@ def eval_command(config: TrainConfig, run_dir: Path, data: str = "BENCHMARK") ->
     ]
     if p.system_repeats != 1:
         parts.append(f"--system-repeats {p.system_repeats}")
+    if p.system_template:
+        parts.append(f"--system-template {p.system_template}")
+    if p.user_template:
+        parts.append(f"--user-template {p.user_template}")
     return " ".join(parts)
 
 
@@ -475,7 +479,9 @@ def train(config: TrainConfig, *, resume: bool = False) -> TrainResult:
     )
     callbacks: list[Any] = [_final_step_callback()]
     if config.early_stopping_patience is not None:
-        callbacks.append(EarlyStoppingCallback(early_stopping_patience=config.early_stopping_patience))
+        callbacks.append(
+            EarlyStoppingCallback(early_stopping_patience=config.early_stopping_patience)
+        )
     trainer_cls = _trainer_class()
     trainer = trainer_cls(
         model=model,
@@ -516,9 +522,10 @@ def train(config: TrainConfig, *, resume: bool = False) -> TrainResult:
         eval_command=eval_command(config, run_dir, config.data[0]),
         throughput=throughput,
     )
+    # load_best_model_at_end has restored the best adapter: save it at the run root. Every
+    # process calls save_model (FSDP gathers the shards); only the main process writes.
+    trainer.save_model(str(run_dir))
     if trainer.is_world_process_zero():
-        # load_best_model_at_end has restored the best adapter: save it at the run root.
-        trainer.model.save_pretrained(str(run_dir))
         _write_run_files(config, result, report, train_points, val_points)
         if not config.keep_checkpoints:
             shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)

@@ -1,0 +1,100 @@
+"""End-to-end LoRA fine-tune of SmolLM2-135M-Instruct on CPU on a small real Friends split.
+
+Small on purpose (2 shared cores): 32 training points, a short system prompt, 4 optimizer steps,
+8 decoded validation points. It checks what matters, not speed: the loss falls, the checkpoint
+kept is the one with the best decoded validation F1avg, and the saved adapter reloads through the
+evaluation harness and reproduces that validation result point by point.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_training_support import tiny_friends
+
+from polylogue.evaluation.runner import DatasetInfo, read_predictions, run_evaluation
+from polylogue.models.base import load_predictor
+from polylogue.training.config import TrainConfig, load_run_config
+from polylogue.training.sft import ADAPTER_META, load_split_points, train
+
+SHORT_SYSTEM = (
+    "You are one participant in a group conversation. At each pause decide whether to speak "
+    "now ($speak) or stay silent ($silent).\n"
+)
+
+
+@pytest.mark.slow
+def test_lora_finetune_selects_by_decoded_f1_and_reloads(tmp_path: Path) -> None:
+    bench = tiny_friends(tmp_path / "friends")
+    system = tmp_path / "system.txt"
+    system.write_text(SHORT_SYSTEM, encoding="utf-8")
+    config = TrainConfig(
+        model="smollm2",
+        data=(str(bench),),
+        output_dir=str(tmp_path / "run"),
+        max_train_points=32,
+        max_prompt_tokens=160,
+        system_template=str(system),
+        per_device_batch_size=4,
+        gradient_accumulation_steps=1,
+        max_steps=4,
+        warmup_steps=0,
+        learning_rate=2e-3,
+        lora_r=4,
+        lora_alpha=8,
+        eval_steps=2,
+        eval_max_points=8,
+        eval_batch_size=8,
+        logging_steps=1,
+        precision="fp32",
+    )
+    result = train(config)
+    run = result.run_dir
+
+    losses = result.train_losses()
+    assert len(losses) == 4
+    assert losses[-1] < losses[0]
+
+    # Two decoded validations (steps 2 and 4); the kept checkpoint is the first F1avg maximum.
+    steps = [v["step"] for v in result.validations]
+    assert steps == [2, 4]
+    best = max(result.validations, key=lambda v: v["f1_avg"])
+    assert result.best_step == best["step"]
+    assert result.best_metric == pytest.approx(best["f1_avg"])
+
+    # The run folder is what `polylogue eval --adapter RUN` loads, with its configuration.
+    assert (run / "adapter_config.json").is_file() and (run / "adapter_model.safetensors").is_file()
+    assert load_run_config(run) == config
+    meta = json.loads((run / ADAPTER_META).read_text())
+    assert meta["best_step"] == result.best_step and "--adapter" in meta["eval_command"]
+    assert not (run / "checkpoints").exists()  # intermediate checkpoints removed after success
+    summary = json.loads((run / "training_summary.json").read_text())
+    assert summary["examples"]["n_examples"] == 32
+    assert summary["throughput"]["tokens_per_second"] > 0
+
+    # Reload the adapter through the evaluation harness on the same validation points.
+    kept = read_predictions(
+        run / "validation" / f"step-{result.best_step:06d}" / "predictions.jsonl"
+    )
+    wanted = [r["point_id"] for r in kept]
+    by_id = {p.point_id: p for p in load_split_points(config.data, "validation")}
+    points = [by_id[i] for i in wanted]
+    predictor = load_predictor(
+        "hf:smollm2", adapter=str(run), prompt=config.prompt_options(), batch_size=8
+    )
+    evaluated = run_evaluation(
+        points,
+        DatasetInfo(name="friends-tiny", data_hash="test", split="validation"),
+        predictor,
+        tmp_path / "runs",
+        progress=False,
+        n_boot=0,
+    )
+    assert evaluated.metrics is not None
+    assert evaluated.metrics["f1_avg"] == pytest.approx(result.best_metric)
+    fresh = {r["point_id"]: r for r in read_predictions(evaluated.folder / "predictions.jsonl")}
+    for rec in kept:
+        assert fresh[rec["point_id"]]["decision"] == rec["decision"]
+        assert fresh[rec["point_id"]]["p_speak"] == pytest.approx(rec["p_speak"], abs=1e-4)

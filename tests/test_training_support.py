@@ -1,0 +1,27 @@
+"""Shared set-up for the training tests: tiny benchmarks built from the real Friends corpus."""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from pathlib import Path
+
+
+def tiny_friends(folder: Path, conversations: int = 40) -> Path:
+    """What ``polylogue build --corpus friends --limit-conversations N`` writes (built once)."""
+    from polylogue.corpora import load_corpus
+    from polylogue.turntaking.dataset import BuildOptions, build_benchmark, save_benchmark
+
+    if not (folder / "manifest.json").is_file():
+        convs = list(itertools.islice(load_corpus("friends"), conversations))
+        save_benchmark(build_benchmark(convs, BuildOptions()), folder)
+    return folder
+
+
+def test_tiny_friends_has_all_four_categories_in_train(tmp_path: Path) -> None:
+    from polylogue.turntaking.dataset import load_benchmark
+
+    bench = load_benchmark(tiny_friends(tmp_path / "friends"))
+    counts = Counter(p.gold.category.value for p in bench.points("train"))
+    assert set(counts) == {"I1", "I2", "S1", "S2"}
+    assert bench.points("validation")
