@@ -117,3 +117,22 @@ def test_cli_resolves_config_file_and_flags() -> None:
     assert bad.exit_code != 0 and "nope" in bad.output
     listed = runner.invoke(app, ["training-configs"])
     assert "fsdp" in listed.output and "rank16" in listed.output
+
+
+def test_gpu_benchmark_script_refuses_clearly_without_a_gpu(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present: benchmarks/train_gpu.py would really train")
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "train_gpu.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--model", "smollm2", "--data", "x", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert "needs a CUDA GPU" in done.stderr and "Nothing was run" in done.stderr

@@ -21,9 +21,7 @@ import datetime as dt
 import hashlib
 import json
 import os
-import platform
 import re
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -32,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from polylogue.models.base import Prediction, PredictionError, Predictor
+from polylogue.runs import canonical_json, git_commit, read_records, versions, write_json_atomic
 from polylogue.turntaking.types import DecisionPoint
 
 RUN_KIND = "polylogue.evaluation.run"
@@ -69,10 +68,6 @@ class RunResult:
 # ----------------------------------------------------------------------------- keys & folders
 
 
-def _canonical(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
 def run_key(dataset: DatasetInfo, predictor_description: dict[str, Any]) -> str:
     payload = {
         "data_hash": dataset.data_hash,
@@ -80,7 +75,7 @@ def run_key(dataset: DatasetInfo, predictor_description: dict[str, Any]) -> str:
         "class_ratio": dataset.class_ratio,
         "predictor": predictor_description,
     }
-    return hashlib.sha256(_canonical(payload).encode("utf-8")).hexdigest()
+    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
 
 
 def _slug(text: str, limit: int = 48) -> str:
@@ -96,37 +91,8 @@ def run_folder_name(dataset: DatasetInfo, predictor_name: str, key: str) -> str:
 
 
 def read_predictions(path: str | Path, repair: bool = False) -> list[dict[str, Any]]:
-    """Records of a predictions file, first occurrence per point id.
-
-    A last line without its newline is the trace of a killed write: ignored, and cut off when
-    ``repair`` is set. A malformed line elsewhere means the file was edited or damaged, which
-    is reported with its line number rather than guessed around.
-    """
-    p = Path(path)
-    if not p.exists():
-        return []
-    data = p.read_bytes()
-    complete_end = data.rfind(b"\n") + 1
-    if complete_end < len(data) and repair:
-        with open(p, "r+b") as f:
-            f.truncate(complete_end)
-            f.flush()
-            os.fsync(f.fileno())
-    records: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    for lineno, line in enumerate(data[:complete_end].splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-            pid = str(rec["point_id"])
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise RunError(f"{p}:{lineno}: malformed prediction record: {exc}") from exc
-        if pid in seen:
-            continue
-        seen.add(pid)
-        records.append(rec)
-    return records
+    """Prediction records of a run, first occurrence per point id (see ``runs.read_records``)."""
+    return read_records(path, "point_id", repair)
 
 
 def _record(pred: Prediction, point: DecisionPoint) -> dict[str, Any]:
@@ -142,45 +108,6 @@ def _record(pred: Prediction, point: DecisionPoint) -> dict[str, Any]:
         }
     )
     return rec
-
-
-def _write_json_atomic(path: Path, obj: Any) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=2, ensure_ascii=False, default=str)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-# ----------------------------------------------------------------------------- provenance
-
-
-def _git_commit() -> str | None:
-    here = Path(__file__).resolve().parent
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(here), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
-
-
-def _versions() -> dict[str, str]:
-    from importlib import metadata
-
-    out = {"python": platform.python_version(), "platform": platform.platform()}
-    for pkg in ("polylogue", "numpy", "scikit-learn", "torch", "transformers", "peft", "httpx"):
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            continue
-    return out
 
 
 # ----------------------------------------------------------------------------- metrics
@@ -288,7 +215,7 @@ def run_evaluation(
     manifest.update(extra_manifest or {})
     manifest["status"] = "running"
     manifest["limit"] = limit
-    _write_json_atomic(manifest_path, manifest)
+    write_json_atomic(manifest_path, manifest)
 
     size = max(1, chunk_size or int(getattr(predictor, "batch_size", 0) or 16))
     bar: _Progress = (
@@ -329,7 +256,7 @@ def run_evaluation(
         manifest["status"] = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
         manifest["error"] = f"{type(exc).__name__}: {exc}"
         manifest["n_done"] = len(done_ids) + n_new
-        _write_json_atomic(manifest_path, manifest)
+        write_json_atomic(manifest_path, manifest)
         if isinstance(exc, KeyboardInterrupt):
             raise
         raise RunError(
@@ -356,7 +283,7 @@ def run_evaluation(
                 "n_split": len(points),
             }
         )
-        _write_json_atomic(folder / "metrics.json", metrics)
+        write_json_atomic(folder / "metrics.json", metrics)
     manifest.update(
         {
             "status": "complete" if len(scored) == len(points) else "partial",
@@ -365,7 +292,7 @@ def run_evaluation(
             "last_session": {"n_new": n_new, "seconds": round(elapsed, 3)},
         }
     )
-    _write_json_atomic(manifest_path, manifest)
+    write_json_atomic(manifest_path, manifest)
     return RunResult(folder, len(points), len(scored), n_new, metrics, manifest)
 
 
@@ -405,8 +332,8 @@ def _manifest(
             "path": dataset.path,
             "n_split": n_split,
         },
-        "versions": _versions(),
-        "git_commit": _git_commit(),
+        "versions": versions(("numpy", "scikit-learn", "torch", "transformers", "peft", "httpx")),
+        "git_commit": git_commit(),
         "command": sys.argv,
     }
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import platform
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -30,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from polylogue.runs import canonical_json, read_records, versions, write_json_atomic
 from polylogue.tom.backends import (
     GenerationError,
     GenerationRequest,
@@ -56,10 +56,6 @@ def data_hash(folder: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def _canonical(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-
-
 def slug(text: str) -> str:
     """File-name-safe and free of ``_`` so the official file-name parser splits correctly."""
     return re.sub(r"[^A-Za-z0-9.+-]+", "-", text).strip("-")[:60] or "model"
@@ -81,7 +77,7 @@ class RunSpec:
             "records": hashlib.sha256("\n".join(self.record_ids).encode()).hexdigest(),
             "data": self.data_hash,
         }
-        return hashlib.sha256(_canonical(payload).encode()).hexdigest()
+        return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
 
     @property
     def folder_name(self) -> str:
@@ -137,56 +133,6 @@ def prediction_row(
     return row
 
 
-def read_rows(path: Path, repair: bool = False) -> list[dict[str, Any]]:
-    """Rows of a predictions file, first per record; a truncated last line is dropped (and cut
-    off with ``repair``), a malformed line elsewhere is an error naming the line."""
-    if not path.exists():
-        return []
-    data = path.read_bytes()
-    complete = data.rfind(b"\n") + 1
-    if complete < len(data) and repair:
-        with open(path, "r+b") as f:
-            f.truncate(complete)
-            f.flush()
-            os.fsync(f.fileno())
-    rows: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    for lineno, line in enumerate(data[:complete].splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            rid = str(row["point_id"])
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise ToMRunError(f"{path}:{lineno}: malformed prediction row: {exc}") from exc
-        if rid not in seen:
-            seen.add(rid)
-            rows.append(row)
-    return rows
-
-
-def _write_json_atomic(path: Path, obj: Any) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=2, ensure_ascii=False)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def _versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {"python": platform.python_version()}
-    for pkg in ("polylogue", "torch", "transformers", "imageio-ffmpeg"):
-        try:
-            out[pkg] = version(pkg)
-        except PackageNotFoundError:
-            continue
-    return out
-
-
 MediaProvider = Callable[[ToMRecord, PromptOptions], Any]
 
 
@@ -227,7 +173,7 @@ def run_tom(
     folder = Path(out_root) / spec.folder_name
     folder.mkdir(parents=True, exist_ok=True)
     pred_path = folder / PREDICTIONS
-    done = {r["point_id"] for r in read_rows(pred_path, repair=True)}
+    done = {r["point_id"] for r in read_records(pred_path, repair=True)}
     manifest: dict[str, Any] = {
         "kind": "meetingtom",
         "run_key": spec.key,
@@ -241,11 +187,11 @@ def run_tom(
         "n_records": len(records),
         "tasks": sorted({r.task.value for r in records}),
         "record_ids_sha256": hashlib.sha256("\n".join(spec.record_ids).encode()).hexdigest(),
-        "versions": _versions(),
+        "versions": versions(("torch", "transformers", "imageio-ffmpeg")),
         "status": "running",
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
-    _write_json_atomic(folder / MANIFEST, manifest)
+    write_json_atomic(folder / MANIFEST, manifest)
     needs_ami = (
         options.uses_transcript
         or bool(options.priors)
@@ -324,14 +270,14 @@ def run_tom(
     finally:
         if cache is not None:
             cache.close()
-    rows = read_rows(pred_path)
+    rows = read_records(pred_path)
     manifest.update(
         status="complete" if len(rows) >= len(records) else "partial",
         finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         n_predictions=len(rows),
         n_errors=sum(1 for r in rows if r.get("error")),
     )
-    _write_json_atomic(folder / MANIFEST, manifest)
+    write_json_atomic(folder / MANIFEST, manifest)
     return RunResult(folder=folder, rows=rows, generated=generated, reused=reused, errors=errors)
 
 
@@ -341,7 +287,7 @@ def load_run(folder: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     if not manifest_path.is_file():
         raise ToMRunError(f"{folder} is not a MeetingToM run folder (no {MANIFEST})")
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    return manifest, read_rows(folder / PREDICTIONS)
+    return manifest, read_records(folder / PREDICTIONS)
 
 
 def export_official(
