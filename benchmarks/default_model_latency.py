@@ -15,6 +15,8 @@ import argparse
 import itertools
 import os
 import resource
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -24,6 +26,12 @@ from polylogue.corpora import load_corpus
 from polylogue.engine.engine import TurnTakingEngine
 from polylogue.engine.model import load_model
 from polylogue.turntaking.points import PointOptions, boundary_is_decision_point
+
+_COLD_START = (
+    "import time; t = time.perf_counter(); "
+    "from polylogue.engine.engine import TurnTakingEngine; TurnTakingEngine.load(); "
+    "print(time.perf_counter() - t)"
+)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -69,12 +77,20 @@ def main() -> None:
             explain.append(time.perf_counter() - s)
             if len(decide) >= args.max_pauses:
                 break
+    if not decide:
+        raise SystemExit(
+            f"no conversation of {args.corpus} reaches {args.history_tokens} tokens of history"
+        )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    cold = subprocess.run(
+        [sys.executable, "-c", _COLD_START], capture_output=True, text=True, check=True
+    ).stdout.strip()
     print(
         f"corpus {args.corpus}: {len(decide):,} decisions after >= {args.history_tokens} "
         "tokens of history, 1 core"
     )
-    print(f"model load             {load_s * 1e3:8.1f} ms")
+    print(f"model load             {load_s * 1e3:8.1f} ms (files only)")
+    print(f"cold start             {float(cold) * 1e3:8.1f} ms (fresh process: imports + load)")
     print(
         f"decide (at the pause)  p50 {pct(decide, 50):6.3f} ms   p99 {pct(decide, 99):6.3f} ms   "
         f"max {pct(decide, 100):6.3f} ms"
@@ -86,7 +102,7 @@ def main() -> None:
     )
     print(
         f"peak resident memory   {peak:8.1f} MB "
-        f"(python + numpy + lightgbm before the model: {rss_before:.1f} MB)"
+        f"(python + numpy + polylogue before the model: {rss_before:.1f} MB)"
     )
 
 

@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         "train_tokens_per_second": result.throughput.get("tokens_per_second"),
         "train_seconds": result.throughput.get("train_seconds"),
         "wall_seconds_incl_loading_and_validation": round(wall, 1),
-        "validation_seconds": round(sum(v["seconds"] for v in result.validations), 1),
+        "validation_seconds": round(sum(v["seconds"] or 0 for v in result.validations), 1),
         "peak_gpu_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2),
         "best_step": result.best_step,
         "best_validation": best,

@@ -56,12 +56,15 @@ def test_shipped_model_decides_on_real_points(predictor: Predictor, corpus: str)
 
 
 def test_model_separates_speakers_better_than_chance(predictor: Predictor) -> None:
-    points = list(conversation_points(_first_conversation("friends")))[:600]
+    convs = itertools.islice(load_corpus("friends"), 12)  # a dozen scenes of the first episodes
+    points = [p for conv in convs for p in conversation_points(conv)]
     preds = predictor.predict([p.input for p in points])
     p = np.asarray([q.p_speak for q in preds])
     y = np.asarray([pt.gold.label is Decision.SPEAK for pt in points])
-    # Mean P(SPEAK) of actual next speakers is well above that of those who stayed silent.
-    assert p[y].mean() > p[~y].mean() + 0.15
+    from sklearn.metrics import roc_auc_score
+
+    # Actual next speakers are ranked above those who stayed silent far more often than chance.
+    assert roc_auc_score(y, p) > 0.75
 
 
 def _with_current_text(inp: DecisionInput, text: str) -> DecisionInput:
@@ -99,9 +102,12 @@ def test_engine_streaming_matches_batch_features() -> None:
     batch = FeatureExtractor(model.yield_model, model.relation_model).features(
         [p.input for p in points]
     )
-    engine = TurnTakingEngine(model, conv.participants)
+    # Participants join the engine as they become present, exactly as the benchmark sees them
+    # (earnings calls have no roster: a speaker is present once they have spoken).
+    engine = TurnTakingEngine(model)
     fed = 0
     for row, p in enumerate(points):
+        engine.add_participants((*p.input.present, p.input.target))
         while fed <= p.index:
             u = conv.utterances[fed]
             engine.observe(Utterance(u.speaker, u.text, u.start, u.end))
@@ -116,7 +122,7 @@ def test_engine_streaming_matches_batch_features() -> None:
 
 def test_shipped_files_are_small_and_plain() -> None:
     files = {p.name: p.stat().st_size for p in DEFAULT_MODEL_DIR.iterdir() if p.is_file()}
-    assert {"model.json", "trees.txt", "yield_weights.npy"} <= set(files)
+    assert {"model.json", "trees.npz", "yield_weights.npy", "relation_weights.npy"} <= set(files)
     assert sum(files.values()) < 100 * 2**20
     meta = load_model().metadata
     assert meta["features"] == list(FEATURE_NAMES)

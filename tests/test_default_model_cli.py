@@ -19,10 +19,13 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def small_bench(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # Four earnings calls: each call is its own group, so every split gets one.
     build = build_benchmark(
-        itertools.islice(load_corpus("friends"), 8), BuildOptions(fractions=(0.5, 0.25, 0.25))
+        itertools.islice(load_corpus("earnings21"), 4), BuildOptions(fractions=(0.5, 0.25, 0.25))
     )
-    return save_benchmark(build, tmp_path_factory.mktemp("bench") / "friends", formats=("parquet",))
+    return save_benchmark(
+        build, tmp_path_factory.mktemp("bench") / "earnings", formats=("parquet",)
+    )
 
 
 def test_train_default_cli_writes_a_loadable_model(small_bench: Path, tmp_path: Path) -> None:
@@ -32,7 +35,7 @@ def test_train_default_cli_writes_a_loadable_model(small_bench: Path, tmp_path: 
     )
     assert result.exit_code == 0, result.output
     model = load_model(out)
-    assert model.metadata["trained_on"]["friends"]["corpora"] == ["friends"]
+    assert model.metadata["trained_on"]["earnings"]["corpora"] == ["earnings21"]
     assert "test" in model.metadata["metrics"]
 
 

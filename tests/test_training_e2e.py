@@ -98,3 +98,61 @@ def test_lora_finetune_selects_by_decoded_f1_and_reloads(tmp_path: Path) -> None
     for rec in kept:
         assert fresh[rec["point_id"]]["decision"] == rec["decision"]
         assert fresh[rec["point_id"]]["p_speak"] == pytest.approx(rec["p_speak"], abs=1e-4)
+
+
+@pytest.mark.slow
+def test_reasoning_mode_trains_on_distilled_targets_and_decodes_validation(
+    tmp_path: Path,
+) -> None:
+    """Reasoning mode end to end (one optimizer step): targets come from a distillation folder,
+    points whose distillation failed are left out, and validation is decoded by generation."""
+    from polylogue.training.data import stratified_subset
+    from polylogue.training.distill import REASONING_FILE
+
+    bench = tiny_friends(tmp_path / "friends")
+    system = tmp_path / "system.txt"
+    system.write_text(SHORT_SYSTEM, encoding="utf-8")
+    train_points = stratified_subset(load_split_points((str(bench),), "train"), 8, seed=42)
+    distilled = tmp_path / "distill"
+    distilled.mkdir()
+    # Reasoning for all but one point, written in the distillation file format; the content
+    # names the real speakers of each point (its quality is not what this test is about).
+    with open(distilled / REASONING_FILE, "w", encoding="utf-8") as f:
+        for p in train_points[1:]:
+            who = p.input.current.speaker
+            target = p.input.target.name or p.input.target.id
+            expected = "expected" if p.gold.label.value == "SPEAK" else "not expected"
+            why = f"{who} just spoke and {target} is {expected} to answer."
+            f.write(json.dumps({"point_id": p.point_id, "status": "ok", "reasoning": why}) + "\n")
+    config = TrainConfig(
+        data=(str(bench),),
+        output_dir=str(tmp_path / "run"),
+        mode="reasoning",
+        reasoning=(str(distilled),),
+        max_train_points=8,
+        max_prompt_tokens=160,
+        system_template=str(system),
+        per_device_batch_size=4,
+        gradient_accumulation_steps=1,
+        max_steps=1,
+        warmup_steps=0,
+        learning_rate=1e-3,
+        lora_r=4,
+        lora_alpha=8,
+        eval_steps=1,
+        eval_max_points=4,
+        eval_batch_size=4,
+        eval_max_new_tokens=16,
+        precision="fp32",
+        seed=42,
+    )
+    result = train(config)
+    assert result.example_report["n_examples"] == 7
+    assert result.example_report["n_missing_reasoning"] == 1
+    assert [v["step"] for v in result.validations] == [1]
+    assert 0.0 <= result.validations[0]["unparseable_rate"] <= 1.0
+    preds = read_predictions(result.run_dir / "validation" / "step-000001" / "predictions.jsonl")
+    assert len(preds) == 4 and all(r["raw_output"] for r in preds)  # generated, not scored
+    meta = json.loads((result.run_dir / ADAPTER_META).read_text())
+    assert meta["mode"] == "reasoning" and "--mode reasoning" in meta["eval_command"]
+    assert (result.run_dir / "adapter_model.safetensors").is_file()

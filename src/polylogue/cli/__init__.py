@@ -18,14 +18,14 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-# One line per command module; each defines register(app).
+# One line per command module, in the order of the data flow; each defines register(app).
 _COMMAND_MODULES: tuple[str, ...] = (
-    "polylogue.cli.train",
     "polylogue.cli.build",
-    "polylogue.cli.eval",
-    "polylogue.cli.annotate",
     "polylogue.cli.decide",
+    "polylogue.cli.eval",
+    "polylogue.cli.train",
     "polylogue.cli.tom",
+    "polylogue.cli.annotate",
 )
 
 for _name in _COMMAND_MODULES:

@@ -194,6 +194,7 @@ def _step_json(step: _Step, target: str) -> dict[str, Any]:
     out: dict[str, Any] = {
         "index": step.index,
         "speaker": u.speaker,
+        "speaker_name": step.speaker_name,
         "text": u.text,
         "start": u.start,
         "end": u.end,

@@ -7,6 +7,7 @@ file (YAML/JSON/TOML or a packaged name) < flags < ``--set KEY=VALUE``.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -128,6 +129,8 @@ def train_command(
     from polylogue.training.sft import train
 
     result = train(cfg, resume=resume)
+    if int(os.environ.get("RANK", "0")) != 0:  # one summary per distributed run
+        return
     typer.echo(f"adapter: {result.run_dir}")
     typer.echo(
         f"best checkpoint: step {result.best_step} "

@@ -44,6 +44,9 @@ CUE_PHRASES: dict[str, str] = {
 }
 
 
+_QUESTION_CUES = frozenset({"question_to_prev_target", "question_to_nobody_named"})
+
+
 @dataclass(frozen=True)
 class EngineDecision:
     """The answer at one pause for one target."""
@@ -63,7 +66,14 @@ class EngineDecision:
 def describe_cues(x: np.ndarray) -> dict[str, Any]:
     """Cues behind a decision, read off its feature row."""
     row = dict(zip(FEATURE_NAMES, x.tolist(), strict=True))
-    active = [phrase for name, phrase in CUE_PHRASES.items() if row.get(name) == 1.0]
+    # The question features also fire on an auxiliary opener ("Will do."); a reader is only
+    # told "question" when the words clearly ask one.
+    asks = any(row.get(n) == 1.0 for n in ("question_mark", "ask_request", "wh_start"))
+    active = [
+        phrase
+        for name, phrase in CUE_PHRASES.items()
+        if row.get(name) == 1.0 and (asks or name not in _QUESTION_CUES)
+    ]
     if "named in the third person" in active or "addressed by name" in active:
         active = [a for a in active if a != "named"]
     return {
@@ -136,7 +146,7 @@ class TurnTakingEngine:
         latency = time.perf_counter() - start
         contributions: tuple[tuple[str, float], ...] = ()
         if explain:
-            contrib = self.model.contributions(x)[0][:-1]
+            contrib = self.model.contributions(x[0])[:-1]
             order = np.argsort(-np.abs(contrib))[:5]
             contributions = tuple((FEATURE_NAMES[i], round(float(contrib[i]), 3)) for i in order)
         return EngineDecision(

@@ -3,11 +3,12 @@
 A model folder holds::
 
     model.json         format, feature names, calibration map, default threshold, metrics
-    trees.txt          LightGBM booster in its text format (stable across LightGBM versions)
+    trees.npz          the boosted trees as flat numpy arrays (see polylogue.engine.trees)
     yield_weights.npy  float32 hashed-vocabulary weights of the turn-yield logistic model
     relation_weights.npy  float32 weights of the relation-conditioned word model
 
-Nothing is pickled; every file is plain text or a raw numeric array.
+Nothing is pickled; every file is JSON or plain numeric arrays, and loading needs only numpy
+(LightGBM is used to train, not to predict).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy as np
 
 from polylogue.engine.features import FEATURE_NAMES
 from polylogue.engine.text import HASH_SIZE
+from polylogue.engine.trees import TreeEnsemble
 
 MODEL_FORMAT = "polylogue.turntaking.gbdt/1"
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "models" / "default"
@@ -72,7 +74,7 @@ class HashedLogistic:
 class TurnTakingModel:
     """Booster, turn-yield weights, calibration and the decision threshold on P(SPEAK)."""
 
-    booster: Any  # lightgbm.Booster
+    trees: TreeEnsemble
     yield_model: HashedLogistic
     relation_model: HashedLogistic
     calibration: Calibration
@@ -80,20 +82,20 @@ class TurnTakingModel:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def raw_proba(self, x: np.ndarray) -> np.ndarray:
-        return np.asarray(self.booster.predict(x, num_threads=1), dtype=np.float64)
+        return self.trees.predict(x)
 
     def proba(self, x: np.ndarray) -> np.ndarray:
         """Calibrated P(SPEAK) for each feature row."""
         return np.clip(self.calibration(self.raw_proba(x)), 0.0, 1.0)
 
-    def contributions(self, x: np.ndarray) -> np.ndarray:
-        """Per-feature contributions to the raw log-odds (last column: the bias)."""
-        return np.asarray(self.booster.predict(x, pred_contrib=True, num_threads=1))
+    def contributions(self, row: np.ndarray) -> np.ndarray:
+        """Per-feature contributions of one row to the raw log-odds (last entry: the bias)."""
+        return self.trees.contributions(row)
 
     def save(self, folder: str | Path) -> Path:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        self.booster.save_model(str(folder / "trees.txt"))
+        self.trees.save(folder / "trees.npz")
         np.save(folder / "yield_weights.npy", self.yield_model.weights.astype(np.float32))
         np.save(folder / "relation_weights.npy", self.relation_model.weights.astype(np.float32))
         meta = {
@@ -109,10 +111,8 @@ class TurnTakingModel:
 
 def load_model(folder: str | Path | None = None) -> TurnTakingModel:
     """Load a model folder (the shipped one by default); offline, no network, no pickle."""
-    import lightgbm as lgb
-
     folder = Path(folder) if folder is not None else DEFAULT_MODEL_DIR
-    names = ("model.json", "trees.txt", "yield_weights.npy", "relation_weights.npy")
+    names = ("model.json", "trees.npz", "yield_weights.npy", "relation_weights.npy")
     paths = {n: folder / n for n in names}
     missing = [n for n, p in paths.items() if not p.is_file()]
     if missing:
@@ -134,9 +134,11 @@ def load_model(folder: str | Path | None = None) -> TurnTakingModel:
         if w.shape != (HASH_SIZE,):
             raise ModelFilesError(f"{paths[name]}: shape {w.shape}, want ({HASH_SIZE},)")
         weights[name] = w.astype(np.float32)
-    booster = lgb.Booster(model_file=str(paths["trees.txt"]))
+    trees = TreeEnsemble.load(paths["trees.npz"])
+    if trees.feature.max(initial=-1) >= len(FEATURE_NAMES):
+        raise ModelFilesError(f"{paths['trees.npz']}: splits on features this version lacks")
     return TurnTakingModel(
-        booster=booster,
+        trees=trees,
         yield_model=HashedLogistic(weights["yield_weights.npy"]),
         relation_model=HashedLogistic(weights["relation_weights.npy"]),
         calibration=Calibration.from_dict(meta["calibration"]),

@@ -5,9 +5,10 @@ options and same token budget, counted with the model's own tokenizer), rendered
 model's chat template plus the generation prompt, exactly as
 :class:`~polylogue.models.hf_local.HFLocalPredictor` renders it at evaluation time. The target
 is the assistant turn the chat template writes for :func:`answer_text` (the answer and the
-end-of-turn token). Prompt and target are tokenised separately, as they are at inference time
-(prompt tokens, then generated tokens), and the loss covers the target tokens only: every
-prompt position carries the label ``-100``. :func:`check_example` verifies that mask.
+end-of-turn token). The input is the prompt's own tokens followed by the target's tokens as they
+continue the prompt, which is what the model sees at inference time (prompt tokens, then
+generated tokens). The loss covers the target tokens only: every prompt position carries the
+label ``-100``. :func:`check_example` verifies that mask.
 
 This fixes the reference implementation's train/eval mismatch (notes D.10.8): raw pseudo-tags
 in training but chat templates in zero-shot evaluation, untruncated training contexts but a
@@ -129,7 +130,13 @@ def build_example(
     answer = answer_text(point.gold.label, options, reasoning)
     completion = render_completion(tokenizer, messages, prompt, answer)
     prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-    answer_ids = tokenizer(completion, add_special_tokens=False)["input_ids"]
+    # The answer tokens as they follow the prompt (how the evaluation backend finds the first
+    # answer token); separate tokenisation only if the tokenizer merges across the boundary.
+    joint = tokenizer(prompt + completion, add_special_tokens=False)["input_ids"]
+    if joint[: len(prompt_ids)] == prompt_ids:
+        answer_ids = joint[len(prompt_ids) :]
+    else:
+        answer_ids = tokenizer(completion, add_special_tokens=False)["input_ids"]
     if not answer_ids:
         raise ValueError(f"point {point.point_id}: the answer tokenises to nothing")
     return SFTExample(
@@ -156,7 +163,8 @@ def check_example(example: SFTExample, tokenizer: Any) -> None:
     if first != len(prompt_ids):
         raise AssertionError(f"{example.point_id}: mask does not end where the prompt ends")
     decoded = tokenizer.decode(list(example.labels[first:]), skip_special_tokens=False)
-    if decoded != example.completion_text:
+    # Whitespace-insensitive: SentencePiece decoders may drop a leading space of a suffix.
+    if "".join(decoded.split()) != "".join(example.completion_text.split()):
         raise AssertionError(
             f"{example.point_id}: trained tokens decode to {decoded!r}, expected "
             f"{example.completion_text!r}"

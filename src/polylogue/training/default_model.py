@@ -29,6 +29,7 @@ from polylogue.engine.extract import FeatureExtractor
 from polylogue.engine.features import FEATURE_NAMES
 from polylogue.engine.model import Calibration, HashedLogistic, TurnTakingModel
 from polylogue.engine.text import HASH_SIZE, text_facts
+from polylogue.engine.trees import TreeEnsemble
 from polylogue.turntaking.dataset import Benchmark
 from polylogue.turntaking.types import Decision, DecisionPoint
 
@@ -333,6 +334,11 @@ def train_default_model(
     log(f"boosted {booster.best_iteration} trees ({time.perf_counter() - t0:.0f}s)")
     # Keep only the trees early stopping chose, so the saved file is what was validated.
     booster = lgb.Booster(model_str=booster.model_to_string(num_iteration=booster.best_iteration))
+    trees = TreeEnsemble.from_lightgbm(booster)
+    sample = val.x[:2000]
+    gap = float(np.abs(trees.predict(sample) - booster.predict(sample)).max())
+    if gap > 1e-9:
+        raise AssertionError(f"numpy trees disagree with LightGBM by {gap:.2e}")
 
     raw_val = np.asarray(booster.predict(val.x, num_threads=opts.threads), dtype=np.float64)
     iso = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0).fit(raw_val, val.y)
@@ -360,7 +366,7 @@ def train_default_model(
         "feature_importance_gain": dict(sorted(importance.items(), key=lambda kv: -kv[1])),
         "train_seconds": round(time.perf_counter() - t0, 1),
     }
-    model = TurnTakingModel(booster, full_yield, full_relation, calibration, threshold, meta)
+    model = TurnTakingModel(trees, full_yield, full_relation, calibration, threshold, meta)
     log(f"threshold {threshold:.2f}; done in {time.perf_counter() - t0:.0f}s")
     return TrainResult(model, metrics)
 

@@ -436,7 +436,10 @@ def distill_from_benchmarks(
         Decision.SPEAK, config.max_prompt_tokens, config.system_repeats, config.system_template
     )
     factory = predictor_factory or load_predictor
-    predictor = factory(config.teacher, prompt=first, **dict(config.teacher_options))
+    options = dict(config.teacher_options)
+    # Deterministic teacher answers are cached beside the output (``cache_path=`` disables it).
+    options.setdefault("cache_path", str(Path(config.out_dir) / "_cache" / "responses.sqlite"))
+    predictor = factory(config.teacher, prompt=first, **options)
     return distill(config, points, predictor, data_hashes=hashes, on_chunk=on_chunk)
 
 

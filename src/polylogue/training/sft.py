@@ -330,6 +330,17 @@ def _final_step_callback() -> Any:
     return EvaluateAtEnd()
 
 
+def _checkpointing_option(args_class: type, enabled: bool) -> dict[str, bool]:
+    """transformers 5.x renamed gradient_checkpointing to activation_checkpointing."""
+    fields = getattr(args_class, "__dataclass_fields__", {})
+    name = (
+        "activation_checkpointing"
+        if "activation_checkpointing" in fields
+        else "gradient_checkpointing"
+    )
+    return {name: enabled}
+
+
 def _precision(config: TrainConfig) -> tuple[bool, bool, Any]:
     """(bf16, fp16, torch dtype for loading)."""
     import torch
@@ -416,8 +427,9 @@ def train(config: TrainConfig, *, resume: bool = False) -> TrainResult:
 
         eval_dataset = Dataset.from_dict({"point_id": [p.point_id for p in val_points]})
 
-    config.save(run_dir)
-    (run_dir / "examples_preview.txt").write_text(_preview(train_examples), encoding="utf-8")
+    if int(os.environ.get("RANK", "0")) == 0:  # accelerate sets RANK on every process
+        config.save(run_dir)
+        (run_dir / "examples_preview.txt").write_text(_preview(train_examples), "utf-8")
 
     bf16, fp16, dtype = _precision(config)
     model = AutoModelForCausalLM.from_pretrained(str(model_path), dtype=dtype)
@@ -431,7 +443,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> TrainResult:
         bias="none",
         task_type="CAUSAL_LM",
     )
-    args = SFTConfig(
+    trainer_options: dict[str, Any] = dict(
         output_dir=str(run_dir / "checkpoints"),
         per_device_train_batch_size=config.per_device_batch_size,
         per_device_eval_batch_size=config.eval_batch_size,
@@ -446,7 +458,6 @@ def train(config: TrainConfig, *, resume: bool = False) -> TrainResult:
         bf16=bf16,
         fp16=fp16,
         use_cpu=not torch.cuda.is_available(),
-        gradient_checkpointing=config.gradient_checkpointing,
         logging_steps=config.logging_steps,
         eval_strategy="steps",
         eval_steps=config.eval_steps,
@@ -466,6 +477,8 @@ def train(config: TrainConfig, *, resume: bool = False) -> TrainResult:
         include_num_input_tokens_seen="non_padding",
         disable_tqdm=not os.isatty(2),
     )
+    trainer_options.update(_checkpointing_option(SFTConfig, config.gradient_checkpointing))
+    args = SFTConfig(**trainer_options)
     validation_tok = AutoTokenizer.from_pretrained(str(model_path))  # its own padding side
     validation = DecodedValidation(
         val_points,
@@ -516,7 +529,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> TrainResult:
         run_dir=run_dir,
         best_step=best_step,
         best_metric=None if state.best_metric is None else float(state.best_metric),
-        validations=validation.history,
+        validations=_validations(state.log_history, validation.history),
         log_history=list(state.log_history),
         example_report=report.to_dict(),
         eval_command=eval_command(config, run_dir, config.data[0]),
@@ -530,6 +543,20 @@ def train(config: TrainConfig, *, resume: bool = False) -> TrainResult:
         if not config.keep_checkpoints:
             shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
     return result
+
+
+def _validations(
+    log_history: Sequence[Mapping[str, Any]], session: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Decoded validations of the whole run (a resumed run's log history holds earlier ones)."""
+    seconds = {v["step"]: v["seconds"] for v in session}
+    out = []
+    for h in log_history:
+        if f"eval_{LOGGED_METRICS[0]}" in h:
+            step = int(h["step"])
+            metrics = {m: float(h[f"eval_{m}"]) for m in LOGGED_METRICS if f"eval_{m}" in h}
+            out.append({"step": step, "seconds": seconds.get(step), **metrics})
+    return out
 
 
 def _step_of(checkpoint: str | None) -> int | None:
