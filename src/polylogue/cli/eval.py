@@ -77,6 +77,9 @@ def eval_command(
     from polylogue.prompts.builder import PromptOptions
 
     console = Console(stderr=True, soft_wrap=True)
+    adapter_meta = _adapter_meta(adapter)
+    if model is None and adapter_meta.get("model_spec"):
+        model = str(adapter_meta["model_spec"])
     if model is None:
         if not default_model_available():
             raise typer.BadParameter(
@@ -92,7 +95,16 @@ def eval_command(
             system_template=None if system_template is None else str(system_template),
             user_template=None if user_template is None else str(user_template),
         )
-    except (ValueError, FileNotFoundError) as exc:
+        if adapter_meta.get("prompt"):
+            # An adapter is only measured with the prompt it was trained on.
+            trained = PromptOptions(**adapter_meta["prompt"])
+            if trained != prompt:
+                console.print(
+                    f"[yellow]note:[/yellow] using the prompt options {adapter} was trained with "
+                    f"(mode={trained.mode}, max_prompt_tokens={trained.max_prompt_tokens})"
+                )
+            prompt = trained
+    except (ValueError, FileNotFoundError, TypeError) as exc:
         raise typer.BadParameter(str(exc)) from exc
     try:
         kind = parse_model_spec(model).kind
@@ -162,3 +174,21 @@ def report_command(
         raise typer.BadParameter(str(exc)) from exc
     for p in paths:
         typer.echo(str(p))
+
+
+def _adapter_meta(adapter: Path | None) -> dict[str, Any]:
+    """``polylogue_adapter.json`` of a training run folder (empty for other adapters)."""
+    import json
+
+    if adapter is None:
+        return {}
+    meta_path = adapter / "polylogue_adapter.json"
+    if not meta_path.is_file():
+        return {}
+    try:
+        meta: dict[str, Any] = json.loads(meta_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise typer.BadParameter(
+            f"{meta_path}: invalid JSON: {exc}", param_hint="--adapter"
+        ) from exc
+    return meta

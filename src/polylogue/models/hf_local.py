@@ -131,6 +131,9 @@ class HFLocalPredictor:
     max_new_tokens: int = 128
     cache_path: str | None = None
     device: str = "cpu"
+    #: An already loaded ``(model, tokenizer)``, e.g. a model still being trained; when
+    #: given, nothing is read from disk and ``model_id`` only names it.
+    loaded: tuple[Any, Any] | None = field(default=None, repr=False, compare=False)
     _model: Any = field(default=None, init=False, repr=False)
     _tok: Any = field(default=None, init=False, repr=False)
     _first_ids: tuple[int, int] = field(default=(0, 0), init=False, repr=False)
@@ -144,19 +147,23 @@ class HFLocalPredictor:
 
         if self.prompt.max_prompt_tokens is None:
             self.prompt = replace(self.prompt, max_prompt_tokens=DEFAULT_PROMPT_TOKENS)
-        path = resolve_model_path(self.model_id)
-        self._tok = AutoTokenizer.from_pretrained(str(path))
+        if self.loaded is not None:
+            self._model, self._tok = self.loaded
+            self._model_hash = "in-memory"
+        else:
+            path = resolve_model_path(self.model_id)
+            self._tok = AutoTokenizer.from_pretrained(str(path))
+            model: Any = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32)
+            if self.adapter:
+                from peft import PeftModel
+
+                model = PeftModel.from_pretrained(model, self.adapter)
+                self._adapter_hash = _folder_hash(Path(self.adapter))
+            self._model = model.to(self.device).eval()
+            self._model_hash = _folder_hash(path)
         self._tok.padding_side = "left"
         if self._tok.pad_token is None:
             self._tok.pad_token = self._tok.eos_token
-        model: Any = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32)
-        if self.adapter:
-            from peft import PeftModel
-
-            model = PeftModel.from_pretrained(model, self.adapter)
-            self._adapter_hash = _folder_hash(Path(self.adapter))
-        self._model = model.to(self.device).eval()
-        self._model_hash = _folder_hash(path)
         self._first_ids = self.answer_first_token_ids()
         if self.cache_path:
             self._cache = ResponseCache(self.cache_path)

@@ -41,6 +41,7 @@ from typing import Any
 
 from polylogue.models.base import Prediction, PredictionError, Predictor
 from polylogue.prompts.builder import PromptOptions, build_messages, prompt_fingerprint
+from polylogue.runs import write_json_atomic
 from polylogue.turntaking.types import Decision, DecisionPoint
 
 REASONING_FILE = "reasoning.jsonl"
@@ -210,12 +211,6 @@ def load_reasoning(folders: Iterable[str | Path]) -> dict[str, str]:
     return out
 
 
-def _write_json_atomic(path: Path, obj: Any) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n", "utf-8")
-    os.replace(tmp, path)
-
-
 def _append(f: Any, rec: Mapping[str, Any]) -> None:
     f.write(json.dumps(rec, ensure_ascii=False) + "\n")
     f.flush()
@@ -332,7 +327,7 @@ def distill(
             for row in rows:
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
         os.replace(out / (FAILURES_FILE + ".tmp"), out / FAILURES_FILE)
-        _write_json_atomic(
+        write_json_atomic(
             manifest_path,
             {
                 **manifest,

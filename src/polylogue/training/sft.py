@@ -124,30 +124,6 @@ def _preview(examples: Sequence[SFTExample], n: int = 4) -> str:
 # ----------------------------------------------------------------------------- validation
 
 
-@dataclass
-class LivePredictor(HFLocalPredictor):
-    """The evaluation backend's decision code, run on a model that is still training.
-
-    ``HFLocalPredictor`` loads its model from disk; this subclass takes the in-memory (PEFT)
-    model and a tokenizer instead, and inherits everything else (prompt rendering, P(SPEAK)
-    from the first answer token, generation and parsing in reasoning mode).
-    """
-
-    live_model: Any = None
-    live_tokenizer: Any = None
-
-    def __post_init__(self) -> None:
-        if self.live_model is None or self.live_tokenizer is None:
-            raise ValueError("LivePredictor needs live_model and live_tokenizer")
-        self._tok = self.live_tokenizer
-        self._tok.padding_side = "left"
-        if self._tok.pad_token is None:
-            self._tok.pad_token = self._tok.eos_token
-        self._model = self.live_model
-        self._model_hash = "training"
-        self._first_ids = self.answer_first_token_ids()
-
-
 class DecodedValidation:
     """Decode validation decisions with the live model and score them (one call per eval)."""
 
@@ -178,14 +154,14 @@ class DecodedValidation:
         model.eval()
         try:
             device = str(next(model.parameters()).device)
-            predictor = LivePredictor(
+            # The evaluation backend's own decision code, on the model still in training.
+            predictor = HFLocalPredictor(
                 model_id=self.model_id,
                 prompt=self.prompt,
                 batch_size=self.batch_size,
                 max_new_tokens=self.max_new_tokens,
                 device=device,
-                live_model=model,
-                live_tokenizer=self.tokenizer,
+                loaded=(model, self.tokenizer),
             )
             started = time.perf_counter()
             preds = predictor.predict([p.input for p in self.points])
