@@ -43,7 +43,7 @@ def main() -> None:
     except user_errors() as exc:
         from rich.console import Console
 
-        Console(stderr=True).print(
+        Console(stderr=True, soft_wrap=True).print(
             f"[bold red]error:[/bold red] {exc}", markup=True, highlight=False
         )
         sys.exit(2)

@@ -348,10 +348,12 @@ class ConversationState:
         f["utts_since_target"] = _CAP if last_i is None else min(n - 1 - last_i, _CAP)
         last_t = self.last_turn.get(target)
         f["turns_since_target"] = _CAP if last_t is None else min(len(turns) - 1 - last_t, _CAP)
-        # Rank of the target among present listeners by recency of speaking (0 = most recent).
-        others = [p for p in set(people) | {target} if p != speaker]
-        order = sorted(others, key=lambda p: -self.last_index.get(p, -1))
-        f["target_recency_rank"] = order.index(target) / max(len(order) - 1, 1)
+        # Rank of the target among present listeners by recency of speaking (0 = most recent);
+        # listeners tied on recency (e.g. none has spoken) share a rank, whatever the set order.
+        others = {p for p in people if p != speaker} | {target}
+        mine = self.last_index.get(target, -1)
+        ahead = sum(1 for p in others if self.last_index.get(p, -1) > mine)
+        f["target_recency_rank"] = ahead / max(len(others) - 1, 1)
         recent = self.recent
         f["target_share_recent"] = sum(1 for s in recent if s == target) / len(recent)
         f["speaker_share_recent"] = sum(1 for s in recent if s == speaker) / len(recent)

@@ -99,7 +99,7 @@ def _yield_rows(
 
 
 def fit_hashed_logistic(
-    rows: Sequence[tuple[int, ...]], labels: Sequence[int], c: float
+    rows: Sequence[tuple[int, ...]], labels: Sequence[int], c: float, seed: int = 13
 ) -> HashedLogistic:
     """L2 logistic regression on hashed vocabulary; the "bias" key carries the intercept."""
     from scipy.sparse import csr_matrix
@@ -112,7 +112,10 @@ def fit_hashed_logistic(
     indices = np.fromiter((i for r in rows for i in r), dtype=np.int32, count=int(indptr[-1]))
     data = np.ones(len(indices), dtype=np.float32)
     x = csr_matrix((data, indices, indptr), shape=(len(rows), HASH_SIZE))
-    lr = LogisticRegression(C=c, fit_intercept=False, solver="liblinear", max_iter=200)
+    # liblinear shuffles the data: a fixed seed makes the weights reproducible.
+    lr = LogisticRegression(
+        C=c, fit_intercept=False, solver="liblinear", max_iter=200, random_state=seed
+    )
     lr.fit(x, np.asarray(labels))
     return HashedLogistic(lr.coef_[0].astype(np.float32))
 
@@ -261,12 +264,13 @@ def train_default_model(
     train_convs = {p.input.conversation_id for b in benches for p in b.points("train")}
     rows, labels, groups = _yield_rows(benches, train_convs)
     folds = np.asarray([_fold(g) for g in groups])
-    full_yield = fit_hashed_logistic(rows, labels, opts.yield_c)
+    full_yield = fit_hashed_logistic(rows, labels, opts.yield_c, opts.seed)
     fold_yield = {
         k: fit_hashed_logistic(
             [r for r, f in zip(rows, folds, strict=True) if f != k],
             [y for y, f in zip(labels, folds, strict=True) if f != k],
             opts.yield_c,
+            opts.seed,
         )
         for k in (0, 1)
     }
@@ -285,12 +289,13 @@ def train_default_model(
     # Relation word model: cross-fitted on train (by conversation group) like turn-yield.
     train_folds = np.asarray([_fold(p.group) for p in train.points])
     ytr = train.y.tolist()
-    full_relation = fit_hashed_logistic(train.relation_keys, ytr, opts.relation_c)
+    full_relation = fit_hashed_logistic(train.relation_keys, ytr, opts.relation_c, opts.seed)
     fold_relation = {
         k: fit_hashed_logistic(
             [r for r, f in zip(train.relation_keys, train_folds, strict=True) if f != k],
             [y for y, f in zip(ytr, train_folds, strict=True) if f != k],
             opts.relation_c,
+            opts.seed,
         )
         for k in (0, 1)
     }
