@@ -45,11 +45,15 @@ def main() -> None:
     ap.add_argument("--split", default="test")
     ap.add_argument("--model-dir", type=Path, default=None)
     ap.add_argument("--json", type=Path, default=None, help="Write all figures here.")
+    ap.add_argument(
+        "--markdown", type=Path, default=None, help="Write the model card's tables here."
+    )
     args = ap.parse_args()
 
     model = load_model(args.model_dir)
     extractor = FeatureExtractor(model.yield_model, model.relation_model)
     results: dict[str, object] = {"split": args.split, "threshold": model.threshold, "corpora": {}}
+    evidence: dict[str, dict[str, list[bool]]] = {}
     for folder in args.benchmarks:
         bench = load_benchmark(folder)
         points = bench.points(args.split)
@@ -59,6 +63,11 @@ def main() -> None:
         elapsed = time.perf_counter() - t0
         y = np.asarray([pt.gold.label is Decision.SPEAK for pt in points], dtype=np.int8)
         data = SplitData(points, x, y, np.asarray([pt.input.corpus for pt in points]))
+        for pt, prob in zip(points, p, strict=True):
+            correct = (prob >= model.threshold) == (pt.gold.label is Decision.SPEAK)
+            key = evidence_kind(pt)
+            if key:
+                evidence.setdefault(pt.input.corpus, {}).setdefault(key, []).append(bool(correct))
         ours = metric_table(data, p, model.threshold)
         heuristic = metric_table(
             data, np.asarray([previous_other_speaker(pt) for pt in points]), 0.5
@@ -92,6 +101,59 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
         print(f"\nwritten {args.json}")
+    if args.markdown:
+        args.markdown.write_text(markdown_tables(results, evidence), encoding="utf-8")
+        print(f"written {args.markdown}")
+
+
+def evidence_kind(pt: DecisionPoint) -> str | None:
+    """Where a point's I1/S2 category comes from (visible cue or invisible annotation)."""
+    g = pt.gold
+    cat = g.category.value
+    if cat == "I1":
+        return f"I1 / {g.address_evidence}"
+    if cat == "S2":
+        if g.addressed:
+            return f"S2 / singled out ({g.address_evidence}), stayed silent"
+        return f"S2 / {g.reference_evidence} mentioned, not addressed"
+    if cat == "S1" and g.addressed:
+        return "S1 / silent member of an addressed group"
+    return None
+
+
+def markdown_tables(results: dict[str, object], evidence: dict[str, dict[str, list[bool]]]) -> str:
+    corpora: dict[str, dict[str, dict[str, object]]] = results["corpora"]  # type: ignore[assignment]
+    out = [
+        "| corpus | points | BalAcc | heuristic | I1 | I2 | S1 | S2 | ECE |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for corpus, r in corpora.items():
+        m: dict[str, object] = r["model"]
+        h: dict[str, object] = r["previous_other_speaker"]
+        out.append(
+            f"| {corpus} | {m['n']:,} | **{fmt(m['balanced_accuracy'])}** | "  # type: ignore[str-format]
+            f"{fmt(h['balanced_accuracy'])} | {fmt(m['acc_I1'])} | {fmt(m['acc_I2'])} | "  # type: ignore[arg-type]
+            f"{fmt(m['acc_S1'])} | {fmt(m['acc_S2'])} | {fmt(m['ece'])} |"  # type: ignore[arg-type]
+        )
+    out += [
+        "",
+        "| corpus | people present | points | BalAcc | heuristic | S2 | ECE | SPEAK % |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for corpus, r in corpora.items():
+        sizes: dict[str, dict[str, object]] = r["model"]["sizes"]  # type: ignore[index]
+        hsizes: dict[str, dict[str, object]] = r["previous_other_speaker"]["sizes"]  # type: ignore[index]
+        for size, e in sizes.items():
+            out.append(
+                f"| {corpus} | {size} | {e['n']:,} | {fmt(e['balanced_accuracy'])} | "  # type: ignore[str-format,arg-type]
+                f"{fmt(hsizes[size]['balanced_accuracy'])} | {fmt(e['acc_S2'])} | "  # type: ignore[arg-type]
+                f"{fmt(e['ece'])} | {100 * (e['speak_rate'] or 0):.1f} |"  # type: ignore[arg-type,operator]
+            )
+    out += ["", "| corpus | category / evidence | points | accuracy |", "|---|---|---:|---:|"]
+    for corpus, kinds in evidence.items():
+        for kind, hits in sorted(kinds.items()):
+            out.append(f"| {corpus} | {kind} | {len(hits):,} | {sum(hits) / len(hits):.3f} |")
+    return "\n".join(out) + "\n"
 
 
 if __name__ == "__main__":

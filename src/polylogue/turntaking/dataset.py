@@ -52,6 +52,10 @@ from polylogue.turntaking.types import (
 
 FORMAT_VERSION = 1
 
+#: A group counts as addressee-annotated for split stratification when at least this share of
+#: its utterances is annotated (AMI has series with 1-3 stray annotations; they are "plain").
+ANNOTATED_GROUP_MIN_SHARE = 0.05
+
 
 class BenchmarkFormatError(PolylogueInputError):
     """A benchmark folder is missing files or holds malformed rows."""
@@ -102,7 +106,8 @@ def build_benchmark(
     seen: set[tuple[str, str, str]] = set()
     counts: Counter[str] = Counter()
     conv_ids: set[str] = set()
-    annotated_groups: set[str] = set()
+    # Per group: (utterances with annotated addressees, all utterances).
+    annotation: dict[str, list[int]] = {}
     for conv in conversations:
         if conv.id in conv_ids:
             raise PolylogueInputError(
@@ -112,12 +117,13 @@ def build_benchmark(
         conv_ids.add(conv.id)
         if options.merge_turns:
             conv = merge_conversation_turns(conv)
-        annotated = any(u.addressees is not None for u in conv.utterances)
-        if options.require_addressee_annotation and not annotated:
+        n_annotated = sum(u.addressees is not None for u in conv.utterances)
+        if options.require_addressee_annotation and not n_annotated:
             counts["conversations_without_annotation_skipped"] += 1
             continue
-        if annotated:
-            annotated_groups.add(conv.group_id)
+        share = annotation.setdefault(conv.group_id, [0, 0])
+        share[0] += n_annotated
+        share[1] += len(conv.utterances)
         convs.append(conv)
         counts["conversations"] += 1
         counts["boundaries"] += max(0, len(conv.utterances) - 1)
@@ -132,6 +138,9 @@ def build_benchmark(
             points.append(p)
         if on_conversation is not None:
             on_conversation(conv)
+    annotated_groups = {
+        g for g, (n_ann, n) in annotation.items() if n and n_ann / n >= ANNOTATED_GROUP_MIN_SHARE
+    }
     points = _assign_splits(points, options, annotated_groups)
     counts["points"] = len(points)
     return BenchmarkBuild(conversations=convs, points=points, options=options, counts=dict(counts))
