@@ -36,6 +36,9 @@ DOCS_SHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
 N_PER_CATEGORY = 3  # 12 items: I1, I2, S1, S2 x 3
 
 if not Path(CHROMIUM).exists():
+    # scripts/setup.sh installs it; in CI a missing browser is a set-up failure, not a skip.
+    if os.environ.get("CI"):
+        pytest.fail("Debian chromium is missing although CI ran scripts/setup.sh", pytrace=False)
     pytest.skip(
         "Debian chromium is not installed (apt-get install -y chromium)", allow_module_level=True
     )
