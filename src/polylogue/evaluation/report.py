@@ -169,6 +169,21 @@ def _ratio_note(rows: Sequence[dict[str, Any]]) -> str:
     return "Class ratios differ between runs: see the Ratio column."
 
 
+def _row_cells(r: dict[str, Any], with_ratio: bool) -> list[str]:
+    """One table row's cells (Markdown and HTML tables show the same values)."""
+    cells = [str(r["model"]), f"{r['dataset']}/{r['split']}"]
+    if with_ratio:
+        cells.append(str(r["class_ratio"]))
+    for key, _ in COLUMNS:
+        d = r[f"delta_{key}"]
+        cells.append(_pct(r[key]) + ("" if d is None else f" ({100 * d:+.2f})"))
+    ci = r["balanced_accuracy_ci95"]
+    cells.append("–" if not ci else f"{100 * ci[0]:.1f}–{100 * ci[1]:.1f}")
+    cells.append(_pct(r["unparseable_rate"]))
+    cells.append(f"{r['n']}" + ("" if r["complete"] else " (partial)"))
+    return cells
+
+
 def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
     mixed = len({r["class_ratio"] for r in rows}) > 1
     head = ["Model", "Dataset", *(t for _, t in COLUMNS), "BalAcc 95% CI", "Unparseable", "N"]
@@ -176,17 +191,7 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
         head.insert(2, "Ratio")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        cells = [r["model"], f"{r['dataset']}/{r['split']}"]
-        if mixed:
-            cells.append(r["class_ratio"])
-        for key, _ in COLUMNS:
-            d = r[f"delta_{key}"]
-            cells.append(_pct(r[key]) + ("" if d is None else f" ({100 * d:+.2f})"))
-        ci = r["balanced_accuracy_ci95"]
-        cells.append("–" if not ci else f"{100 * ci[0]:.1f}–{100 * ci[1]:.1f}")
-        cells.append(_pct(r["unparseable_rate"]))
-        cells.append(f"{r['n']}" + ("" if r["complete"] else " (partial)"))
-        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+        lines.append("| " + " | ".join(_row_cells(r, with_ratio=mixed)) + " |")
     notes = [
         _ratio_note(rows),
         "All values in %. Unparseable answers count as wrong in every metric.",
@@ -329,15 +334,8 @@ def _html_table(rows: Sequence[dict[str, Any]]) -> str:
         "</tr></thead><tbody>",
     ]
     for r in rows:
-        cells = [r["model"], f"{r['dataset']}/{r['split']}", r["class_ratio"]]
-        for key, _ in COLUMNS:
-            d = r[f"delta_{key}"]
-            cells.append(_pct(r[key]) + ("" if d is None else f" ({100 * d:+.2f})"))
-        ci = r["balanced_accuracy_ci95"]
-        cells.append("–" if not ci else f"{100 * ci[0]:.1f}–{100 * ci[1]:.1f}")
-        cells.append(_pct(r["unparseable_rate"]))
-        cells.append(str(r["n"]) + ("" if r["complete"] else " (partial)"))
-        out.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+        cells = _row_cells(r, with_ratio=True)
+        out.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
     out.append("</tbody></table>")
     return "".join(out)
 
