@@ -28,17 +28,10 @@ from polylogue.engine.extract import FeatureExtractor
 from polylogue.engine.model import TurnTakingModel, load_model
 from polylogue.engine.threshold import sweep_thresholds
 from polylogue.evaluation.floor import floor_decomposition, pause_index, top1_accuracy
+from polylogue.models.baselines import held_floor_before
 from polylogue.training.default_model import balanced_accuracy
 from polylogue.turntaking.dataset import load_benchmark
 from polylogue.turntaking.types import Decision, DecisionPoint
-
-
-def previous_other_speaker(p: DecisionPoint) -> float:
-    cur = p.input.current.speaker
-    for u in reversed(p.input.history):
-        if u.speaker != cur:
-            return float(u.speaker == p.input.target.id)
-    return 0.0
 
 
 def talk_share(p: DecisionPoint) -> float:
@@ -107,7 +100,7 @@ def corpus_figures(
             "tuned_s2_accuracy": category_accuracy(cats, "S2", y, p, tuned),
             **decomposition.to_dict(),
             "selection_previous_other_speaker": top1_accuracy(
-                pause, y, np.asarray([previous_other_speaker(q) for q in pts])
+                pause, y, np.asarray([float(held_floor_before(q.input)) for q in pts])
             ),
             "selection_talk_share": top1_accuracy(
                 pause, y, np.asarray([talk_share(q) for q in pts])

@@ -14,23 +14,16 @@ import argparse
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from polylogue.engine.extract import FeatureExtractor
 from polylogue.engine.model import load_model
+from polylogue.models.baselines import held_floor_before
 from polylogue.training.default_model import SplitData, metric_table
 from polylogue.turntaking.dataset import load_benchmark
 from polylogue.turntaking.types import Decision, DecisionPoint
-
-
-def previous_other_speaker(p: DecisionPoint) -> float:
-    """1.0 when the target is the last speaker before the current speaker's turn."""
-    cur = p.input.current.speaker
-    for u in reversed(p.input.history):
-        if u.speaker != cur:
-            return float(u.speaker == p.input.target.id)
-    return 0.0
 
 
 def fmt(v: float | None) -> str:
@@ -52,7 +45,7 @@ def main() -> None:
 
     model = load_model(args.model_dir)
     extractor = FeatureExtractor(model.yield_model, model.relation_model)
-    results: dict[str, object] = {"split": args.split, "threshold": model.threshold, "corpora": {}}
+    results: dict[str, Any] = {"split": args.split, "threshold": model.threshold, "corpora": {}}
     evidence: dict[str, dict[str, list[bool]]] = {}
     for folder in args.benchmarks:
         bench = load_benchmark(folder)
@@ -70,11 +63,11 @@ def main() -> None:
                 evidence.setdefault(pt.input.corpus, {}).setdefault(key, []).append(bool(correct))
         ours = metric_table(data, p, model.threshold)
         heuristic = metric_table(
-            data, np.asarray([previous_other_speaker(pt) for pt in points]), 0.5
+            data, np.asarray([float(held_floor_before(pt.input)) for pt in points]), 0.5
         )
         for corpus, entry in ours["corpora"].items():
             h = heuristic["corpora"][corpus]
-            results["corpora"][corpus] = {"model": entry, "previous_other_speaker": h}  # type: ignore[index]
+            results["corpora"][corpus] = {"model": entry, "previous_other_speaker": h}
             print(
                 f"\n== {corpus} ({args.split}, {entry['n']:,} points, "
                 f"{elapsed / len(points) * 1e3:.2f} ms/point batch)"
@@ -121,19 +114,18 @@ def evidence_kind(pt: DecisionPoint) -> str | None:
     return None
 
 
-def markdown_tables(results: dict[str, object], evidence: dict[str, dict[str, list[bool]]]) -> str:
-    corpora: dict[str, dict[str, dict[str, object]]] = results["corpora"]  # type: ignore[assignment]
+def markdown_tables(results: dict[str, Any], evidence: dict[str, dict[str, list[bool]]]) -> str:
+    corpora: dict[str, dict[str, dict[str, Any]]] = results["corpora"]
     out = [
         "| corpus | points | BalAcc | heuristic | I1 | I2 | S1 | S2 | ECE |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for corpus, r in corpora.items():
-        m: dict[str, object] = r["model"]
-        h: dict[str, object] = r["previous_other_speaker"]
+        m, h = r["model"], r["previous_other_speaker"]
         out.append(
-            f"| {corpus} | {m['n']:,} | **{fmt(m['balanced_accuracy'])}** | "  # type: ignore[str-format]
-            f"{fmt(h['balanced_accuracy'])} | {fmt(m['acc_I1'])} | {fmt(m['acc_I2'])} | "  # type: ignore[arg-type]
-            f"{fmt(m['acc_S1'])} | {fmt(m['acc_S2'])} | {fmt(m['ece'])} |"  # type: ignore[arg-type]
+            f"| {corpus} | {m['n']:,} | **{fmt(m['balanced_accuracy'])}** | "
+            f"{fmt(h['balanced_accuracy'])} | {fmt(m['acc_I1'])} | {fmt(m['acc_I2'])} | "
+            f"{fmt(m['acc_S1'])} | {fmt(m['acc_S2'])} | {fmt(m['ece'])} |"
         )
     out += [
         "",
@@ -141,13 +133,12 @@ def markdown_tables(results: dict[str, object], evidence: dict[str, dict[str, li
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for corpus, r in corpora.items():
-        sizes: dict[str, dict[str, object]] = r["model"]["sizes"]  # type: ignore[index]
-        hsizes: dict[str, dict[str, object]] = r["previous_other_speaker"]["sizes"]  # type: ignore[index]
+        sizes, hsizes = r["model"]["sizes"], r["previous_other_speaker"]["sizes"]
         for size, e in sizes.items():
             out.append(
-                f"| {corpus} | {size} | {e['n']:,} | {fmt(e['balanced_accuracy'])} | "  # type: ignore[str-format,arg-type]
-                f"{fmt(hsizes[size]['balanced_accuracy'])} | {fmt(e['acc_S2'])} | "  # type: ignore[arg-type]
-                f"{fmt(e['ece'])} | {100 * (e['speak_rate'] or 0):.1f} |"  # type: ignore[arg-type,operator]
+                f"| {corpus} | {size} | {e['n']:,} | {fmt(e['balanced_accuracy'])} | "
+                f"{fmt(hsizes[size]['balanced_accuracy'])} | {fmt(e['acc_S2'])} | "
+                f"{fmt(e['ece'])} | {100 * (e['speak_rate'] or 0):.1f} |"
             )
     out += ["", "| corpus | category / evidence | points | accuracy |", "|---|---|---:|---:|"]
     for corpus, kinds in evidence.items():

@@ -250,3 +250,24 @@ def test_cli_rejects_bad_model_spec(bench: Path, tmp_path: Path) -> None:
         text=True,
     )
     assert r.returncode != 0 and "unknown baseline" in r.stderr
+
+
+def test_previous_speaker_baseline_on_real_points(bench: Path) -> None:
+    """``baseline:previous-speaker`` speaks exactly for whoever held the floor before the
+    current turn, recounted here from the gold next speakers of the same conversation."""
+    points, _ = load_points(bench, "test")
+    preds = {
+        q.point_id: q
+        for q in load_predictor("baseline:previous-speaker").predict([p.input for p in points])
+    }
+    checked = speak = 0
+    for p in points:
+        speakers = [u.speaker for u in p.input.context]
+        turns = [s for i, s in enumerate(speakers) if i == 0 or speakers[i - 1] != s]
+        expected = len(turns) > 1 and turns[-2] == p.input.target.id
+        q = preds[p.point_id]
+        assert (q.decision.value == "SPEAK") is expected, p.point_id
+        assert q.p_speak == (1.0 if expected else 0.0)
+        checked += 1
+        speak += expected
+    assert checked == len(points) and 0 < speak < checked

@@ -8,7 +8,7 @@ counts that as wrong and reports it separately.
 Model specs (``polylogue eval --model SPEC``)::
 
     default                                the shipped model (polylogue.models.default_model)
-    baseline:always-speak | always-silent | random | explicit-address
+    baseline:always-speak | always-silent | random | explicit-address | previous-speaker
     hf:PATH_OR_ALIAS                       local Hugging Face causal LM (alias: smollm2)
     openai:MODEL@URL                       any OpenAI-compatible chat-completions server
 """
@@ -116,7 +116,13 @@ class ModelSpec:
         return f"{self.kind}:{self.target}"
 
 
-BASELINE_NAMES = ("always-speak", "always-silent", "random", "explicit-address")
+BASELINE_NAMES = (
+    "always-speak",
+    "always-silent",
+    "random",
+    "explicit-address",
+    "previous-speaker",
+)
 
 
 def parse_model_spec(spec: str) -> ModelSpec:

@@ -1,9 +1,15 @@
-"""Reference points every model must beat: constant, seeded random, and explicit address.
+"""Reference points every model must beat: constant, seeded random, explicit address and
+previous speaker.
 
 ``explicit-address`` speaks exactly when the current utterance addresses the target by name or
 role (a vocative such as "Ross, can you ..."), using the same lexical cues the benchmark uses to
 define category I1. It therefore scores I1 and S1 well by construction and shows how much of a
 model's score explicit address alone explains.
+
+``previous-speaker`` speaks exactly when the target held the floor just before the current
+speaker's turn (the reply-to-a-reply rule of two-party talk). The issue that specified the
+default model gives it as the turn-sequence reference: BalAcc about 0.60 on AMI, 0.74-0.78
+on Friends.
 """
 
 from __future__ import annotations
@@ -119,6 +125,43 @@ class ExplicitAddressBaseline:
         return out
 
 
+def held_floor_before(inp: DecisionInput) -> bool:
+    """True when the target is the last speaker before the current speaker's turn."""
+    current = inp.current.speaker
+    for u in reversed(inp.history):
+        if u.speaker != current:
+            return u.speaker == inp.target.id
+    return False
+
+
+@dataclass(frozen=True)
+class PreviousSpeakerBaseline:
+    @property
+    def name(self) -> str:
+        return "baseline:previous-speaker"
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "baseline", "name": self.name}
+
+    def predict(self, inputs: Sequence[DecisionInput]) -> list[Prediction]:
+        out = []
+        for inp in inputs:
+            start = time.perf_counter()
+            held = held_floor_before(inp)
+            decision = Decision.SPEAK if held else Decision.SILENT
+            out.append(
+                Prediction(
+                    inp.point_id,
+                    decision,
+                    1.0 if held else 0.0,
+                    None,
+                    decision.value,
+                    time.perf_counter() - start,
+                )
+            )
+        return out
+
+
 def make_baseline(spec: ModelSpec, **options: Any) -> Any:
     """Factory for ``baseline:NAME`` specs. Options: ``seed``, ``p_speak``, ``delay_s`` (random)."""
     name = spec.target
@@ -134,4 +177,6 @@ def make_baseline(spec: ModelSpec, **options: Any) -> Any:
         )
     if name == "explicit-address":
         return ExplicitAddressBaseline()
+    if name == "previous-speaker":
+        return PreviousSpeakerBaseline()
     raise ModelSpecError(f"unknown baseline {name!r}")
