@@ -61,6 +61,14 @@ def pause_index(keys: Sequence[Hashable]) -> NDArray[np.int64]:
     return np.fromiter((ids.setdefault(k, len(ids)) for k in keys), dtype=np.int64, count=len(keys))
 
 
+def selection_pauses(pause: NDArray[np.int64], y: NDArray[np.int8]) -> NDArray[np.bool_]:
+    """Per pause: exactly one of two or more listeners spoke next (where selection is scored)."""
+    n_pauses = int(pause.max()) + 1 if len(pause) else 0
+    listeners = np.bincount(pause, minlength=n_pauses)
+    speakers = np.bincount(pause, weights=y, minlength=n_pauses)
+    return np.asarray((speakers == 1) & (listeners >= 2))
+
+
 def top1_accuracy(
     pause: NDArray[np.int64], y: NDArray[np.int8], score: NDArray[np.float64]
 ) -> float | None:
@@ -69,10 +77,8 @@ def top1_accuracy(
     Ties are scored by expectation (a correct listener tied with k-1 others counts 1/k), so a
     constant score gets chance, not an artefact of point order.
     """
-    n_pauses = int(pause.max()) + 1 if len(pause) else 0
-    listeners = np.bincount(pause, minlength=n_pauses)
-    speakers = np.bincount(pause, weights=y, minlength=n_pauses)
-    eligible = (speakers == 1) & (listeners >= 2)
+    eligible = selection_pauses(pause, y)
+    n_pauses = len(eligible)
     if not eligible.any():
         return None
     best = np.full(n_pauses, -np.inf)
@@ -107,10 +113,6 @@ def floor_decomposition(
     summed = np.bincount(pause, weights=p, minlength=n_pauses)
     auc = float(roc_auc_score(changed, summed)) if 0 < changed.sum() < n_pauses else None
 
-    listeners = np.bincount(pause, minlength=n_pauses)
-    eligible = (np.bincount(pause, weights=y, minlength=n_pauses) == 1) & (listeners >= 2)
-    chance = float((1.0 / listeners[eligible]).mean()) if eligible.any() else None
-
     oracle = np.where(changed[pause], p, 0.0)
     sweep = [
         balanced_accuracy_score(y, oracle >= t) for t in (*np.arange(0.01, 1.0, 0.01), threshold)
@@ -120,9 +122,10 @@ def floor_decomposition(
         pauses=n_pauses,
         floor_change_rate=float(changed.mean()),
         floor_change_auc=auc,
-        selection_pauses=int(eligible.sum()),
+        selection_pauses=int(selection_pauses(pause, y).sum()),
         selection_accuracy=top1_accuracy(pause, y, p),
-        selection_chance=chance,
+        # A constant score ties every listener: its expected top-1 accuracy is chance.
+        selection_chance=top1_accuracy(pause, y, np.zeros_like(p)),
         balanced_accuracy=float(balanced_accuracy_score(y, p >= threshold)),
         oracle_floor_balanced_accuracy=float(balanced_accuracy_score(y, oracle >= threshold)),
         oracle_floor_best_balanced_accuracy=float(max(sweep)),
