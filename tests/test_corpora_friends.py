@@ -261,6 +261,11 @@ def test_malformed_inputs_name_the_file(tmp_path: Path) -> None:
     with pytest.raises(ConversationFormatError, match=r"s10\.json:line 1: invalid JSON"):
         list(read_friends_s10_json(bad_json))
 
+    not_utf8 = tmp_path / "latin1.json"
+    not_utf8.write_bytes('{"episodes": ["Chandler\u00e9"]}'.encode("latin-1"))
+    with pytest.raises(ConversationFormatError, match=r"latin1\.json.*cannot read file"):
+        list(read_friends_s10_json(not_utf8))
+
     bad_scene = tmp_path / "scene.json"
     scene = {"scene_id": "episode-one", "utterances": []}
     bad_scene.write_text(json.dumps({"episodes": [{"scenes": [scene]}]}), encoding="utf-8")

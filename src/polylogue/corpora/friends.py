@@ -199,6 +199,8 @@ def read_friends_s10_json(path: str | Path) -> Iterator[Conversation]:
         raise ConversationFormatError(
             path, f"line {exc.lineno}", f"invalid JSON: {exc.msg}"
         ) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConversationFormatError(path, "", f"cannot read file: {exc}") from exc
     for episode in data.get("episodes", []):
         episode_speakers = _episode_speakers(episode)
         for scene in episode.get("scenes", []):
