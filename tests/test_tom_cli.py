@@ -40,7 +40,7 @@ def test_run_score_export_report(tmp_path: Path) -> None:
     assert summary.exit_code == 0, summary.output
     with open(tmp_path / "o" / "overall_summary.csv", newline="") as f:
         rows = list(csv.DictReader(f))
-    assert [(r["model"], r["variant"]) for r in rows] == [("heuristic-utter", "noprompt")]
+    assert [(r["model"], r["variant"]) for r in rows] == [("heuristic-cv-utter", "noprompt")]
     assert all(rows[0][c] for c in ("state_acc", "you_q1_acc", "cons_points_acc"))
 
     report = runner.invoke(app, ["tom", "report", str(folder), "--modality", "utterance"])

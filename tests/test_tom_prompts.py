@@ -40,6 +40,7 @@ def _prompt(bench, sessions, rid: str, variant: str):  # type: ignore[no-untyped
         "eot+utter",
         "naivecot+video",
         "noprompt+utter+nodm+prior-role+q1only",
+        "eot+utter+joint",
         "cot+utter+prior-dialogue_act+prior-phase+notime",
     ],
 )
@@ -74,11 +75,25 @@ def test_reasoning_addenda(bench, sessions) -> None:  # type: ignore[no-untyped-
 
 def test_you_q1_only_removes_the_q2_leak(bench, sessions) -> None:  # type: ignore[no-untyped-def]
     rid = "you:ES2002a_you0005"  # Q2 asks about C, the Q1 gold addressee
-    joint = _prompt(bench, sessions, rid, "noprompt+utter")
+    joint = _prompt(bench, sessions, rid, "noprompt+utter+joint")
     alone = _prompt(bench, sessions, rid, "noprompt+utter+q1only")
     assert "What is C's attitude" in joint.user and joint.questions == ("Q1", "Q2")
     assert "attitude" not in alone.user and alone.questions == ("Q1",)
     assert '{"Q1":"<OPTION>"}' in alone.user
+
+
+def test_default_you_prompts_are_separate(bench, sessions) -> None:  # type: ignore[no-untyped-def]
+    """The default asks Q1 without Q2's text, then Q2 in its own prompt."""
+    rid = "you:ES2002a_you0005"
+    default = _prompt(bench, sessions, rid, "noprompt+utter")
+    assert parse_variant("noprompt+utter").you_questions == "separate"
+    assert default.questions == ("Q1", "Q2") and len(default.parts) == 2
+    q1, q2 = default.parts
+    assert q1.questions == ("Q1",) and "attitude" not in q1.user and q1.user == default.user
+    assert q2.questions == ("Q2",) and "What is C's attitude" in q2.user
+    assert "says 'you'" not in q2.user and '{"Q2":"<OPTION>"}' in q2.user
+    alone = _prompt(bench, sessions, rid, "noprompt+utter+q1only")
+    assert q1.user == alone.user and default.digest() != alone.digest()
 
 
 def test_priors_and_discourse_markers(bench, sessions) -> None:  # type: ignore[no-untyped-def]
@@ -105,7 +120,7 @@ def test_video_variants_need_media_and_caption_frames(bench, tmp_path: Path) -> 
     media = PromptMedia(
         videos={"Q1_corner": tmp_path / "c.mp4", "Q2_mosaic": tmp_path / "m.mp4"}, frames=frames
     )
-    p = build_prompt(rec.item, parse_variant("noprompt+video"), None, media)
+    p = build_prompt(rec.item, parse_variant("noprompt+video+joint"), None, media)
     assert [im.caption for im in p.images][:2] == [
         "Video 1 (corner view), frame at 0.0s",
         "Video 1 (corner view), frame at 2.0s",
@@ -114,3 +129,7 @@ def test_video_variants_need_media_and_caption_frames(bench, tmp_path: Path) -> 
     assert "top-left tile: participant A" in p.user and "bottom-right tile: participant B" in p.user
     q1 = build_prompt(rec.item, parse_variant("noprompt+video+q1only"), None, media)
     assert len(q1.images) == 2 and "close-up grid" not in q1.user
+    first, second = build_prompt(rec.item, parse_variant("noprompt+video"), None, media).parts
+    assert [im.path.name for im in first.images] == ["Q1_corner_0.0.jpg", "Q1_corner_2.0.jpg"]
+    assert [im.path.name for im in second.images] == ["Q2_mosaic_0.0.jpg", "Q2_mosaic_2.0.jpg"]
+    assert "close-up" in second.user and "corner" not in second.user

@@ -107,7 +107,10 @@ def test_baselines_and_report_tables(bench, tmp_path: Path) -> None:  # type: ig
     assert maj["t1_acc"] == pytest.approx(state_gold.count(majority["state.Q1"]) / len(state_gold))
     text = build_report(scores, modality="utterance")
     assert text.startswith("Table 1. Overall performance")
-    assert "| chance-level | 14.29 | 14.29 | 16.67 | 25.00 | 25.00 | 25.00 | – |" in text
+    assert (
+        "| chance-level | 14.29 | 14.29 | 16.67 | 16.67 | 25.00 | 25.00 | 25.00 | 25.00 | – | – "
+        "| 20.00 | 20.00 |" in text
+    )
     assert "Table 5. Discourse markers" in text and "w/o discourse markers" in text
     assert "Table 3." not in text  # no prompting ablation was run
     per_label = label_tables(scores[1])

@@ -78,10 +78,18 @@ def _ami_folder(ami: Path | None) -> Path:
 @tom_app.command("run")
 def run_cmd(
     model: Annotated[
-        str, typer.Option(help="chance[:SEED], majority, heuristic, hf:smollm2, openai:M@URL")
+        str,
+        typer.Option(
+            help="chance[:SEED], majority, heuristic (cross-fitted), heuristic-fixed, leak "
+            "(copy Q2's subject), hf:smollm2, openai:M@URL"
+        ),
     ],
     variant: Annotated[
-        str, typer.Option(help="Prompt variant, e.g. noprompt, cot+utter, eot+video+q1only")
+        str,
+        typer.Option(
+            help="Prompt variant, e.g. noprompt, cot+utter, eot+video+q1only; YOU asks Q1 and Q2 "
+            "in separate prompts unless 'joint' (the official prompt, whose Q2 leaks Q1)"
+        ),
     ] = "noprompt+utter",
     tasks: Annotated[str, typer.Option(help="Comma list of tasks.")] = "state,you,consensus",
     limit: Annotated[int | None, typer.Option(help="First N records per task.")] = None,
@@ -105,6 +113,9 @@ def run_cmd(
     max_prompt_tokens: Annotated[int, typer.Option(help="hf: prompt token budget.")] = 2048,
     threads: Annotated[int | None, typer.Option(help="hf: torch CPU threads.")] = None,
     cache: Annotated[Path | None, typer.Option(help="Response cache (SQLite).")] = None,
+    folds: Annotated[
+        int, typer.Option(help="heuristic: cross-fitting folds over AMI meeting series.")
+    ] = 3,
 ) -> None:
     """Run a model over records; resumes in the same hash-keyed run folder."""
     from polylogue.tom.backends import load_generator
@@ -125,7 +136,9 @@ def run_cmd(
     elif kind == "openai":
         extra = {"video_mode": video_mode}
     majority = {f"{t.value}.{q}": lab for (t, q), lab in majority_labels(records).items()}
-    generator = load_generator(model, majority_labels=majority, **extra)
+    generator = _baseline(model, bench, _ami_folder(ami), folds, records)
+    if generator is None:
+        generator = load_generator(model, majority_labels=majority, **extra)
     media = None
     if options.uses_video:
         if ami_media is None:
@@ -147,7 +160,35 @@ def run_cmd(
     console.print(
         f"\n{result.folder}: {result.generated} new, {result.reused} reused, {result.errors} errors"
     )
+    if any(r.task.value == "you" for r in records):
+        from polylogue.tom.baselines import leak_metrics
+
+        leak = leak_metrics(records)
+        if leak is not None:
+            console.print(
+                f"reference: copying Q2's subject answers Task 2.1 at {100 * leak.accuracy:.2f}% "
+                f"({round(leak.accuracy * leak.n)}/{leak.n}) on these YOU records with the joint "
+                "prompt"
+            )
     typer.echo(str(result.folder))
+
+
+def _baseline(model: str, bench: Any, ami: Path, folds: int, records: Any) -> Any:
+    """The baselines of :mod:`polylogue.tom.baselines`, or None for the other specs."""
+    from polylogue.tom import baselines
+
+    if model == "leak":
+        bad = sorted({r.task.value for r in records} - {"you"})
+        if bad:
+            raise typer.BadParameter(f"the leak baseline answers YOU only (not {bad}): --tasks you")
+        return baselines.LeakGenerator()
+    if model == "heuristic-fixed":
+        return baselines.FixedHeuristic()
+    if model == "heuristic":
+        from polylogue.tom.transcript import AmiSessions
+
+        return baselines.fit_crossfit_heuristic(list(bench.all_records()), AmiSessions(ami), folds)
+    return None
 
 
 def _media_provider(ami_media: Path, media_out: Path, options: Any) -> Any:
@@ -236,11 +277,14 @@ def report_cmd(
 ) -> None:
     """Markdown tables in the layouts of the paper's Tables 1-6."""
     from polylogue.tom.records import load_benchmark
-    from polylogue.tom.report import build_report, label_tables, scores_from_run
+    from polylogue.tom.report import build_report, label_tables, leak_values, scores_from_run
 
     bench = load_benchmark(data)
     scores = [scores_from_run(bench, r, mode) for r in runs]
-    text = build_report(scores, modality=modality)
+    by_id = bench.by_id()
+    answered = {i for s in scores for i in s.record_ids}
+    leak = leak_values([by_id[i] for i in sorted(answered) if i in by_id])
+    text = build_report(scores, modality=modality, leak=leak)
     if labels:
         text += "\n" + "\n".join(label_tables(s) for s in scores)
     if out is not None:

@@ -10,8 +10,10 @@ option set (not a free-form name) is what a run records and hashes:
 * ``modality``: ``both`` (video + utterances), ``video``, ``utterance`` (Table 2);
 * ``remove_discourse_markers`` (Table 5);
 * ``priors``: any of ``dialogue_act``, ``phase``, ``role`` from AMI annotations (Table 4);
-* ``you_questions``: ``joint`` (official) or ``q1_only``, which asks the addressee question
-  alone, because Q2's text names the Q1 gold answer in 203 of 300 items.
+* ``you_questions``: ``separate`` (default) asks YOU Q1 and Q2 in two prompts, so the addressee
+  question is never shown Q2's text, which names the Q1 gold answer in 203 of 300 items;
+  ``joint`` is the official prompt with both questions together (it LEAKS Q1: copying Q2's
+  subject scores 67.67% on Task 2.1 with no transcript or video); ``q1_only`` asks Q1 alone.
 
 Placement choice (unspecified upstream): the reasoning addendum comes after the questions and
 before the output-format line, so the format is the last instruction before the transcript.
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -34,7 +36,7 @@ from polylogue.tom.transcript import TranscriptOptions, TranscriptWindow, render
 
 Reasoning = Literal["none", "task_cot", "eot", "naive_cot"]
 Modality = Literal["both", "video", "utterance"]
-YouQuestions = Literal["joint", "q1_only"]
+YouQuestions = Literal["separate", "joint", "q1_only"]
 PRIOR_KINDS: tuple[str, ...] = ("dialogue_act", "phase", "role")
 
 #: Official prediction-file tags (the evaluator parses cot/eot/noprompt from file names).
@@ -64,7 +66,7 @@ class PromptOptions:
     modality: Modality = "both"
     remove_discourse_markers: bool = False
     priors: tuple[str, ...] = ()
-    you_questions: YouQuestions = "joint"
+    you_questions: YouQuestions = "separate"
     timestamps: bool = True
     frame_fps: float | None = 0.5
     frame_count: int | None = None
@@ -73,6 +75,8 @@ class PromptOptions:
     def __post_init__(self) -> None:
         if self.reasoning not in REASONING_TAGS:
             raise PromptError(f"unknown reasoning {self.reasoning!r}")
+        if self.you_questions not in ("separate", "joint", "q1_only"):
+            raise PromptError(f"unknown you_questions {self.you_questions!r}")
         if self.modality not in ("both", "video", "utterance"):
             raise PromptError(f"unknown modality {self.modality!r}")
         bad = [p for p in self.priors if p not in PRIOR_KINDS]
@@ -105,6 +109,8 @@ class PromptOptions:
         parts += [f"prior-{p}" for p in self.priors]
         if self.you_questions == "q1_only":
             parts.append("q1only")
+        elif self.you_questions == "joint":
+            parts.append("joint")
         if not self.timestamps:
             parts.append("notime")
         return "+".join(parts)
@@ -145,6 +151,8 @@ VARIANT_TOKENS: dict[str, dict[str, Any]] = {
     "utter": {"modality": "utterance"},
     "nodm": {"remove_discourse_markers": True},
     "q1only": {"you_questions": "q1_only"},
+    # The official YOU prompt: Q1 and Q2 together, so Q2's text leaks the Q1 answer.
+    "joint": {"you_questions": "joint"},
     "notime": {"timestamps": False},
 }
 
@@ -185,6 +193,9 @@ class ToMPrompt:
     questions: tuple[str, ...]
     images: tuple[ImagePart, ...] = ()
     videos: dict[str, Path] = field(default_factory=dict)
+    #: YOU ``separate``: one prompt per question (Q1 alone, then Q2 alone), each sent as its own
+    #: request; this prompt's own text is then the Q1 part's (see :mod:`polylogue.tom.parts`).
+    parts: tuple[ToMPrompt, ...] = ()
 
     def text_messages(self) -> list[dict[str, str]]:
         return [{"role": "system", "content": self.system}, {"role": "user", "content": self.user}]
@@ -196,6 +207,8 @@ class ToMPrompt:
         for im in self.images:
             h.update(im.caption.encode())
             h.update(im.path.read_bytes() if im.path.is_file() else str(im.path).encode())
+        for part in self.parts:
+            h.update(part.digest().encode())
         return h.hexdigest()[:16]
 
 
@@ -236,6 +249,12 @@ _Q1_ONLY_INPUTS = {
     "both": "a video of a window of a four-person meeting (participants A, B, C, D), a wide corner "
     "view of the room, and its transcript.",
 }
+_Q2_ONLY_INPUTS = {
+    "video": "a video of a window of a four-person meeting (participants A, B, C, D): a 2x2 grid "
+    "of close-ups, one per participant.",
+    "both": "a video of a window of a four-person meeting (participants A, B, C, D), a 2x2 grid "
+    "of close-ups, one per participant, and its transcript.",
+}
 _FOCUS = {
     (Task.STATE, "video"): " Rely on what the target visibly does.",
     (Task.STATE, "both"): " Rely mainly on what the target visibly does; use the transcript as "
@@ -254,7 +273,7 @@ _EOT_FOCUS = {
 }
 
 
-def _reasoning_block(task: Task, options: PromptOptions, q1_only: bool) -> str:
+def _reasoning_block(task: Task, options: PromptOptions, you_mode: str) -> str:
     if options.reasoning == "none":
         return ""
     if options.reasoning == "naive_cot":
@@ -263,7 +282,11 @@ def _reasoning_block(task: Task, options: PromptOptions, q1_only: bool) -> str:
         focus, extra = _EOT_FOCUS[task]
         text = Template(template("eot")).substitute(eot_focus=focus, eot_extra=extra)
     elif task is Task.YOU:
-        text = template("you_cot") + ("" if q1_only else template("you_cot_q2"))
+        text = {
+            "joint": template("you_cot") + template("you_cot_q2"),
+            "q1": template("you_cot"),
+            "q2": template("you_cot_q2only"),
+        }[you_mode]
     else:
         text = template(f"{task.value}_cot")
     return "\n" + text.rstrip() + "\n"
@@ -288,17 +311,23 @@ def _priors_block(item: ToMItem, options: PromptOptions, window: TranscriptWindo
     return "\n".join(lines) + "\n"
 
 
-def _layout_block(item: ToMItem, options: PromptOptions, q1_only: bool) -> str:
+def _layout_block(item: ToMItem, options: PromptOptions, you_mode: str) -> str:
     if item.task is Task.STATE:
         return ""
     recon = item.reconstruction
     parts = []
-    if item.task is Task.YOU and options.uses_video:
+    if item.task is Task.YOU and options.uses_video and you_mode != "q2":
         parts.append(
-            ("Video 1 (corner view)" if not q1_only else "Video") + ": " + corner_layout_text(recon)
+            ("Video 1 (corner view)" if you_mode == "joint" else "Video")
+            + ": "
+            + corner_layout_text(recon)
         )
-    if (item.task is Task.CONSENSUS or not q1_only) and options.uses_video:
-        label = "Video 2 (close-up grid)" if item.task is Task.YOU else "Video (important)"
+    if (item.task is Task.CONSENSUS or you_mode != "q1") and options.uses_video:
+        label = (
+            "Video 2 (close-up grid)"
+            if item.task is Task.YOU and you_mode == "joint"
+            else "Video (important)"
+        )
         parts.append(f"{label}: {mosaic_layout_text(recon)}")
     return "".join(f"\n{p}\n" for p in parts)
 
@@ -313,9 +342,29 @@ def build_prompt(
 
     ``window`` is required when the variant shows utterances or AMI priors; ``media`` when it
     shows video (its sampled frames become image parts, captioned with their clip time).
+    A YOU item under ``you_questions="separate"`` (the default) gets one part per question:
+    the returned prompt asks Q1 and Q2, its text is the Q1 part's, and ``parts`` holds both.
     """
+    if item.task is not Task.YOU:
+        return _build(item, options, window, media, "joint")
+    if options.you_questions == "joint":
+        return _build(item, options, window, media, "joint")
+    q1 = _build(item, options, window, media, "q1")
+    if options.you_questions == "q1_only":
+        return q1
+    q2 = _build(item, options, window, media, "q2")
+    return replace(q1, questions=("Q1", "Q2"), parts=(q1, q2))
+
+
+def _build(
+    item: ToMItem,
+    options: PromptOptions,
+    window: TranscriptWindow | None,
+    media: PromptMedia | None,
+    you_mode: str,
+) -> ToMPrompt:
+    """One prompt; ``you_mode`` is ``joint`` (both YOU questions), ``q1`` or ``q2`` (one)."""
     task = item.task
-    q1_only = task is Task.YOU and options.you_questions == "q1_only"
     if options.uses_transcript and window is None:
         raise PromptError(f"{item.id}: variant {options.name} needs a transcript window")
     if options.uses_video and media is None:
@@ -328,17 +377,18 @@ def build_prompt(
             else "Transcript"
         )
         transcript = f"\n{header}:\n" + render_transcript(window, options.transcript_options())
+    single = {"q1": _Q1_ONLY_INPUTS, "q2": _Q2_ONLY_INPUTS}.get(you_mode, {})
     inputs = (
-        _Q1_ONLY_INPUTS[options.modality]
-        if q1_only and options.modality in _Q1_ONLY_INPUTS
+        single[options.modality]
+        if task is Task.YOU and options.modality in single
         else _INPUTS[(task, options.modality)]
     )
     values = {
         "inputs": inputs,
         "focus": _FOCUS.get((task, options.modality), ""),
         "priors": _priors_block(item, options, window),
-        "reasoning": _reasoning_block(task, options, q1_only),
-        "layout": _layout_block(item, options, q1_only),
+        "reasoning": _reasoning_block(task, options, you_mode),
+        "layout": _layout_block(item, options, you_mode),
         "transcript": transcript,
     }
     questions: tuple[str, ...]
@@ -349,18 +399,21 @@ def build_prompt(
             "options": _options(task, "Q1"),
         }
         name, questions = "state", ("Q1",)
+    elif task is Task.YOU and you_mode == "q1":
+        values |= {"q1": item.questions["Q1"].text, "q1_options": _options(task, "Q1")}
+        name, questions = "you_q1", ("Q1",)
+    elif task is Task.YOU and you_mode == "q2":
+        values |= {"q2": item.questions["Q2"].text, "q2_options": _options(task, "Q2")}
+        name, questions = "you_q2", ("Q2",)
     else:
         values |= {"q1": item.questions["Q1"].text, "q1_options": _options(task, "Q1")}
-        if q1_only:
-            name, questions = "you_q1", ("Q1",)
-        else:
-            values |= {"q2": item.questions["Q2"].text, "q2_options": _options(task, "Q2")}
-            name, questions = task.value, ("Q1", "Q2")
+        values |= {"q2": item.questions["Q2"].text, "q2_options": _options(task, "Q2")}
+        name, questions = task.value, ("Q1", "Q2")
     user = Template(template(name)).substitute(values).strip() + "\n"
     images: list[ImagePart] = []
     videos: dict[str, Path] = {}
     if options.uses_video and media is not None:
-        roles = _video_roles(task, q1_only)
+        roles = _video_roles(task, you_mode)
         for role, caption in roles:
             if role in media.videos:
                 videos[role] = media.videos[role]
@@ -378,10 +431,13 @@ def build_prompt(
     )
 
 
-def _video_roles(task: Task, q1_only: bool) -> list[tuple[str, str]]:
+def _video_roles(task: Task, you_mode: str) -> list[tuple[str, str]]:
     if task is Task.STATE:
         return [("clip", "Target close-up")]
     if task is Task.YOU:
-        roles = [("Q1_corner", "Video 1 (corner view)" if not q1_only else "Video")]
-        return roles if q1_only else [*roles, ("Q2_mosaic", "Video 2 (close-up grid)")]
+        if you_mode == "q1":
+            return [("Q1_corner", "Video")]
+        if you_mode == "q2":
+            return [("Q2_mosaic", "Video")]
+        return [("Q1_corner", "Video 1 (corner view)"), ("Q2_mosaic", "Video 2 (close-up grid)")]
     return [("mosaic", "Video (close-up grid)")]

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from polylogue.tom.baselines import leak_metrics
 from polylogue.tom.prompts import PromptOptions
-from polylogue.tom.records import LABELS, TASK_FILES, Task, ToMBenchmark
+from polylogue.tom.records import LABELS, TASK_FILES, Task, ToMBenchmark, ToMRecord
 from polylogue.tom.runner import load_run
 from polylogue.tom.scoring import (
     QuestionMetrics,
@@ -22,28 +23,63 @@ from polylogue.tom.scoring import (
     score_official_rows,
     score_strict,
     strict_from_rows,
+    strict_task32,
 )
 
-#: (key, header) of the seven paper metrics.
+#: Short metric key -> strict result key.
+_PAIRS = {
+    "t1": "state.Q1",
+    "t21": "you.Q1",
+    "t22": "you.Q2",
+    "t31": "consensus.Q1",
+    "t32": "consensus.Q2_cond",
+    "t32pc": "consensus.Q2_goldpc",
+    "t32pred": "consensus.Q2_predpc",
+}
+
+#: (key, header) of the paper's metrics, macro-F1 next to every accuracy, and the strict Task 3.2
+#: subsets next to the official Task 3.2 (see :func:`polylogue.tom.scoring.strict_task32`).
 METRICS: tuple[tuple[str, str], ...] = (
     ("t1_acc", "Task 1 Acc."),
     ("t1_macro", "Task 1 Macro"),
     ("t21_acc", "Task 2.1 Acc."),
+    ("t21_macro", "Task 2.1 Macro"),
     ("t22_acc", "Task 2.2 Acc."),
+    ("t22_macro", "Task 2.2 Macro"),
     ("t31_acc", "Task 3.1 Acc."),
     ("t31_macro", "Task 3.1 Macro"),
     ("t32_acc", "Task 3.2 Acc."),
+    ("t32_macro", "Task 3.2 Macro"),
+    ("t32pc_acc", "Task 3.2 strict: gold PC"),
+    ("t32pred_acc", "Task 3.2 strict: predicted PC"),
 )
-ACC_ONLY = ("t1_acc", "t21_acc", "t22_acc", "t31_acc", "t32_acc")
-PRIORS_COLUMNS = ("t21_acc", "t22_acc", "t31_acc", "t32_acc")
+#: Accuracy and macro-F1 of the five questions (the ablation tables).
+ACC_MACRO = (
+    "t1_acc",
+    "t1_macro",
+    "t21_acc",
+    "t21_macro",
+    "t22_acc",
+    "t22_macro",
+    "t31_acc",
+    "t31_macro",
+    "t32_acc",
+    "t32_macro",
+)
+PRIORS_COLUMNS = (
+    "t21_acc",
+    "t21_macro",
+    "t22_acc",
+    "t22_macro",
+    "t31_acc",
+    "t31_macro",
+    "t32_acc",
+    "t32_macro",
+)
 _HEADERS = dict(METRICS)
-_SHORT = {
-    "t1_acc": "Task 1",
-    "t21_acc": "Task 2.1",
-    "t22_acc": "Task 2.2",
-    "t31_acc": "Task 3.1",
-    "t32_acc": "Task 3.2",
-}
+#: Shown where Task 2.1 comes from the joint YOU prompt, whose Q2 text leaks the Q1 answer.
+LEAK_NOTE = " [joint YOU prompt: Q2 leaks Q1]"
+LEAK_ROW = "copy Q2's subject (no input; joint-prompt leak)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +96,8 @@ class RunScores:
     folder: str | None = None
     #: Per-question metrics (per-label scores, confusion matrices) keyed like ``state.Q1``.
     details: dict[str, QuestionMetrics] = field(default_factory=dict)
+    #: The records the run answered (for baselines computed on the same items).
+    record_ids: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -96,22 +134,16 @@ def scores_from_rows(
     if mode == "strict":
         res = score_strict(records, strict_from_rows(records, rows), only_windows)
         details = dict(res.metrics)
-        pairs = {
-            "t1": "state.Q1",
-            "t21": "you.Q1",
-            "t22": "you.Q2",
-            "t31": "consensus.Q1",
-            "t32": "consensus.Q2_cond",
-        }
-        for short, key in pairs.items():
+        for short, key in _PAIRS.items():
             m = res.metrics.get(key)
             if m is None:
                 continue
-            values[f"{short}_acc"] = m.accuracy
-            if f"{short}_macro" in values:
+            values[f"{short}_acc"] = m.accuracy if m.n else None
+            if f"{short}_macro" in values and m.n:
                 values[f"{short}_macro"] = m.macro_f1
             n[short] = m.n
-            coverage[short] = m.coverage
+            if m.n:  # an empty subset (no predicted PSEUDO_CONSENSUS) has no coverage
+                coverage[short] = m.coverage
     else:
         gold = load_official_gold([bench.folder / TASK_FILES[t] for t in Task])
         by_task = {t: [r for r in rows if r.get("task") == t.value] for t in tasks}
@@ -122,17 +154,34 @@ def scores_from_rows(
                 values |= {"t1_acc": summary["state_acc"], "t1_macro": summary["state_macro_f1"]}
                 n["t1"] = metrics["Q1"].n
             elif task is Task.YOU:
-                values |= {"t21_acc": summary["you_q1_acc"], "t22_acc": summary["you_q2_acc"]}
+                values |= {
+                    "t21_acc": summary["you_q1_acc"],
+                    "t21_macro": summary["you_q1_macro_f1"],
+                    "t22_acc": summary["you_q2_acc"],
+                    "t22_macro": summary["you_q2_macro_f1"],
+                }
                 n |= {"t21": metrics["Q1"].n, "t22": metrics["Q2"].n}
             else:
                 values |= {
                     "t31_acc": summary["cons_q1_acc"],
                     "t31_macro": summary["cons_q1_macro_f1"],
                     "t32_acc": summary["cons_q2_cond_acc"],
+                    "t32_macro": metrics["Q2_cond"].macro_f1,
                 }
                 n |= {"t31": metrics["Q1"].n, "t32": metrics["Q2_cond"].n}
+                # The strict Task 3.2 subsets have no official counterpart: always strict.
+                cons = [r for r in records if r.task is Task.CONSENSUS]
+                strict = strict_task32(cons, strict_from_rows(cons, task_rows))
+                for short, key in (
+                    ("t32pc", "consensus.Q2_goldpc"),
+                    ("t32pred", "consensus.Q2_predpc"),
+                ):
+                    m = strict[key]
+                    values[f"{short}_acc"] = m.accuracy if m.n else None
+                    n[short] = m.n
+                    details[key] = m
     if options.you_questions == "q1_only":  # Q2 was not asked: no attitude score
-        values["t22_acc"] = None
+        values["t22_acc"] = values["t22_macro"] = None
         n.pop("t22", None)
         coverage.pop("t22", None)
     return RunScores(
@@ -143,6 +192,7 @@ def scores_from_rows(
         n=n,
         coverage=coverage,
         details=details,
+        record_ids=tuple(r.id for r in records),
     )
 
 
@@ -156,14 +206,27 @@ def scores_from_run(
 
 
 def chance_values() -> dict[str, float | None]:
-    """Uniform guessing; its expected macro-F1 equals its accuracy. Task 3.2 is undefined."""
+    """Uniform guessing; its expected macro-F1 equals its accuracy. The official Task 3.2
+    (conditional on a correct Q1) is left undefined; each strict subset expects 1/5."""
     acc = {
-        "t1_acc": 1 / len(LABELS[(Task.STATE, "Q1")]),
-        "t21_acc": 1 / len(LABELS[(Task.YOU, "Q1")]),
-        "t22_acc": 1 / len(LABELS[(Task.YOU, "Q2")]),
-        "t31_acc": 1 / len(LABELS[(Task.CONSENSUS, "Q1")]),
+        "t1": 1 / len(LABELS[(Task.STATE, "Q1")]),
+        "t21": 1 / len(LABELS[(Task.YOU, "Q1")]),
+        "t22": 1 / len(LABELS[(Task.YOU, "Q2")]),
+        "t31": 1 / len(LABELS[(Task.CONSENSUS, "Q1")]),
     }
-    return acc | {"t1_macro": acc["t1_acc"], "t31_macro": acc["t31_acc"], "t32_acc": None}
+    out: dict[str, float | None] = {}
+    for k, v in acc.items():
+        out |= {f"{k}_acc": v, f"{k}_macro": v}
+    q2 = 1 / len(LABELS[(Task.CONSENSUS, "Q2")])
+    return out | {"t32_acc": None, "t32_macro": None, "t32pc_acc": q2, "t32pred_acc": q2}
+
+
+def leak_values(records: Sequence[ToMRecord]) -> dict[str, float | None] | None:
+    """The 'copy Q2's subject' row (Task 2.1 only) over the YOU records given."""
+    m = leak_metrics(records)
+    if m is None:
+        return None
+    return {k: None for k, _ in METRICS} | {"t21_acc": m.accuracy, "t21_macro": m.macro_f1}
 
 
 # ----------------------------------------------------------------------------- rendering
@@ -225,10 +288,17 @@ def _same_except(opts: PromptOptions, **changes: Any) -> bool:
 
 
 def _pick(runs: Sequence[RunScores], model: str, **changes: Any) -> RunScores | None:
-    for r in runs:
-        if r.model == model and _same_except(r.options, **changes):
-            return r
+    """The model's run with these settings; with the default ``separate`` YOU prompts if there
+    is one, else with the joint (leaking) or Q1-only prompt."""
+    for you in ("separate", "joint", "q1_only"):
+        for r in runs:
+            if r.model == model and _same_except(r.options, **{"you_questions": you, **changes}):
+                return r
     return None
+
+
+def _label(r: RunScores, text: str) -> str:
+    return text + (LEAK_NOTE if r.options.you_questions == "joint" else "")
 
 
 def _models(runs: Sequence[RunScores]) -> list[str]:
@@ -236,10 +306,14 @@ def _models(runs: Sequence[RunScores]) -> list[str]:
 
 
 def table1(
-    runs: Sequence[RunScores], baselines: Mapping[str, Mapping[str, float | None]] | None = None
+    runs: Sequence[RunScores],
+    baselines: Mapping[str, Mapping[str, float | None]] | None = None,
+    leak: Mapping[str, float | None] | None = None,
 ) -> str:
     """Overall performance: one row per model with the default variant (both modalities)."""
     rows = [["chance-level", *(_pct(chance_values()[k]) for k, _ in METRICS)]]
+    if leak is not None:
+        rows.append([LEAK_ROW, *(_pct(leak.get(k)) for k, _ in METRICS)])
     for name, vals in (baselines or {}).items():
         rows.append([name, *(_pct(vals.get(k)) for k, _ in METRICS)])
     used = []
@@ -247,8 +321,10 @@ def table1(
         r = _pick(runs, model) or _pick(runs, model, modality="utterance")
         if r is not None:
             used.append(r)
-            label = model if r.options.modality == "both" else f"{model} ({r.options.name})"
-            rows.append([label, *(_pct(r.values[k]) for k, _ in METRICS)])
+            shown = _label(
+                r, model if r.options.modality == "both" else f"{model} ({r.options.name})"
+            )
+            rows.append([shown, *(_pct(r.values[k]) for k, _ in METRICS)])
     return (
         "Table 1. Overall performance\n\n"
         + _table(["Model", *_HEADERS.values()], rows)
@@ -263,6 +339,7 @@ def _ablation(
     columns: Sequence[str],
     deltas: bool = False,
     first_col: str = "Setting",
+    leak: Mapping[str, float | None] | None = None,
 ) -> str:
     rows, used = [], []
     for model in _models(runs):
@@ -279,16 +356,16 @@ def _ablation(
                 else _pct(r.values[c])
                 for c in columns
             ]
-            rows.append([model, label, *cells])
+            rows.append([model, _label(r, label), *cells])
     if not rows:
         return ""
-    header = ["Model", first_col, *(_SHORT.get(c, _HEADERS[c]) for c in columns)]
-    if any(c.endswith("macro") for c in columns):
-        header = ["Model", first_col, *(_HEADERS[c] for c in columns)]
+    if leak is not None and "t21_acc" in columns:  # the floor under every Task 2.1 number
+        rows.insert(0, [LEAK_ROW, "–", *(_pct(leak.get(c)) for c in columns)])
+    header = ["Model", first_col, *(_HEADERS[c] for c in columns)]
     return f"{title}\n\n" + _table(header, rows) + _n_note(used)
 
 
-def table2(runs: Sequence[RunScores]) -> str:
+def table2(runs: Sequence[RunScores], leak: Mapping[str, float | None] | None = None) -> str:
     return _ablation(
         "Table 2. Input modalities",
         runs,
@@ -297,8 +374,9 @@ def table2(runs: Sequence[RunScores]) -> str:
             ("Video", {"modality": "video"}),
             ("Utter.", {"modality": "utterance"}),
         ],
-        ACC_ONLY,
+        ACC_MACRO,
         first_col="Methods",
+        leak=leak,
     )
 
 
@@ -312,7 +390,11 @@ def _prompt_settings(modality: str) -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
-def table3(runs: Sequence[RunScores], modality: str = "both") -> str:
+def table3(
+    runs: Sequence[RunScores],
+    modality: str = "both",
+    leak: Mapping[str, float | None] | None = None,
+) -> str:
     return _ablation(
         "Table 3. Prompting strategies (arrows: change from No Prompt)",
         runs,
@@ -320,10 +402,15 @@ def table3(runs: Sequence[RunScores], modality: str = "both") -> str:
         [k for k, _ in METRICS],
         deltas=True,
         first_col="Prompt",
+        leak=leak,
     )
 
 
-def table4(runs: Sequence[RunScores], modality: str = "both") -> str:
+def table4(
+    runs: Sequence[RunScores],
+    modality: str = "both",
+    leak: Mapping[str, float | None] | None = None,
+) -> str:
     m = {} if modality == "both" else {"modality": modality}
     return _ablation(
         "Table 4. Contextual priors from AMI annotations",
@@ -336,27 +423,39 @@ def table4(runs: Sequence[RunScores], modality: str = "both") -> str:
         ],
         PRIORS_COLUMNS,
         first_col="Methods",
+        leak=leak,
     )
 
 
-def table5(runs: Sequence[RunScores], modality: str = "both") -> str:
+def table5(
+    runs: Sequence[RunScores],
+    modality: str = "both",
+    leak: Mapping[str, float | None] | None = None,
+) -> str:
     m = {} if modality == "both" else {"modality": modality}
     return _ablation(
         "Table 5. Discourse markers",
         runs,
         [("Baseline", {**m}), ("w/o discourse markers", {**m, "remove_discourse_markers": True})],
-        ACC_ONLY,
+        ACC_MACRO,
+        leak=leak,
     )
 
 
-def table6(runs: Sequence[RunScores], modality: str = "both") -> str:
+def table6(
+    runs: Sequence[RunScores],
+    modality: str = "both",
+    leak: Mapping[str, float | None] | None = None,
+) -> str:
     return _ablation(
-        "Table 6. Additional prompting results (accuracy; arrows: change from No Prompt)",
+        "Table 6. Additional prompting results (accuracy and macro-F1; arrows: change from "
+        "No Prompt)",
         runs,
         _prompt_settings(modality),
-        ACC_ONLY,
+        ACC_MACRO,
         deltas=True,
         first_col="Prompt",
+        leak=leak,
     )
 
 
@@ -364,15 +463,20 @@ def build_report(
     runs: Sequence[RunScores],
     baselines: Mapping[str, Mapping[str, float | None]] | None = None,
     modality: str = "both",
+    leak: Mapping[str, float | None] | None = None,
 ) -> str:
-    """All tables the given runs can fill (ablations are laid out around ``modality``)."""
+    """All tables the given runs can fill (ablations are laid out around ``modality``).
+
+    ``leak`` (see :func:`leak_values`) adds the 'copy Q2's subject' row to every table with a
+    Task 2.1 column.
+    """
     parts = [
-        table1(runs, baselines),
-        table2(runs),
-        table3(runs, modality),
-        table4(runs, modality),
-        table5(runs, modality),
-        table6(runs, modality),
+        table1(runs, baselines, leak),
+        table2(runs, leak),
+        table3(runs, modality, leak),
+        table4(runs, modality, leak),
+        table5(runs, modality, leak),
+        table6(runs, modality, leak),
     ]
     return "\n\n".join(p for p in parts if p) + "\n"
 

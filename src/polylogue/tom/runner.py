@@ -35,6 +35,7 @@ from polylogue.tom.backends import (
     GenerationRequest,
     ToMGenerator,
 )
+from polylogue.tom.parts import generate as generate_parts
 from polylogue.tom.prompts import PromptOptions, build_prompt
 from polylogue.tom.records import RECONSTRUCTION_FILE, TASK_FILES, Task, ToMBenchmark, ToMRecord
 from polylogue.tom.transcript import AmiSessions, transcript_window
@@ -230,7 +231,7 @@ def run_tom(
                             True,
                         )
                     else:
-                        gen = generator.generate(GenerationRequest(prompt, rec.item, window))
+                        gen = generate_parts(generator, GenerationRequest(prompt, rec.item, window))
                         text, latency, usage, cached = (
                             gen.text,
                             gen.latency_s,

@@ -746,7 +746,8 @@ def score_strict(
     """Score validated predictions keyed by record id against typed gold records.
 
     Keys of the result: ``state.Q1``, ``you.Q1``, ``you.Q2``, ``consensus.Q1``,
-    ``consensus.Q2_cond`` (over items whose Q1 is right), ``consensus.Q2_all``.
+    ``consensus.Q2_cond`` (over items whose Q1 is right), ``consensus.Q2_all``, and the strict
+    Task 3.2 subsets ``consensus.Q2_goldpc`` / ``consensus.Q2_predpc`` (:func:`strict_task32`).
     """
     windows = set(only_windows)
     metrics: dict[str, QuestionMetrics] = {}
@@ -786,12 +787,47 @@ def score_strict(
                 1 + (predictions.get(r.id, {}).get("Q2") == r.gold.answers["Q2"]) for r in cond
             )
             summary["cons_points_acc"] = _div(points, 2 * len(recs))
+            metrics |= strict_task32(recs, predictions)
     for key, m in metrics.items():
         summary[f"{key}.acc"] = m.accuracy
         summary[f"{key}.macro_f1"] = m.macro_f1
         summary[f"{key}.coverage"] = m.coverage
         summary[f"{key}.n"] = float(m.n)
     return StrictResult(metrics=metrics, summary=summary)
+
+
+PSEUDO = "PSEUDO_CONSENSUS"
+
+
+def strict_task32(
+    records: Sequence[ToMRecord], predictions: Mapping[str, Mapping[str, str | None]]
+) -> dict[str, QuestionMetrics]:
+    """Task 3.2 (hidden dissenter) on the items where the question means something.
+
+    The official Task 3.2 is Q2 accuracy over items whose Q1 the model got right; a model that
+    never predicts PSEUDO_CONSENSUS only keeps items with gold NONE there and scores 100%.
+
+    * ``consensus.Q2_goldpc``: items whose *gold* Q1 is PSEUDO_CONSENSUS (41 in the release);
+      the model's Q2 must name the adjudicated dissenter, whatever its Q1 said (missing or
+      invalid = wrong), so a never-PC model scores 0 here;
+    * ``consensus.Q2_predpc``: items where the *model* answered PSEUDO_CONSENSUS; its dissenter
+      is right only if the gold Q2 agrees (NONE unless gold is PSEUDO_CONSENSUS too). Empty
+      (n = 0) for a model that never predicts it.
+    """
+    cons = [r for r in records if r.task is Task.CONSENSUS]
+    out: dict[str, QuestionMetrics] = {}
+    for key, keep in (
+        ("consensus.Q2_goldpc", lambda r: r.gold.answers["Q1"] == PSEUDO),
+        ("consensus.Q2_predpc", lambda r: predictions.get(r.id, {}).get("Q1") == PSEUDO),
+    ):
+        subset = [r for r in cons if keep(r)]
+        gold = [r.gold.answers["Q2"] for r in subset]
+        raw = [predictions.get(r.id, {}).get("Q2") for r in subset]
+        pred = [p if p is not None else MISSING for p in raw]
+        out[key] = question_metrics(
+            gold, pred, LABELS[(Task.CONSENSUS, "Q2")], n_missing=sum(p is None for p in raw)
+        )
+    return out
 
 
 # ----------------------------------------------------------------------------- baselines
