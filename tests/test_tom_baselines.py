@@ -60,9 +60,10 @@ def test_leak_baseline_scores_203_of_300_with_the_joint_prompt(bench, tmp_path: 
     assert 0 < m.macro_f1 < m.accuracy
 
     # The default separate prompts never show Q2's text to Q1: the leak is gone (UNKNOWN).
+    first = you[:60]  # enough to show it, quicker than all 300
     separate = run_tom(
         bench,
-        you,
+        first,
         LeakGenerator(),
         parse_variant("noprompt+utter"),
         tmp_path,
@@ -70,15 +71,16 @@ def test_leak_baseline_scores_203_of_300_with_the_joint_prompt(bench, tmp_path: 
     )
     _, rows = load_run(separate.folder)
     assert {json.loads(r["response_text"]).get("Q1") for r in rows} == {"UNKNOWN"}
-    n_unknown = sum(r.gold.answers["Q1"] == "UNKNOWN" for r in you)
-    assert round(scores_from_run(bench, separate.folder).values["t21_acc"] * 300) == n_unknown
+    n_unknown = sum(r.gold.answers["Q1"] == "UNKNOWN" for r in first)
+    assert round(scores_from_run(bench, separate.folder).values["t21_acc"] * 60) == n_unknown
 
     # Every table with a Task 2.1 column carries the leak row; joint runs are labelled.
     scores = [scores_from_run(bench, joint.folder), scores_from_run(bench, separate.folder)]
     text = build_report(scores, leak=leak_values(you))
     assert "| copy Q2's subject (no input; joint-prompt leak) | – | – | 67.67 |" in text
     assert "Task 2.1 Macro" in text
-    assert "| copy-q2-subject (noprompt+utter) | – | – | 4.00 |" in text  # separate preferred
+    separate_acc = f"{100 * n_unknown / 60:.2f}"
+    assert f"| copy-q2-subject (noprompt+utter) | – | – | {separate_acc} |" in text
     alone = build_report(scores[:1], leak=leak_values(you))
     assert "| copy-q2-subject (noprompt+utter+joint) [joint YOU prompt: Q2 leaks Q1] |" in alone
 
