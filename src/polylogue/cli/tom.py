@@ -1,4 +1,4 @@
-"""``polylogue tom validate|run|score|report|export|media``: the MeetingToM harness."""
+"""``polylogue tom validate|run|score|report|export|media|build``: the MeetingToM harness."""
 
 from __future__ import annotations
 
@@ -327,3 +327,48 @@ def media_cmd(
     for rec in records:
         built = build_record_media(rec.item.reconstruction, source, out, corner_audio=corner_audio)
         typer.echo(f"{rec.id}\t" + "\t".join(str(p) for p in built.files.values()))
+
+
+@tom_app.command("build")
+def build_cmd(
+    out: Annotated[Path, typer.Option(help="Folder for the new items (release format).")],
+    ami: Annotated[
+        Path | None, typer.Option(help="AMI manual annotations (default: shared data).")
+    ] = None,
+    meetings: Annotated[
+        str | None, typer.Option(help="Comma list of AMI meetings (default: all scenario ones).")
+    ] = None,
+    tasks: Annotated[str, typer.Option(help="Comma list of tasks.")] = "state,you,consensus",
+    per_meeting: Annotated[int, typer.Option(help="Most items per task and meeting.")] = 6,
+    include_release: Annotated[
+        bool,
+        typer.Option(
+            "--include-release", help="Also mine meetings that the release uses (default: not)."
+        ),
+    ] = False,
+    data: DataOpt = None,
+) -> None:
+    """Mine new MeetingToM-style items from AMI annotations, with proposed answers.
+
+    The folder is in the release's format (``tom validate --data``, ``tom run --data`` and the
+    official scorer read it); its answers are proposals until two annotators and an
+    adjudicator label it: ``polylogue annotate create --meetingtom OUT ...``.
+    """
+    from polylogue.tom.build import BuildOptions, build_items
+
+    options = BuildOptions(
+        tasks=tuple(_split(tasks) or ()),
+        meetings=tuple(_split(meetings) or ()) or None,
+        exclude_release=not include_release,
+        per_meeting=per_meeting,
+    )
+    result = build_items(_ami_folder(ami), out, options, release_folder=data)
+    console.print(
+        f"{len(result.items)} records from {len(result.meetings)} meetings"
+        + (f" ({len(result.excluded)} release meetings left out)" if result.excluded else "")
+    )
+    for key, counts in result.counts.items():
+        from_ami = counts.get("<from AMI annotation>", 0)
+        labels = ", ".join(f"{k} {v}" for k, v in counts.items() if not k.startswith("<"))
+        console.print(f"  {key}: {labels}; {from_ami} determined by an AMI annotation")
+    typer.echo(str(result.folder))
