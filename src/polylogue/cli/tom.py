@@ -372,7 +372,9 @@ def build_cmd(
         + (f" ({len(result.excluded)} release meetings left out)" if result.excluded else "")
     )
     for key, counts in result.counts.items():
-        from_ami = counts.get("<from AMI annotation>", 0)
-        labels = ", ".join(f"{k} {v}" for k, v in counts.items() if not k.startswith("<"))
-        console.print(f"  {key}: {labels}; {from_ami} determined by an AMI annotation")
+        labels = ", ".join(f"{k} {v}" for k, v in counts.items() if not k.startswith("source:"))
+        sources = ", ".join(
+            f"{k.removeprefix('source:')} {v}" for k, v in counts.items() if k.startswith("source:")
+        )
+        console.print(f"  {key}: {labels} (from {sources})")
     typer.echo(str(result.folder))

@@ -757,10 +757,10 @@ def build_items(
 
 
 def _counts(items: Iterable[BuiltItem]) -> dict[str, dict[str, int]]:
-    """Per task.question: proposal labels, and how many an AMI annotation determines."""
+    """Per task.question: proposed labels, and (keys ``source:...``) where they come from."""
     out: dict[str, Counter[str]] = defaultdict(Counter)
     for it in items:
         for q, p in it.proposals.items():
             out[f"{it.task.value}.{q}"][p.answer] += 1
-            out[f"{it.task.value}.{q}"]["<from AMI annotation>"] += p.source.startswith("ami:")
+            out[f"{it.task.value}.{q}"][f"source:{p.source}"] += 1
     return {k: dict(sorted(v.items())) for k, v in sorted(out.items())}
