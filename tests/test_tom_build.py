@@ -185,6 +185,16 @@ def test_cli_build_validate_and_annotation_study(tmp_path: Path) -> None:
     assert val.exit_code == 0 and "UNEXPECTED" not in val.output, val.output
     bad = runner.invoke(app, ["tom", "build", "--out", str(tmp_path / "x"), "--meetings", "XX"])
     assert bad.exit_code == 2 and "XX" in bad.output
+    # the cross-fitted heuristic runs on the built folder (one meeting series: 2 folds, one
+    # of them empty, so its records get the default thresholds of an empty training set)
+    run = runner.invoke(
+        app,
+        ["tom", "run", "--model", "heuristic", "--data", str(out), "--out", str(tmp_path / "r")],
+    )
+    assert run.exit_code == 0, run.output
+    manifest = json.loads((Path(run.stdout.strip().splitlines()[-1]) / "manifest.json").read_text())
+    assert manifest["generator"]["fit"] == "3-fold cross-fit by AMI meeting series"
+    assert manifest["generator"]["folds"]["0"] == ["IS1008"]
 
     db = tmp_path / "study.sqlite"
     created = runner.invoke(

@@ -22,7 +22,18 @@ def test_validate_lists_known_anomalies() -> None:
 
 def test_run_score_export_report(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
-    args = ["tom", "run", "--model", "heuristic", "--variant", "noprompt+utter", "--limit", "3"]
+    # heuristic-fixed: the cross-fitted `heuristic` reads every session to fit (covered on a
+    # small built folder in test_tom_build.py)
+    args = [
+        "tom",
+        "run",
+        "--model",
+        "heuristic-fixed",
+        "--variant",
+        "noprompt+utter",
+        "--limit",
+        "3",
+    ]
     result = runner.invoke(app, [*args, "--out", str(runs)])
     assert result.exit_code == 0, result.output
     folder = Path(result.stdout.strip().splitlines()[-1])
@@ -40,9 +51,27 @@ def test_run_score_export_report(tmp_path: Path) -> None:
     assert summary.exit_code == 0, summary.output
     with open(tmp_path / "o" / "overall_summary.csv", newline="") as f:
         rows = list(csv.DictReader(f))
-    assert [(r["model"], r["variant"]) for r in rows] == [("heuristic-cv-utter", "noprompt")]
+    assert [(r["model"], r["variant"]) for r in rows] == [("heuristic-fixed-utter", "noprompt")]
     assert all(rows[0][c] for c in ("state_acc", "you_q1_acc", "cons_points_acc"))
 
     report = runner.invoke(app, ["tom", "report", str(folder), "--modality", "utterance"])
     assert report.exit_code == 0, report.output
     assert "Table 1. Overall performance" in report.stdout
+
+
+def test_leak_baseline_from_the_cli(tmp_path: Path) -> None:
+    args = ["tom", "run", "--model", "leak", "--tasks", "you", "--limit", "5"]
+    result = runner.invoke(
+        app, [*args, "--variant", "noprompt+utter+joint", "--out", str(tmp_path)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "copying Q2's subject answers Task 2.1 at" in result.output
+    folder = Path(result.stdout.strip().splitlines()[-1])
+    report = runner.invoke(app, ["tom", "report", str(folder), "--modality", "utterance"])
+    assert report.exit_code == 0, report.output
+    assert "copy Q2's subject (no input; joint-prompt leak)" in report.stdout
+    assert "[joint YOU prompt: Q2 leaks Q1]" in report.stdout
+    wrong = runner.invoke(
+        app, ["tom", "run", "--model", "leak", "--limit", "1", "--out", str(tmp_path)]
+    )
+    assert wrong.exit_code == 2 and "YOU only" in wrong.output

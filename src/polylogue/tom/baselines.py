@@ -162,7 +162,8 @@ def fit_crossfit_heuristic(
     """Fit ``speak_s`` (STATE accuracy) and ``reply_s`` (YOU Q1 accuracy) per held-out fold.
 
     ``records`` should be the whole benchmark (every series), so that any subset later scored
-    gets thresholds fitted on other series only.
+    gets thresholds fitted on other series only. A fold whose other folds hold no records of a
+    task (a benchmark of a single series) keeps the hand-set default for that threshold.
     """
     opts = transcript or TranscriptOptions()
     folds = series_folds([r.item.session_id for r in records], k)
