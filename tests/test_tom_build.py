@@ -118,6 +118,17 @@ def test_release_meetings_are_excluded_by_default(tmp_path: Path) -> None:
         BuildOptions(meetings=("ES2002a", "ES2015a"), tasks=("you",), per_meeting=2),
     )
     assert result.excluded == ["ES2002a"] and result.meetings == ["ES2015a"]
+    # Q2 without the proposed addressee's letter: no Q1 hint for annotators or joint prompts
+    neutral = build_items(
+        corpus_dir("ami"),
+        tmp_path / "n",
+        BuildOptions(meetings=("ES2015a",), tasks=("you",), per_meeting=2, q2_subject="addressee"),
+    )
+    bench = load_benchmark(neutral.folder)
+    assert {r.item.questions["Q2"].text.split("'s")[0] for r in bench.all_records()} == {
+        "What is the addressee"
+    }
+    assert not {a.kind for a in validate(bench)} & {"q2_names_q1_gold", "q2_subject_differs"}
     with pytest.raises(BuildError, match="all are used by the release"):
         build_items(corpus_dir("ami"), tmp_path / "c", BuildOptions(meetings=("ES2002a",)))
     # asked for explicitly, release meetings can be mined (ids then stay in their own folder)

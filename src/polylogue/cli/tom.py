@@ -346,6 +346,13 @@ def build_cmd(
             "--include-release", help="Also mine meetings that the release uses (default: not)."
         ),
     ] = False,
+    q2_subject: Annotated[
+        str,
+        typer.Option(
+            help="YOU Q2 names the proposed addressee as the release does ('proposal'), or "
+            "says 'the addressee' ('addressee': no Q1 hint in Q2's text)."
+        ),
+    ] = "proposal",
     data: DataOpt = None,
 ) -> None:
     """Mine new MeetingToM-style items from AMI annotations, with proposed answers.
@@ -362,6 +369,7 @@ def build_cmd(
             meetings=tuple(_split(meetings) or ()) or None,
             exclude_release=not include_release,
             per_meeting=per_meeting,
+            q2_subject=q2_subject,
         )
         result = build_items(_ami_folder(ami), out, options, release_folder=data)
     except BuildError as exc:

@@ -15,9 +15,10 @@ Per task, where candidates come from and how the proposed answers are obtained:
   of an adjacency pair whose source is the act; else the first other speaker within 6 s (a
   rule). Unresolvable cases are not kept (the paper keeps cases "whose addressees can be
   resolved"). Q2 asks the proposed addressee's attitude, as the release's Q2 does (so the joint
-  prompt leaks Q1 here too); its proposal is the adjacency-pair type of the addressee's reply
-  (POS -> SUPPORT, NEG -> OPPOSE, UNC -> UNCERTAIN, PART/ELA -> NEUTRAL), else the reply's
-  dialogue-act type (be.pos or agreeing assess -> SUPPORT, be.neg -> OPPOSE, else NEUTRAL).
+  prompt, and annotators who read both questions, see Q1's proposal; ``q2_subject="addressee"``
+  writes "the addressee" instead, as the paper's Eq. 3 conditions on the addressee); its
+  proposal is the adjacency-pair type of the addressee's reply (POS -> SUPPORT, NEG ->
+  OPPOSE, UNC -> UNCERTAIN, PART/ELA -> NEUTRAL), else the reply's dialogue-act type (be.pos or agreeing assess -> SUPPORT, be.neg -> OPPOSE, else NEUTRAL).
   The "you" sits 15 s into the 50-s window, as in 168 of the 300 release items.
 * **CONSENSUS**: anchors are the ends of AMI decision spans (``decision/manual``) and
   moments where two or more participants agree within 15 s (be.pos, agreeing assess, or
@@ -129,6 +130,9 @@ class BuildOptions:
     per_meeting: int = 6
     #: Next-speaker rule for YOU Q1 when no annotation resolves the addressee.
     reply_s: float = 6.0
+    #: YOU Q2 names the proposed addressee as the release does ("proposal"; annotators and a
+    #: joint prompt then see Q1's proposal in Q2's text), or says "the addressee" ("addressee").
+    q2_subject: str = "proposal"
 
     def __post_init__(self) -> None:
         bad = [t for t in self.tasks if t not in {t.value for t in Task}]
@@ -138,6 +142,10 @@ class BuildOptions:
             raise BuildError("windows: need 0 < you_at_s < window_s and 2 * state_s <= window_s")
         if self.per_meeting < 1:
             raise BuildError("per_meeting must be at least 1")
+        if self.q2_subject not in ("proposal", "addressee"):
+            raise BuildError(
+                f"q2_subject must be 'proposal' or 'addressee', not {self.q2_subject!r}"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +210,15 @@ class MeetingLayers:
             if src in self.by_id and tgt in self.by_id:
                 self.replies[src].append((self.by_id[tgt], kind))
                 self.incoming[tgt].append(kind)
+
+    @property
+    def end(self) -> float:
+        """Last annotated word end (the meeting's talk ends here)."""
+        return max((w.end for w in self.words if w.end is not None), default=0.0)
+
+    def window_start(self, wanted: float, length: float) -> float:
+        """``wanted`` moved into the meeting: not before 0, not running past its last word."""
+        return max(0.0, min(wanted, self.end - length))
 
     def acts_between(self, start: float, end: float) -> list[Utterance]:
         return [u for u in self.acts if u.start is not None and start <= u.start < end]
@@ -322,7 +339,7 @@ def _you_candidates(layers: MeetingLayers, opts: BuildOptions) -> list[_Candidat
         q1 = _you_addressee(w, act, usage, layers, opts)
         if q1 is None:
             continue
-        start = max(0.0, w.start - opts.you_at_s)
+        start = layers.window_start(w.start - opts.you_at_s, opts.window_s)
         rank = {"ami:addressee": 3, "ami:you-usage": 2, "ami:adjacency-pair": 1}.get(q1.source, 0)
         out.append(
             _Candidate(
@@ -404,7 +421,7 @@ def _consensus_candidates(layers: MeetingLayers, opts: BuildOptions) -> list[_Ca
             anchors.append((1, u.start, f"agreement by {','.join(sorted(near))} within 15 s"))
     out = []
     for rank, t, why in anchors:
-        start = max(0.0, t - before)
+        start = layers.window_start(t - before, opts.window_s)
         out.append(_Candidate(rank, t, start, start + opts.window_s, {"why": why}))
     return out
 
@@ -451,7 +468,7 @@ def _state_candidates(layers: MeetingLayers, opts: BuildOptions) -> list[_Candid
         rank = _STATE_ANCHORS.get(u.dialogue_act or "", 1 if u.dialogue_act in _FLOOR_ACTS else 0)
         if rank == 0:
             continue
-        start = max(0.0, u.start - 1.0)
+        start = layers.window_start(u.start - 1.0, opts.window_s)
         out.append(
             _Candidate(rank, u.start, start, start + opts.window_s, {"target": u.speaker, "act": u})
         )
@@ -550,7 +567,8 @@ def build_meeting(layers: MeetingLayers, opts: BuildOptions) -> list[BuiltItem]:
             word, act, q1 = c.payload["word"], c.payload["act"], c.payload["q1"]
             speaker = word.speaker
             q1_text = YOU_Q1_TEMPLATE.format(speaker=speaker, time=_fmt_time(word.start - c.start))
-            q2_text = YOU_Q2_TEMPLATE.format(subject=q1.answer, speaker=speaker)
+            subject = q1.answer if opts.q2_subject == "proposal" else "the addressee"
+            q2_text = YOU_Q2_TEMPLATE.format(subject=subject, speaker=speaker)
             items.append(
                 BuiltItem(
                     task=Task.YOU,
