@@ -18,7 +18,8 @@ Per task, where candidates come from and how the proposed answers are obtained:
   prompt, and annotators who read both questions, see Q1's proposal; ``q2_subject="addressee"``
   writes "the addressee" instead, as the paper's Eq. 3 conditions on the addressee); its
   proposal is the adjacency-pair type of the addressee's reply (POS -> SUPPORT, NEG ->
-  OPPOSE, UNC -> UNCERTAIN, PART/ELA -> NEUTRAL), else the reply's dialogue-act type (be.pos or agreeing assess -> SUPPORT, be.neg -> OPPOSE, else NEUTRAL).
+  OPPOSE, UNC -> UNCERTAIN, PART/ELA -> NEUTRAL), else the reply's dialogue-act type (be.pos
+  or agreeing assess -> SUPPORT, be.neg -> OPPOSE, else NEUTRAL).
   The "you" sits 15 s into the 50-s window, as in 168 of the 300 release items.
 * **CONSENSUS**: anchors are the ends of AMI decision spans (``decision/manual``) and
   moments where two or more participants agree within 15 s (be.pos, agreeing assess, or
