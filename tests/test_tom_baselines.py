@@ -14,6 +14,7 @@ from polylogue.tom.baselines import (
     CrossFitHeuristic,
     LeakGenerator,
     fit_crossfit_heuristic,
+    fit_crossfit_majority,
     leak_metrics,
     series_folds,
 )
@@ -145,3 +146,20 @@ def test_cross_fitted_thresholds_never_see_their_own_fold(bench) -> None:  # typ
     assert refit.params != fitted.params  # the scrambled labels do reach folds 1 and 2
     described = fitted.describe()
     assert described["kind"] == "heuristic" and described["folds"]["0"] == ["ES2002", "ES2005"]
+
+
+def test_cross_fitted_majority_uses_other_folds_only(bench) -> None:  # type: ignore[no-untyped-def]
+    records = list(bench.all_records())
+    fitted = fit_crossfit_majority(records, k=3)
+    flipped = [
+        replace(r, gold=ToMGold(r.id, {**r.gold.answers, "Q1": "UNCERTAIN"}))
+        if r.task is Task.CONSENSUS and fitted.folds[r.item.session_id[:6]] == 1
+        else r
+        for r in records
+    ]
+    refit = fit_crossfit_majority(flipped, k=3)
+    assert refit.labels[1] == fitted.labels[1]
+    assert fitted.labels[0]["consensus.Q1"] == "TRUE_CONSENSUS"
+    assert refit.labels[0]["consensus.Q1"] != fitted.labels[0]["consensus.Q1"] or (
+        refit.labels[2]["consensus.Q1"] != fitted.labels[2]["consensus.Q1"]
+    )

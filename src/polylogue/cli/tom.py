@@ -80,8 +80,8 @@ def run_cmd(
     model: Annotated[
         str,
         typer.Option(
-            help="chance[:SEED], majority, heuristic (cross-fitted), heuristic-fixed, leak "
-            "(copy Q2's subject), hf:smollm2, openai:M@URL"
+            help="chance[:SEED], majority, majority-cv, heuristic (cross-fitted), "
+            "heuristic-fixed, leak (copy Q2's subject), hf:smollm2, openai:M@URL"
         ),
     ],
     variant: Annotated[
@@ -114,7 +114,8 @@ def run_cmd(
     threads: Annotated[int | None, typer.Option(help="hf: torch CPU threads.")] = None,
     cache: Annotated[Path | None, typer.Option(help="Response cache (SQLite).")] = None,
     folds: Annotated[
-        int, typer.Option(help="heuristic: cross-fitting folds over AMI meeting series.")
+        int,
+        typer.Option(help="heuristic, majority-cv: cross-fitting folds over AMI meeting series."),
     ] = 3,
 ) -> None:
     """Run a model over records; resumes in the same hash-keyed run folder."""
@@ -184,6 +185,8 @@ def _baseline(model: str, bench: Any, ami: Path, folds: int, records: Any) -> An
         return baselines.LeakGenerator()
     if model == "heuristic-fixed":
         return baselines.FixedHeuristic()
+    if model == "majority-cv":
+        return baselines.fit_crossfit_majority(list(bench.all_records()), folds)
     if model == "heuristic":
         from polylogue.tom.transcript import AmiSessions
 

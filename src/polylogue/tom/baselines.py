@@ -17,6 +17,10 @@
     gold was visible. Folds: the sorted series of the benchmark, series ``i`` in fold
     ``i mod K``. Ties go to the earlier grid value. Fitting reads the gold of the *other* folds
     only, from the same benchmark folder.
+
+``majority-cv``
+    The majority label per question, taken from the other folds (same series folds), next to
+    the usual in-sample ``majority`` class prior.
 """
 
 from __future__ import annotations
@@ -32,9 +36,10 @@ from polylogue.tom.backends import (
     GenerationError,
     GenerationRequest,
     HeuristicGenerator,
+    MajorityGenerator,
 )
 from polylogue.tom.records import YOU_Q1_LABELS, Task, ToMRecord
-from polylogue.tom.scoring import QuestionMetrics, question_metrics
+from polylogue.tom.scoring import QuestionMetrics, majority_labels, question_metrics
 from polylogue.tom.transcript import (
     AmiSessions,
     TranscriptOptions,
@@ -203,3 +208,39 @@ class FixedHeuristic(HeuristicGenerator):
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "fit": "hand-set (not out-of-sample)"}
+
+
+@dataclass
+class CrossFitMajority:
+    """Majority label per question, fitted on the other folds of meeting series."""
+
+    folds: dict[str, int]
+    labels: dict[int, dict[str, str]]  # fold -> "task.Q" -> label
+    k: int
+
+    @property
+    def name(self) -> str:
+        return "majority-cv"
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": "majority",
+            "fit": f"{self.k}-fold cross-fit by AMI meeting series",
+            "labels": {str(f): dict(sorted(v.items())) for f, v in sorted(self.labels.items())},
+        }
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        series = ami_series(request.item.session_id)
+        if series not in self.folds:
+            raise GenerationError(f"{request.item.id}: series {series} was not in the fitted data")
+        gen = MajorityGenerator(self.labels[self.folds[series]])
+        return gen.generate(request)
+
+
+def fit_crossfit_majority(records: Sequence[ToMRecord], k: int = 3) -> CrossFitMajority:
+    folds = series_folds([r.item.session_id for r in records], k)
+    labels = {}
+    for fold in range(k):
+        train = [r for r in records if folds[ami_series(r.item.session_id)] != fold]
+        labels[fold] = {f"{t.value}.{q}": lab for (t, q), lab in majority_labels(train).items()}
+    return CrossFitMajority(folds=folds, labels=labels, k=k)
