@@ -112,6 +112,8 @@ def test_baselines_and_report_tables(bench, tmp_path: Path) -> None:  # type: ig
         "| 20.00 | 20.00 |" in text
     )
     assert "Table 5. Discourse markers" in text and "w/o discourse markers" in text
+    table5 = text.split("Table 5.")[1]
+    assert "| Task 1 Acc. | Task 1 Macro | Task 2.1 Acc. | Task 2.1 Macro |" in table5
     assert "Table 3." not in text  # no prompting ablation was run
     per_label = label_tables(scores[1])
     # the majority baseline predicts one STATE label for all 10 STATE records
