@@ -241,6 +241,7 @@ def decide(
 ) -> None:
     """Show, utterance by utterance, where a participant should have spoken, and why."""
     from rich.console import Console
+    from rich.markup import escape
 
     if threshold is not None and not 0.0 <= threshold <= 1.0:
         raise typer.BadParameter("must be between 0 and 1", param_hint="--threshold")
@@ -263,7 +264,7 @@ def decide(
             console.file.flush()
     if not as_json:
         console.print(
-            f"\n[bold]{target_name}[/bold]: {decided} pauses decided, "
+            f"\n[bold]{escape(target_name)}[/bold]: {decided} pauses decided, "
             f"should have spoken at {speak}.",
             highlight=False,
         )

@@ -145,7 +145,9 @@ def run_cmd(
         ),
     )
     console.print(
-        f"\n{result.folder}: {result.generated} new, {result.reused} reused, {result.errors} errors"
+        f"\n{result.folder}: {result.generated} new, {result.reused} reused, "
+        f"{result.errors} errors",
+        markup=False,
     )
     typer.echo(str(result.folder))
 
