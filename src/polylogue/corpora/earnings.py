@@ -246,8 +246,12 @@ def read_rttm_runs(path: Path) -> list[SpeakerRun]:
                 raise ConversationFormatError(
                     path, f"line {lineno}", f"bad RTTM row: {exc}"
                 ) from exc
-            if dur < 0:
-                raise ConversationFormatError(path, f"line {lineno}", "negative duration")
+            if not (math.isfinite(start) and math.isfinite(dur)) or start < 0 or dur < 0:
+                raise ConversationFormatError(
+                    path,
+                    f"line {lineno}",
+                    f"start {parts[3]!r} and duration {parts[4]!r} must be finite times >= 0",
+                )
             segments.append((start, start + dur, speaker))
     segments.sort()
     runs: list[SpeakerRun] = []

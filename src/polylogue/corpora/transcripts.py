@@ -41,6 +41,7 @@ from __future__ import annotations
 import csv
 import html
 import json
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -193,9 +194,9 @@ def parse_time(value: Any, path: str | Path, where: str, field_name: str) -> flo
             raise ConversationFormatError(
                 path, where, f"{field_name} {value!r} is not seconds or HH:MM:SS(.mmm)"
             ) from None
-    if seconds != seconds or seconds < 0:
+    if not math.isfinite(seconds) or seconds < 0:  # inf, 1e999, NaN pass float()
         raise ConversationFormatError(
-            path, where, f"{field_name} {value!r} must be a non-negative time"
+            path, where, f"{field_name} {value!r} must be a finite non-negative time"
         )
     return seconds
 
