@@ -162,3 +162,36 @@ def test_ami_dialogue_act_ending_before_it_starts_is_an_error(tmp_path: Path) ->
         list(read_ami(tmp_path))
     assert err.value.path.endswith("ES2008a.B.dialog-act.xml")
     assert "before it starts (99999.0)" in err.value.message
+
+
+# ----------------------------------------------------------------------------- 5. WebVTT tags
+
+
+def test_vtt_megabyte_cue_of_unclosed_voice_tags_is_a_located_error(tmp_path: Path) -> None:
+    """Quadratic before (14.5 s for 80 KB): at 1 MB this test would run for most of an hour.
+    The timing itself is printed by benchmarks/vtt_adversarial.py."""
+    from polylogue.conversation import ConversationFormatError
+    from polylogue.corpora.transcripts import read_transcript
+
+    path = tmp_path / "attack.vtt"
+    path.write_text(
+        "WEBVTT\n\n00:00:01.000 --> 00:00:02.000\n" + "<v a" * 250_000 + "\n", encoding="utf-8"
+    )
+    with pytest.raises(ConversationFormatError) as err:
+        read_transcript(path)
+    assert err.value.where == "cue 'at line 3' (line 3)"
+    assert "cue has no speaker" in err.value.message
+
+
+def test_vtt_voice_span_followed_by_unclosed_tags_keeps_the_speaker(tmp_path: Path) -> None:
+    from polylogue.corpora.transcripts import read_transcript
+
+    path = tmp_path / "mixed.vtt"
+    path.write_text(
+        "WEBVTT\n\n00:01.000 --> 00:02.000\n<v Alice>Dave, <b>really</b>?"
+        + " <v a" * 50_000
+        + "\n",
+        encoding="utf-8",
+    )
+    conv = read_transcript(path)
+    assert [(u.speaker, u.text[:14]) for u in conv.utterances] == [("Alice", "Dave, really? ")]

@@ -62,10 +62,10 @@ TRANSCRIPT_FORMATS: dict[str, tuple[str, ...]] = {
 
 _CLOCK = re.compile(r"^(?:(?P<h>\d+):)?(?P<m>\d{1,2}):(?P<s>\d{1,2}(?:[.,]\d+)?)$")
 _VTT_TIMING = re.compile(r"^(?P<start>\S+)\s+-->\s+(?P<end>\S+)")
-_VOICE = re.compile(
-    r"<v(?:\.[^\s>]*)?\s+(?P<name>[^>]+)>(?P<text>.*?)(?:</v>|(?=<v[\s.])|$)", re.DOTALL
-)
-_TAG = re.compile(r"<[^>]*>")
+# A cue tag (<v Alice>, <b>, <c.loud>, <00:01.000>) cannot contain '<' or '>', so a scan for
+# one stops at the next '<': an unclosed '<' costs only the text up to the next one. (Allowing
+# '<' inside made every unclosed '<v a' rescan to the end of the cue: quadratic time.)
+_TAG = re.compile(r"<[^<>]*>")
 _SPEAKER_LINE = re.compile(r"^(?P<speaker>[^:{}\[\]<>]{1,80}?)\s*:\s+(?P<text>\S.*)$")
 _TIME_PREFIX = re.compile(r"^\[(?P<start>[^\]\s-]+)(?:\s*(?:-->|-)\s*(?P<end>[^\]\s]+))?\]\s*")
 
@@ -313,12 +313,46 @@ def _parse_vtt(content: str, path: Path) -> list[_RawUtterance]:
 
 
 def _voice_spans(payload: str) -> list[tuple[str, str]]:
-    spans = []
-    for m in _VOICE.finditer(payload):
-        text = _vtt_text(m["text"])
-        if text:
-            spans.append((html.unescape(m["name"]).strip(), text))
+    """``(speaker, text)`` per voice span, in one pass over the cue's tags (linear time).
+
+    A span's text runs from its ``<v Name>`` tag to ``</v>``, the next voice tag or the end of
+    the cue; text outside voice spans is ignored.
+    """
+    spans: list[tuple[str, str]] = []
+    name: str | None = None
+    text_from = 0
+
+    def close(until: int) -> None:
+        text = _vtt_text(payload[text_from:until])
+        if name is not None and text:
+            spans.append((name, text))
+
+    for m in _TAG.finditer(payload):
+        inner = m.group()[1:-1]
+        voice = _voice_name(inner)
+        if voice is not None:
+            close(m.start())
+            name, text_from = voice, m.end()
+        elif inner == "/v" and name is not None:
+            close(m.start())
+            name = None
+    close(len(payload))
     return spans
+
+
+def _voice_name(tag: str) -> str | None:
+    """The speaker of a voice tag's inside (``v Alice``, ``v.loud Bob``), else ``None``."""
+    if not tag.startswith("v"):
+        return None
+    rest = tag[1:]
+    if rest.startswith("."):  # classes, then the name: "v.first.loud Bob"
+        parts = rest.split(None, 1)
+        if len(parts) < 2:
+            return None
+        rest = " " + parts[1]
+    if not rest[:1].isspace():
+        return None
+    return html.unescape(rest).strip() or None
 
 
 def _vtt_text(s: str) -> str:
