@@ -195,3 +195,255 @@ def test_vtt_voice_span_followed_by_unclosed_tags_keeps_the_speaker(tmp_path: Pa
     )
     conv = read_transcript(path)
     assert [(u.speaker, u.text[:14]) for u in conv.utterances] == [("Alice", "Dave, really? ")]
+
+
+# ----------------------------------------------------------------------------- 2. located errors
+
+HUGE_FIELD = "x" * 140_000  # over the csv module's 131,072-character field limit
+DEEP_JSON = "[" * 100_000 + "]" * 100_000
+
+
+def _raises_at(fn: object, path: Path, where: str, message: str) -> None:
+    from polylogue.conversation import ConversationFormatError
+
+    with pytest.raises(ConversationFormatError) as err:
+        fn()  # type: ignore[operator]
+    assert err.value.path == str(path), err.value
+    assert err.value.where == where, err.value
+    assert message in err.value.message, err.value
+
+
+def _friends_csv(tmp_path: Path, *lines: str) -> Path:
+    """The real friends.csv head with damaged lines appended (as lines 302, 303...)."""
+    from corpus_copies import friends_csv_head
+
+    path = friends_csv_head(tmp_path, lines=300)
+    with open(path, "a", encoding="utf-8", newline="") as f:
+        f.write("".join(lines))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("lines", "where", "message"),
+    [
+        (["Ross?,Ross Geller,1,1,99,x1\n"], "line 302", "utterance 'x1' is not a whole number"),
+        (["Ross?,Ross Geller,-1,1,99,1\n"], "line 302", "season '-1' is not a whole number"),
+        (["Ross?,Ross Geller,1,1\n"], "line 302", "expected 6 cells, got 4"),
+        (["Ross?,Ross Geller,1,1,99,1,extra\n"], "line 302", "expected 6 cells, got 7"),
+        ([f"{HUGE_FIELD},Ross Geller,1,1,99,1\n"], "line 302", "malformed CSV: field larger"),
+        (['"Ross, are you', "\n"], "line 302", "a quote is never closed"),
+        (
+            ["Hi.,Ross Geller,1,1,99,1\n", "Hi!,Monica Geller,1,1,99,1\n"],
+            "line 303",
+            "duplicate utterance s01e01c99u001",
+        ),
+    ],
+)
+def test_friends_csv_damage_is_located(
+    tmp_path: Path, lines: list[str], where: str, message: str
+) -> None:
+    from polylogue.corpora.friends import read_friends_csv
+
+    path = _friends_csv(tmp_path, *lines)
+    _raises_at(lambda: list(read_friends_csv(path)), path, where, message)
+
+
+def test_friends_csv_bad_bytes_are_located(tmp_path: Path) -> None:
+    from polylogue.corpora.friends import read_friends_csv
+
+    path = _friends_csv(tmp_path)
+    with open(path, "ab") as f:
+        f.write(b"Caf\xe9?,Ross Geller,1,1,99,1\n")
+    _raises_at(lambda: list(read_friends_csv(path)), path, "line 302", "byte 0xe9 at column 4")
+
+
+@pytest.mark.parametrize(
+    ("damage", "where", "message"),
+    [
+        (lambda d: [1], "", "expected an object with 'episodes'"),
+        (lambda d: {"episodes": {"a": 1}}, "episodes", "expected a list"),
+        (
+            lambda d: _set_speakers(d, "Ross Geller"),
+            "episodes[0].scenes[0].utterances[0].speakers",
+            "expected a list of names",
+        ),
+        (
+            lambda d: _duplicate_first_utterance(d),
+            "episodes[0].scenes[0].utterances[1]",
+            "duplicate utterance_id 's10_e01_c01_u000'",
+        ),
+    ],
+)
+def test_friends_s10_json_structure_is_checked(
+    tmp_path: Path, damage: object, where: str, message: str
+) -> None:
+    import json
+
+    from corpus_copies import friends_s10_episode
+
+    from polylogue.corpora.friends import read_friends_s10_json
+
+    path = friends_s10_episode(tmp_path)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    path.write_text(json.dumps(damage(data)), encoding="utf-8")  # type: ignore[operator]
+    _raises_at(lambda: list(read_friends_s10_json(path)), path, where, message)
+
+
+def _set_speakers(data: dict, value: object) -> dict:
+    data["episodes"][0]["scenes"][0]["utterances"][0]["speakers"] = value
+    return data
+
+
+def _duplicate_first_utterance(data: dict) -> dict:
+    utts = data["episodes"][0]["scenes"][0]["utterances"]
+    utts.insert(1, dict(utts[0]))
+    return data
+
+
+def test_deeply_nested_json_is_located(tmp_path: Path) -> None:
+    from corpus_copies import friends_s10_episode, icsi_copy
+
+    from polylogue.conversation import read_jsonl
+    from polylogue.corpora.friends import read_friends_s10_json
+    from polylogue.corpora.icsi import read_icsi
+    from polylogue.corpora.transcripts import read_transcript
+
+    s10 = friends_s10_episode(tmp_path)
+    s10.write_text('{"episodes": ' + DEEP_JSON + "}", encoding="utf-8")
+    _raises_at(lambda: list(read_friends_s10_json(s10)), s10, "", "nested too deeply")
+
+    root = icsi_copy(tmp_path / "icsi")
+    meeting = root / "data" / "Academic" / "all" / "Bed002.json"
+    meeting.write_text('{"meeting_transcripts": ' + DEEP_JSON + "}", encoding="utf-8")
+    _raises_at(lambda: list(read_icsi(root)), meeting, "", "nested too deeply")
+
+    user = tmp_path / "deep.jsonl"
+    user.write_text('{"speaker": "A", "text": "hi"}\n{"text": ' + DEEP_JSON + "}\n")
+    _raises_at(lambda: read_transcript(user), user, "line 2", "nested too deeply")
+
+    bench = tmp_path / "test.jsonl"
+    bench.write_text('{"id": ' + DEEP_JSON + "}\n")
+    _raises_at(lambda: list(read_jsonl(bench)), bench, "line 1", "nested too deeply")
+
+
+def test_earnings_damage_is_located(tmp_path: Path) -> None:
+    from corpus_copies import EARNINGS_CALL, earnings_copy
+
+    from polylogue.corpora.earnings import read_earnings21
+
+    root = earnings_copy(tmp_path)
+    nlp = root / "transcripts" / "nlp_references" / f"{EARNINGS_CALL}.nlp"
+    n_lines = nlp.read_bytes().count(b"\n")
+    with open(nlp, "ab") as f:
+        f.write(b"x\xe9|0||||LC|[]|[]\n")  # the probe's reproduction
+    _raises_at(lambda: list(read_earnings21(root)), nlp, f"line {n_lines + 1}", "not UTF-8 text")
+
+    root = earnings_copy(tmp_path / "field")
+    nlp = root / "transcripts" / "nlp_references" / f"{EARNINGS_CALL}.nlp"
+    with open(nlp, "a", encoding="utf-8") as f:
+        f.write(f"{HUGE_FIELD}|0||||LC|[]|[]\n")
+    _raises_at(lambda: list(read_earnings21(root)), nlp, f"line {n_lines + 1}", "field larger")
+
+    for name, column in (
+        ("speaker-metadata.csv", "speaker_name"),
+        ("earnings21-file-metadata.csv", "file_id"),
+    ):
+        root = earnings_copy(tmp_path / f"meta-{column}")
+        meta = root / name
+        lines = meta.read_text(encoding="utf-8").splitlines()
+        header = lines[0].split(",")
+        keep = [i for i, h in enumerate(header) if h != column]
+        meta.write_text(
+            "\n".join(",".join(r.split(",")[i] for i in keep) for r in lines) + "\n",
+            encoding="utf-8",
+        )
+        _raises_at(
+            lambda root=root: list(read_earnings21(root)),
+            meta,
+            "line 1",
+            f"missing columns ['{column}']",
+        )
+
+
+def test_user_csv_field_over_the_limit_is_located(tmp_path: Path) -> None:
+    from polylogue.corpora.transcripts import read_transcript
+
+    path = tmp_path / "t.csv"
+    path.write_text(f"speaker,text\nAlice,hi\nBob,{HUGE_FIELD}\n", encoding="utf-8")
+    _raises_at(lambda: read_transcript(path), path, "line 3", "field larger than field limit")
+
+
+def test_user_transcript_bad_bytes_are_located(tmp_path: Path) -> None:
+    from polylogue.corpora.transcripts import read_transcript
+
+    path = tmp_path / "t.txt"
+    path.write_bytes(b"Alice: hi\nBob: caf\xe9\n")
+    _raises_at(lambda: read_transcript(path), path, "line 2", "byte 0xe9 at column 9")
+
+
+def test_stdin_bad_bytes_and_deep_json_are_located() -> None:
+    proc = _run(["decide", "-", "--as", "Dave"], b"Alice: hi\nBob: caf\xe9\n")
+    _assert_located(proc, "<stdin>:line 2: not UTF-8 text")
+    proc = _run(["decide", "-", "--as", "Dave"], "Alice: hi\n" + '{"text": ' + DEEP_JSON + "}\n")
+    _assert_located(proc, "<stdin>:line 2", "nested too deeply")
+    proc = _run(["decide", "-", "--as", "Dave"], '{"participants": ' + DEEP_JSON + "}\n")
+    _assert_located(proc, "<stdin>:line 1", "nested too deeply")
+
+
+# ----------------------------------------------------------------------------- 4. silently wrong
+
+
+def test_user_csv_unterminated_quote_is_an_error_not_a_swallowed_line(tmp_path: Path) -> None:
+    from polylogue.corpora.transcripts import read_transcript
+
+    path = tmp_path / "t.csv"
+    path.write_text(
+        'speaker,text\nAlice,Hi all\nBob,"Dave, hi?\nCarol,lost line\nDave,also lost\n',
+        encoding="utf-8",
+    )
+    _raises_at(lambda: read_transcript(path), path, "line 3", "a quote is never closed")
+
+
+def test_user_csv_multi_line_quoted_text_is_still_accepted(tmp_path: Path) -> None:
+    from polylogue.corpora.transcripts import read_transcript
+
+    path = tmp_path / "t.csv"
+    path.write_text('speaker,text\nAlice,"Hi,\nall"\nBob,hi\n', encoding="utf-8")
+    conv = read_transcript(path)
+    assert [(u.speaker, u.text) for u in conv.utterances] == [
+        ("Alice", "Hi, all"),
+        ("Bob", "hi"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "where"),
+    [
+        (
+            "t.jsonl",
+            '{"speaker": "A", "text": "hi", "id": "u1"}\n'
+            '{"speaker": "B", "text": "yo", "id": "u1"}\n',
+            "line 2",
+        ),
+        ("t.csv", "speaker,text,id\nA,hi,u1\nB,yo,u1\n", "line 3"),
+        (
+            "t.vtt",
+            "WEBVTT\n\nc1\n00:01.000 --> 00:02.000\n<v A>hi\n\n"
+            "c1\n00:03.000 --> 00:04.000\n<v B>yo\n",
+            "cue 'c1' (line 8)",
+        ),
+    ],
+)
+def test_user_duplicate_utterance_ids_are_errors(
+    tmp_path: Path, name: str, text: str, where: str
+) -> None:
+    from polylogue.corpora.transcripts import read_transcript
+
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    _raises_at(
+        lambda: read_transcript(path),
+        path,
+        where,
+        "duplicate utterance id 'u1'" if name != "t.vtt" else "duplicate utterance id 'c1'",
+    )

@@ -267,6 +267,10 @@ def read_jsonl(path: str | Path) -> Iterator[Conversation]:
                 yield Conversation.from_dict(json.loads(line))
             except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
                 raise ConversationFormatError(path, f"line {lineno}", str(exc)) from exc
+            except RecursionError:  # JSON nested beyond Python's recursion limit
+                raise ConversationFormatError(
+                    path, f"line {lineno}", "JSON nested too deeply"
+                ) from None
 
 
 def write_parquet(

@@ -6,6 +6,7 @@ shipped turn-taking engine and show, at every pause, whether one participant sho
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from collections.abc import Iterator
@@ -120,6 +121,9 @@ def _stdin_steps(
         roster_known = False
         index = 0
         lineno = 0
+        if isinstance(sys.stdin, io.TextIOWrapper):
+            # Bad bytes reach parse_transcript_line as surrogates and fail on their own line.
+            sys.stdin.reconfigure(errors="surrogateescape")
         while True:
             line = sys.stdin.readline()
             if not line:

@@ -50,6 +50,7 @@ from polylogue.conversation import (
     Participant,
     Utterance,
 )
+from polylogue.corpora._text import csv_records, read_text
 
 CORPUS = "earnings21"
 DOMAIN = "earnings_call"
@@ -199,26 +200,23 @@ def read_call(
 def read_nlp_tokens(path: Path) -> list[_Token]:
     """Tokens of one ``.nlp`` reference with punctuation re-attached."""
     tokens: list[_Token] = []
-    with open(path, encoding="utf-8", newline="") as f:
-        reader = csv.reader(f, delimiter="|", quoting=csv.QUOTE_NONE)
-        header = next(reader, None)
-        if header is None or tuple(header[:6]) != _NLP_COLUMNS[:6]:
-            raise ConversationFormatError(path, "line 1", f"unexpected header {header!r}")
-        for lineno, row in enumerate(reader, 2):
-            if not row:
-                continue
-            if len(row) < 6:
-                raise ConversationFormatError(
-                    path, f"line {lineno}", f"expected {len(_NLP_COLUMNS)} columns, got {len(row)}"
-                )
-            word, speaker, punct = row[0], row[1].strip(), row[4]
-            if not speaker:
-                raise ConversationFormatError(path, f"line {lineno}", "empty speaker")
-            if word in _DROPPED_TOKENS:
-                # The speaker column still counts: a turn made only of <silence> is a turn.
-                tokens.append(_Token("", speaker))
-                continue
-            tokens.append(_Token(word + punct, speaker))
+    records = csv_records(path, read_text(path), delimiter="|", quoting=csv.QUOTE_NONE)
+    header = next(records, (1, None))[1]
+    if header is None or tuple(header[:6]) != _NLP_COLUMNS[:6]:
+        raise ConversationFormatError(path, "line 1", f"unexpected header {header!r}")
+    for lineno, row in records:
+        if len(row) < 6:
+            raise ConversationFormatError(
+                path, f"line {lineno}", f"expected {len(_NLP_COLUMNS)} columns, got {len(row)}"
+            )
+        word, speaker, punct = row[0], row[1].strip(), row[4]
+        if not speaker:
+            raise ConversationFormatError(path, f"line {lineno}", "empty speaker")
+        if word in _DROPPED_TOKENS:
+            # The speaker column still counts: a turn made only of <silence> is a turn.
+            tokens.append(_Token("", speaker))
+            continue
+        tokens.append(_Token(word + punct, speaker))
     return tokens
 
 
@@ -271,19 +269,32 @@ def read_speaker_names(path: Path) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
     if not path.exists():
         return out
-    with open(path, encoding="utf-8", newline="") as f:
-        for row in csv.DictReader(f):
-            out.setdefault(row["file_id"].strip(), {})[row["speaker_id"].strip()] = row[
-                "speaker_name"
-            ].strip()
+    for row in _metadata_rows(path, ("file_id", "speaker_id", "speaker_name")):
+        out.setdefault(row["file_id"].strip(), {})[row["speaker_id"].strip()] = row[
+            "speaker_name"
+        ].strip()
     return out
 
 
 def _read_file_metadata(path: Path) -> dict[str, dict[str, str]]:
     if not path.exists():
         return {}
-    with open(path, encoding="utf-8", newline="") as f:
-        return {row["file_id"]: dict(row) for row in csv.DictReader(f)}
+    return {row["file_id"]: row for row in _metadata_rows(path, ("file_id",))}
+
+
+def _metadata_rows(path: Path, required: Sequence[str]) -> Iterator[dict[str, str]]:
+    """Rows of a metadata CSV as dicts; missing columns and ragged rows are located errors."""
+    records = csv_records(path, read_text(path))
+    header = [h.strip() for h in next(records, (1, []))[1]]
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise ConversationFormatError(path, "line 1", f"missing columns {missing}")
+    for lineno, cells in records:
+        if len(cells) != len(header):
+            raise ConversationFormatError(
+                path, f"line {lineno}", f"expected {len(header)} cells, got {len(cells)}"
+            )
+        yield dict(zip(header, cells, strict=True))
 
 
 # ----------------------------------------------------------------------------- alignment

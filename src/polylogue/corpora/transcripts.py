@@ -38,7 +38,6 @@ Times are seconds (``12.5``) or clock times ``HH:MM:SS(.mmm)`` / ``MM:SS(.mmm)``
 
 from __future__ import annotations
 
-import csv
 import html
 import json
 import math
@@ -49,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from polylogue.conversation import Conversation, ConversationFormatError, Participant, Utterance
+from polylogue.corpora._text import csv_records, decode_line, loads_json, read_text
 
 CORPUS = "user"
 
@@ -109,10 +109,7 @@ def read_transcript(
         raise ValueError(
             f"unknown transcript format {fmt!r}; known: {', '.join(TRANSCRIPT_FORMATS)}"
         )
-    try:
-        content = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ConversationFormatError(path, "", f"not UTF-8 text: {exc}") from exc
+    content = read_text(path, encoding="utf-8-sig")
     header: dict[str, Any] | None = None
     if fmt == "jsonl":
         header, raw = _parse_jsonl(content, path)
@@ -139,7 +136,7 @@ def parse_transcript_line(
     utterance objects. Addressee names are kept as written (there is no roster to resolve them
     against); a participants header line is an error here, see :func:`parse_header_line`.
     """
-    raw = _parse_line(line, lineno, source)
+    raw = _parse_line(decode_line(line, source, lineno), lineno, source)
     if raw is None or isinstance(raw, dict):
         if isinstance(raw, dict):
             raise ConversationFormatError(
@@ -165,8 +162,8 @@ def parse_header_line(line: str, source: str | Path = "<stdin>") -> tuple[Partic
         return None
     try:
         obj = json.loads(s)
-    except json.JSONDecodeError:
-        return None
+    except (json.JSONDecodeError, RecursionError):
+        return None  # not a header: parse_transcript_line reports the line
     if not isinstance(obj, dict) or "participants" not in obj:
         return None
     return _header_participants(obj, source)
@@ -212,10 +209,7 @@ def _parse_jsonl(content: str, path: Path) -> tuple[dict[str, Any] | None, list[
         if not line.strip():
             continue
         where = f"line {lineno}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ConversationFormatError(path, where, f"invalid JSON: {exc.msg}") from exc
+        obj = loads_json(line, path, where)
         if not isinstance(obj, dict):
             raise ConversationFormatError(path, where, "expected a JSON object")
         if "participants" in obj:
@@ -231,8 +225,9 @@ def _parse_jsonl(content: str, path: Path) -> tuple[dict[str, Any] | None, list[
 
 
 def _parse_csv(content: str, path: Path) -> list[_RawUtterance]:
-    reader = csv.DictReader(content.splitlines())
-    fields = [f.strip().lower() for f in reader.fieldnames or []]
+    records = csv_records(path, content)
+    first = next(records, None)
+    fields = [f.strip().lower() for f in first[1]] if first else []
     if not fields:
         raise ConversationFormatError(path, "", "empty transcript: no header row")
     missing = {"speaker", "text"} - set(fields)
@@ -242,16 +237,18 @@ def _parse_csv(content: str, path: Path) -> list[_RawUtterance]:
             "line 1",
             f"CSV header must have speaker and text columns; missing {sorted(missing)}",
         )
-    reader.fieldnames = fields
     out = []
-    for row in reader:
-        where = f"line {reader.line_num}"
-        if None in row:
-            raise ConversationFormatError(path, where, "more cells than header columns")
-        if not any((v or "").strip() for v in row.values()):
+    for lineno, cells in records:
+        where = f"line {lineno}"
+        if len(cells) > len(fields):
+            raise ConversationFormatError(
+                path, where, f"more cells than header columns ({len(cells)} > {len(fields)})"
+            )
+        if not any(c.strip() for c in cells):
             continue
+        row = dict(zip(fields, cells, strict=False))  # missing trailing cells are empty
         record: dict[str, Any] = dict(row)
-        addr = (row.get("addressee") or "").strip() if "addressee" in row else None
+        addr = row.get("addressee", "").strip() if "addressee" in fields else None
         if addr is not None:
             record["addressee"] = (
                 [a.strip() for a in addr.split(";") if a.strip()] if addr else None
@@ -385,10 +382,7 @@ def _parse_line(
         return None
     where = f"line {lineno}"
     if s.startswith("{"):
-        try:
-            obj = json.loads(s)
-        except json.JSONDecodeError as exc:
-            raise ConversationFormatError(source, where, f"invalid JSON: {exc.msg}") from exc
+        obj = loads_json(s, source, where)
         if not isinstance(obj, dict):
             raise ConversationFormatError(source, where, "expected a JSON object")
         if "participants" in obj:
@@ -513,6 +507,12 @@ def _build(
         order = list(dict.fromkeys(r.speaker for r in raw))
         participants = tuple(Participant(id=s, name=s, aliases=_first_name_alias(s)) for s in order)
     lookup = _lookup(participants)
+    first_use: dict[str, str] = {}
+    for r in raw:
+        if r.id is not None and first_use.setdefault(r.id, r.where) != r.where:
+            raise ConversationFormatError(
+                path, r.where, f"duplicate utterance id {r.id!r} (first used at {first_use[r.id]})"
+            )
     utterances = []
     for n, r in enumerate(raw):
         speaker = lookup.get(r.speaker.lower())
