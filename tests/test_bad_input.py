@@ -388,6 +388,8 @@ def test_stdin_bad_bytes_and_deep_json_are_located() -> None:
     _assert_located(proc, "<stdin>:line 2", "nested too deeply")
     proc = _run(["decide", "-", "--as", "Dave"], '{"participants": ' + DEEP_JSON + "}\n")
     _assert_located(proc, "<stdin>:line 1", "nested too deeply")
+    header = b'\n# roster\n{"participants": ["Caf\xe9", "Dave"]}\nDave: hi\n'
+    _assert_located(_run(["decide", "-", "--as", "Dave"], header), "<stdin>:line 3: not UTF-8")
 
 
 # ----------------------------------------------------------------------------- 4. silently wrong

@@ -130,7 +130,7 @@ def _stdin_steps(
                 return
             lineno += 1
             if index == 0 and not roster_known:
-                header = parse_header_line(line)
+                header = parse_header_line(line, lineno=lineno)
                 if header is not None:
                     engine.add_participants(header)
                     roster_known = True

@@ -155,9 +155,11 @@ def parse_transcript_line(
     )
 
 
-def parse_header_line(line: str, source: str | Path = "<stdin>") -> tuple[Participant, ...] | None:
+def parse_header_line(
+    line: str, source: str | Path = "<stdin>", lineno: int = 1
+) -> tuple[Participant, ...] | None:
     """Participants from a ``{"participants": [...]}`` header line, else ``None``."""
-    s = line.strip()
+    s = decode_line(line, source, lineno).strip()
     if not s.startswith("{"):
         return None
     try:
