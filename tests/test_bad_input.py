@@ -28,7 +28,7 @@ def _assert_located(proc: subprocess.CompletedProcess[bytes], *fragments: str) -
     err = proc.stderr.decode("utf-8", "replace")
     assert proc.returncode == 2, err
     assert "Traceback" not in err, err
-    assert err.startswith("error: "), err
+    assert err.strip().splitlines()[-1].startswith("error: "), err  # after any progress bar
     for frag in fragments:
         assert frag in err, (frag, err)
     return err
@@ -449,3 +449,27 @@ def test_user_duplicate_utterance_ids_are_errors(
         where,
         "duplicate utterance id 'u1'" if name != "t.vtt" else "duplicate utterance id 'c1'",
     )
+
+
+def test_build_on_a_damaged_corpus_exits_2_with_a_located_error(tmp_path: Path) -> None:
+    from corpus_copies import EARNINGS_CALL, earnings_copy
+
+    root = earnings_copy(tmp_path / "data" / "earnings21")
+    nlp = root / "transcripts" / "nlp_references" / f"{EARNINGS_CALL}.nlp"
+    n_lines = nlp.read_bytes().count(b"\n")
+    with open(nlp, "ab") as f:
+        f.write(b"x\xe9|0||||LC|[]|[]\n")
+    out = tmp_path / "bench"
+    proc = _run(
+        [
+            "build",
+            "--corpus",
+            "earnings21",
+            "--data-root",
+            str(tmp_path / "data"),
+            "--out",
+            str(out),
+        ]
+    )
+    _assert_located(proc, f"{nlp}:line {n_lines + 1}: not UTF-8 text")
+    assert not (out / "manifest.json").exists()
