@@ -322,8 +322,7 @@ def _voice_spans(payload: str) -> list[tuple[str, str]]:
     text_from = 0
 
     def close(until: int) -> None:
-        text = _vtt_text(payload[text_from:until])
-        if name is not None and text:
+        if name is not None and (text := _vtt_text(payload[text_from:until])):
             spans.append((name, text))
 
     for m in _TAG.finditer(payload):
