@@ -473,3 +473,34 @@ def test_build_on_a_damaged_corpus_exits_2_with_a_located_error(tmp_path: Path) 
     )
     _assert_located(proc, f"{nlp}:line {n_lines + 1}: not UTF-8 text")
     assert not (out / "manifest.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda s: s.replace('"start": 1.0', '"start": Infinity', 1), "not a finite time"),
+        (lambda s: s.replace('"start": 1.0', '"start": -4.0', 1), "not a finite time"),
+        (lambda s: s.replace('"end": 7.7', '"end": 0.5', 1), "ends (0.5) before it starts"),
+    ],
+)
+def test_conversation_files_reject_impossible_times(
+    tmp_path: Path, damage: object, message: str
+) -> None:
+    """A built conversations file (here the example meeting) with a damaged time."""
+    from polylogue.conversation import read_jsonl, write_jsonl
+    from polylogue.corpora.transcripts import read_transcript
+
+    path = tmp_path / "conversations.jsonl"
+    write_jsonl([read_transcript(Path(__file__).parents[1] / "examples" / "standup.jsonl")], path)
+    text = path.read_text(encoding="utf-8")
+    assert '"start": 1.0' in text and '"end": 7.7' in text
+    path.write_text(damage(text), encoding="utf-8")  # type: ignore[operator]
+    _raises_at(lambda: list(read_jsonl(path)), path, "line 1", message)
+
+
+def test_conversation_files_with_bad_bytes_are_located(tmp_path: Path) -> None:
+    from polylogue.conversation import read_jsonl
+
+    path = tmp_path / "conversations.jsonl"
+    path.write_bytes(b"\n\n" + b'{"id": "caf\xe9"}\n')
+    _raises_at(lambda: list(read_jsonl(path)), path, "line 3", "not UTF-8 text")

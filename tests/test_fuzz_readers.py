@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 from corpus_copies import ami_copy, earnings_copy, friends_csv_head, friends_s10_episode, icsi_copy
 
-from polylogue.conversation import Conversation, ConversationFormatError
+from polylogue.conversation import Conversation, ConversationFormatError, read_jsonl
 from polylogue.corpora.ami import read_ami
 from polylogue.corpora.earnings import read_earnings21
 from polylogue.corpora.friends import read_friends_csv, read_friends_s10_json
@@ -211,6 +211,16 @@ def _friends_s10(folder: Path) -> Path:
     return path
 
 
+def _conversations_jsonl(folder: Path) -> Path:
+    """A conversations file as the benchmark builder writes it (real Friends scenes)."""
+    from polylogue.conversation import write_jsonl
+
+    scenes = list(read_friends_csv(friends_csv_head(folder, lines=80)))
+    path = folder / "conversations.jsonl"
+    write_jsonl(scenes, path)
+    return path
+
+
 FORMATS = [
     Format("user jsonl", _example("standup.jsonl"), lambda d, p: [read_transcript(p)]),
     Format("user csv", _example("standup.csv"), lambda d, p: [read_transcript(p)]),
@@ -231,6 +241,7 @@ FORMATS = [
     Format("earnings nlp", _earnings("nlp"), lambda d, p: list(read_earnings21(d))),
     Format("earnings rttm", _earnings("rttm"), lambda d, p: list(read_earnings21(d))),
     Format("earnings speakers", _earnings("speakers"), lambda d, p: list(read_earnings21(d))),
+    Format("conversations jsonl", _conversations_jsonl, lambda d, p: list(read_jsonl(p))),
     Format("icsi json", _icsi_target, lambda d, p: list(read_icsi(d)), line_based=False),
     Format("ami words xml", _ami_target, lambda d, p: list(read_ami(d)), line_based=False),
     Format("ami acts xml", _ami_acts_target, lambda d, p: list(read_ami(d)), line_based=False),
