@@ -338,6 +338,14 @@ def test_earnings_damage_is_located(tmp_path: Path) -> None:
         f.write(b"x\xe9|0||||LC|[]|[]\n")  # the probe's reproduction
     _raises_at(lambda: list(read_earnings21(root)), nlp, f"line {n_lines + 1}", "not UTF-8 text")
 
+    root = earnings_copy(tmp_path / "pipe")
+    nlp = root / "transcripts" / "nlp_references" / f"{EARNINGS_CALL}.nlp"
+    with open(nlp, "a", encoding="utf-8") as f:
+        f.write("AT|T|0||||UC|[]|[]\n")  # a '|' in a token would make "T" the speaker
+    _raises_at(
+        lambda: list(read_earnings21(root)), nlp, f"line {n_lines + 1}", "expected 8 columns, got 9"
+    )
+
     root = earnings_copy(tmp_path / "field")
     nlp = root / "transcripts" / "nlp_references" / f"{EARNINGS_CALL}.nlp"
     with open(nlp, "a", encoding="utf-8") as f:

@@ -207,9 +207,10 @@ def read_nlp_tokens(path: Path) -> list[_Token]:
     if header is None or tuple(header[:6]) != _NLP_COLUMNS[:6]:
         raise ConversationFormatError(path, "line 1", f"unexpected header {header!r}")
     for lineno, row in records:
-        if len(row) < 6:
+        # Exactly the header's cells: a '|' inside a token would shift the speaker column.
+        if len(row) != len(header):
             raise ConversationFormatError(
-                path, f"line {lineno}", f"expected {len(_NLP_COLUMNS)} columns, got {len(row)}"
+                path, f"line {lineno}", f"expected {len(header)} columns, got {len(row)}"
             )
         word, speaker, punct = row[0], row[1].strip(), row[4]
         if not speaker:
