@@ -391,7 +391,9 @@ def test_binding_rules_and_token() -> None:
         check_binding("0.0.0.0", allow_remote=True, token=None)
     with pytest.raises(AccessError, match="16 characters"):
         check_binding("0.0.0.0", allow_remote=True, token="short")
-    check_binding("0.0.0.0", allow_remote=True, token="x" * 32)
+    with pytest.raises(AccessError, match="not random enough"):
+        check_binding("0.0.0.0", allow_remote=True, token="x" * 32)
+    check_binding("0.0.0.0", allow_remote=True, token="hX3-q9Lr_Z2vKw8TnB5y")
     res = _invoke("serve", "--db", "nowhere.sqlite", "--host", "0.0.0.0")
     assert res.exit_code == 2 and "--allow-remote" in res.output
 

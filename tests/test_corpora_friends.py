@@ -263,7 +263,7 @@ def test_malformed_inputs_name_the_file(tmp_path: Path) -> None:
 
     not_utf8 = tmp_path / "latin1.json"
     not_utf8.write_bytes('{"episodes": ["Chandler\u00e9"]}'.encode("latin-1"))
-    with pytest.raises(ConversationFormatError, match=r"latin1\.json.*cannot read file"):
+    with pytest.raises(ConversationFormatError, match=r"latin1\.json:line 1: not UTF-8 text"):
         list(read_friends_s10_json(not_utf8))
 
     bad_scene = tmp_path / "scene.json"

@@ -16,6 +16,7 @@ Conventions
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,11 +101,14 @@ class Utterance:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Utterance:
         addr = d.get("addressees")
+        start, end = _opt_float(d.get("start")), _opt_float(d.get("end"))
+        if start is not None and end is not None and end < start:
+            raise ValueError(f"utterance {d.get('id')!r} ends ({end}) before it starts ({start})")
         return cls(
             speaker=str(d["speaker"]),
             text=str(d["text"]),
-            start=_opt_float(d.get("start")),
-            end=_opt_float(d.get("end")),
+            start=start,
+            end=end,
             addressees=None if addr is None else tuple(str(a) for a in addr),
             dialogue_act=d.get("dialogue_act"),
             id=d.get("id"),
@@ -193,7 +197,11 @@ def _opt_float(v: Any) -> float | None:
         f = float(v)
     except (TypeError, ValueError):
         return None
-    return None if f != f else f  # NaN (from Parquet/pandas) means unknown
+    if f != f:
+        return None  # NaN (from Parquet/pandas) means unknown
+    if math.isinf(f) or f < 0:
+        raise ValueError(f"time {v!r} is not a finite time >= 0")
+    return f
 
 
 def participants_from_speakers(utterances: Iterable[Utterance]) -> tuple[Participant, ...]:
@@ -259,14 +267,22 @@ def write_jsonl(conversations: Iterable[Conversation], path: str | Path) -> int:
 
 def read_jsonl(path: str | Path) -> Iterator[Conversation]:
     """Read conversations written by :func:`write_jsonl`."""
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ConversationFormatError(path, f"line {lineno}", "not UTF-8 text") from None
             if not line.strip():
                 continue
             try:
                 yield Conversation.from_dict(json.loads(line))
             except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
                 raise ConversationFormatError(path, f"line {lineno}", str(exc)) from exc
+            except RecursionError:  # JSON nested beyond Python's recursion limit
+                raise ConversationFormatError(
+                    path, f"line {lineno}", "JSON nested too deeply"
+                ) from None
 
 
 def write_parquet(

@@ -8,8 +8,13 @@ Access model
 * An adjudicator key (``/adjudicate/<key>``) shows the items without a majority together with
   the annotators' votes (that is the adjudicator's job), still without gold.
 * The server binds to loopback by default. Any other host needs ``allow_remote=True`` *and* a
-  server token; then every request must carry it (``Authorization: Bearer``, the
-  ``polylogue_token`` cookie, or ``?token=`` once, which sets the cookie).
+  random-looking server token (:func:`token_problem`); then every request must carry it
+  (``Authorization: Bearer``, the ``polylogue_token`` cookie, or ``?token=`` once, which sets
+  the cookie).
+* :func:`serve` only answers requests whose ``Host`` header names the bound address (or, on
+  loopback, ``localhost``/``127.0.0.1``/``[::1]``) and port, so a web page cannot reach the
+  app through a DNS-rebinding name.
+* Request bodies over :data:`MAX_BODY_BYTES` are refused with 413 before they are parsed.
 
 Every answer is written to SQLite before the response returns, so a reload or a crashed
 browser loses nothing; several annotators (several browsers) can work at once.
@@ -18,8 +23,11 @@ browser loses nothing; several annotators (several browsers) can work at once.
 from __future__ import annotations
 
 import ipaddress
+import json
+import math
 import secrets
-from collections.abc import Awaitable, Callable
+from collections import Counter
+from collections.abc import Awaitable, Callable, Collection
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -37,6 +45,12 @@ from polylogue.annotate.store import (
 )
 
 TOKEN_COOKIE = "polylogue_token"
+#: Largest request body read: answers and decisions are a few hundred bytes.
+MAX_BODY_BYTES = 64 * 1024
+#: Largest time an annotator may report for one answer (a day; the UI sends seconds).
+MAX_ANSWER_SECONDS = 86_400.0
+#: A server token must carry at least this much (character-frequency) entropy.
+MIN_TOKEN_BITS = 64.0
 _STATIC_PAGES = {
     "annotate": "annotate.html",
     "adjudicate": "adjudicate.html",
@@ -66,11 +80,119 @@ def check_binding(host: str, allow_remote: bool, token: str | None) -> None:
             f"refusing to listen on {host!r}: annotators' data would be reachable from other "
             "machines. Pass --allow-remote together with --token to do this on purpose."
         )
-    if not token or len(token) < 16:
+    problem = "is missing" if not token else token_problem(token)
+    if problem:
         raise AccessError(
-            f"listening on {host!r} needs a server token of at least 16 characters (--token); "
-            "share it with the annotators together with their links"
+            f"listening on {host!r} needs a random server token (--token); yours {problem}. "
+            f"Use for example {secrets.token_urlsafe(24)} and share it with the annotators "
+            "together with their links"
         )
+
+
+def token_problem(token: str) -> str | None:
+    """Why ``token`` is too weak to guard a remote server, or ``None`` if it looks random.
+
+    At least 16 characters, and at least :data:`MIN_TOKEN_BITS` bits by the entropy of its
+    character frequencies (sixteen ``x`` carry 0 bits; ``secrets.token_urlsafe(24)`` ~130).
+    """
+    if len(token) < 16:
+        return f"has {len(token)} characters (needs at least 16 characters)"
+    counts = Counter(token)
+    per_char = -sum(c / len(token) * math.log2(c / len(token)) for c in counts.values())
+    if per_char * len(token) < MIN_TOKEN_BITS:
+        return f"is not random enough ({per_char * len(token):.0f} bits < {MIN_TOKEN_BITS:.0f})"
+    return None
+
+
+def host_allowed(host_header: str, allowed_hosts: Collection[str], port: int | None) -> bool:
+    """Does a request's ``Host`` header name one of ``allowed_hosts`` (and ``port``)?"""
+    value = host_header.strip().lower()
+    if value.startswith("["):  # [::1]:8765
+        name, _, rest = value[1:].partition("]")
+        given_port = rest.removeprefix(":") or None
+    else:
+        name, sep, given_port_s = value.rpartition(":")
+        if not sep:
+            name, given_port_s = value, ""
+        given_port = given_port_s or None
+    if name not in {h.lower().strip("[]") for h in allowed_hosts}:
+        return False
+    return port is None or given_port is None or given_port == str(port)
+
+
+def bound_hosts(host: str) -> set[str]:
+    """Names a client may use for a server bound to ``host``."""
+    if host in ("0.0.0.0", "::"):
+        return set()  # every interface: no single name to check (remote mode needs a token)
+    if is_loopback(host):
+        return {host, "localhost", "127.0.0.1", "::1"}
+    return {host}
+
+
+class _Guard:
+    """Raw ASGI layer in front of the app: Host check, then a body-size cap while reading."""
+
+    def __init__(self, app: Any, allowed_hosts: Collection[str] | None, port: int | None) -> None:
+        self.app = app
+        self.allowed_hosts = allowed_hosts
+        self.port = port
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        if self.allowed_hosts and not host_allowed(
+            headers.get("host", ""), self.allowed_hosts, self.port
+        ):
+            await _send_json(send, 421, "request for another host name")
+            return
+        length = headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
+            await _send_json(send, 413, f"request body over {MAX_BODY_BYTES} bytes")
+            return
+        received = 0
+        too_large = False
+        started = False
+
+        async def capped_receive() -> Any:
+            nonlocal received, too_large
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > MAX_BODY_BYTES:
+                    too_large = True  # stop reading: pretend the client left
+                    return {"type": "http.disconnect"}
+            return message
+
+        async def guarded_send(message: Any) -> None:
+            nonlocal started
+            if too_large:
+                if not started:
+                    started = True
+                    await _send_json(send, 413, f"request body over {MAX_BODY_BYTES} bytes")
+                return
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        await self.app(scope, capped_receive, guarded_send)
+        if too_large and not started:
+            await _send_json(send, 413, f"request body over {MAX_BODY_BYTES} bytes")
+
+
+async def _send_json(send: Any, status: int, detail: str) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 def static_dir() -> Path:
@@ -94,10 +216,14 @@ def create_app(
     store: AnnotationStore,
     token: str | None = None,
     media_root: str | Path | None = None,
+    allowed_hosts: Collection[str] | None = None,
+    port: int | None = None,
 ) -> FastAPI:
     """The FastAPI application for one study database.
 
     ``media_root`` overrides the media folder recorded in each study (MeetingToM clips).
+    ``allowed_hosts`` (and ``port``) restrict the ``Host`` header (see :func:`bound_hosts`);
+    ``None`` accepts any, as in-process test clients need.
     """
     app = FastAPI(title="polylogue annotate", docs_url=None, redoc_url=None, openapi_url=None)
     pages = static_dir()
@@ -203,8 +329,15 @@ def create_app(
         seconds = body.get("seconds")
         if not isinstance(label, str):
             raise HTTPException(status_code=422, detail="body needs a string 'label'")
-        if seconds is not None and not isinstance(seconds, int | float):
-            raise HTTPException(status_code=422, detail="'seconds' must be a number")
+        if seconds is not None and (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, int | float)
+            or not 0 <= seconds <= MAX_ANSWER_SECONDS  # also refuses NaN
+        ):
+            raise HTTPException(
+                status_code=422,
+                detail=f"'seconds' must be a number from 0 to {MAX_ANSWER_SECONDS:.0f}",
+            )
         try:
             saved = store.save_answer(
                 who,
@@ -279,6 +412,8 @@ def create_app(
         return {"item_id": d.item_id, "question_id": d.question_id, "label": d.label}
 
     app.mount("/static", StaticFiles(directory=pages), name="static")
+    # Outermost: a wrong Host or an oversized body is refused before the token check or parsing.
+    app.add_middleware(_Guard, allowed_hosts=allowed_hosts, port=port)
     return app
 
 
@@ -297,9 +432,22 @@ def serve(
 
     check_binding(host, allow_remote, token)
     store = AnnotationStore(store_path)
-    app = create_app(store, token=token, media_root=media_root)
+    app = create_app(
+        store, token=token, media_root=media_root, allowed_hosts=bound_hosts(host), port=port
+    )
     # No access log: request lines would write annotators' keys into the terminal and logs.
     uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
 
 
-__all__ = ["AccessError", "check_binding", "create_app", "is_loopback", "serve", "static_dir"]
+__all__ = [
+    "MAX_BODY_BYTES",
+    "AccessError",
+    "bound_hosts",
+    "check_binding",
+    "create_app",
+    "host_allowed",
+    "is_loopback",
+    "serve",
+    "static_dir",
+    "token_problem",
+]

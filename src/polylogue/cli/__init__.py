@@ -41,9 +41,19 @@ def main() -> None:
     try:
         app()
     except user_errors() as exc:
-        from rich.console import Console
-
-        Console(stderr=True, soft_wrap=True).print(
-            f"[bold red]error:[/bold red] {exc}", markup=True, highlight=False
-        )
+        print_error(exc)
         sys.exit(2)
+
+
+def print_error(message: object) -> None:
+    """``error: <message>`` on stderr; the message is shown verbatim.
+
+    Messages quote user text (file names, transcript lines), so they are never interpreted as
+    Rich markup (``[/b]`` crashed the printer) or emoji codes (``predictions.jsonl:100:``).
+    """
+    from rich.console import Console
+    from rich.text import Text
+
+    Console(stderr=True, soft_wrap=True).print(
+        Text.assemble(("error:", "bold red"), " ", str(message)), highlight=False
+    )

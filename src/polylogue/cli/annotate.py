@@ -8,9 +8,11 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
-console = Console(stderr=True)
-out = Console()
+# User text (study and annotator names, paths) is printed escaped and without emoji codes.
+console = Console(stderr=True, emoji=False)
+out = Console(emoji=False)
 
 annotate_app = typer.Typer(
     name="annotate",
@@ -143,18 +145,22 @@ def create(
     except (StoreError, ConversationFormatError, ValueError, OSError) as exc:
         raise _fail(str(exc)) from exc
     total = sum(report.drawn.values())
-    console.print(f"study [bold]{created.name}[/bold]: {total} items ({kind.value}) in {db}")
+    console.print(
+        f"study [bold]{escape(created.name)}[/bold]: {total} items ({kind.value}) "
+        f"in {escape(str(db))}"
+    )
     for cat in sorted(report.drawn):
         want = report.requested.get(cat)
         console.print(
             f"  {cat}: {report.drawn[cat]} drawn of {report.available.get(cat, 0)}"
-            + (f" (asked {want})" if want is not None else "")
+            + (f" (asked {want})" if want is not None else ""),
+            markup=False,
         )
     console.print("Links (shown once; the database keeps only hashes):")
     adjudicators = set(adjudicator or ())
     for name, key in keys.items():
         path = "adjudicate" if name in adjudicators else "a"
-        out.print(f"{name}\t{base_url.rstrip('/')}/{path}/{key}", soft_wrap=True)
+        out.print(f"{name}\t{base_url.rstrip('/')}/{path}/{key}", soft_wrap=True, markup=False)
 
 
 @annotate_app.command("assign")
@@ -184,7 +190,7 @@ def assign(
     except StoreError as exc:
         raise _fail(str(exc)) from exc
     path = "adjudicate" if adjudicator else "a"
-    out.print(f"{name}\t{base_url.rstrip('/')}/{path}/{key}", soft_wrap=True)
+    out.print(f"{name}\t{base_url.rstrip('/')}/{path}/{key}", soft_wrap=True, markup=False)
 
 
 @annotate_app.command("serve")
@@ -217,7 +223,7 @@ def serve(
         raise _fail(str(exc)) from exc
     if not db.is_file():
         raise _fail(f"{db}: no such study database (create one with `polylogue annotate create`)")
-    console.print(f"serving {db} on http://{host}:{port}/  (Ctrl-C to stop)")
+    console.print(f"serving {db} on http://{host}:{port}/  (Ctrl-C to stop)", markup=False)
     run_server(db, host, port, allow_remote=allow_remote, token=token, media_root=media_root)
 
 
@@ -235,13 +241,13 @@ def status(
         raise _fail(str(exc)) from exc
     for s in studies:
         n = len(store.items(s))
-        out.print(f"[bold]{s.name}[/bold] ({s.kind.value}, {n} items, seed {s.seed})")
+        out.print(f"[bold]{escape(s.name)}[/bold] ({s.kind.value}, {n} items, seed {s.seed})")
         for a in store.annotators(s):
             if a.role is Role.ANNOTATOR:
                 p = store.progress(a)
-                out.print(f"  {a.name}: {p.done}/{p.total}")
+                out.print(f"  {a.name}: {p.done}/{p.total}", markup=False)
             else:
-                out.print(f"  {a.name}: adjudicator")
+                out.print(f"  {a.name}: adjudicator", markup=False)
 
 
 @annotate_app.command("agreement")
@@ -287,7 +293,7 @@ def adjudicate(db: DbOption, study: StudyOption) -> None:
     ties = [r for r in resolutions if r.source is Source.UNRESOLVED and r.votes]
     for r in ties:
         votes = ", ".join(f"{a}={lab}" for a, lab in r.votes.items())
-        out.print(f"tie  {r.item_id}  {r.question_id}: {votes}", soft_wrap=True)
+        out.print(f"tie  {r.item_id}  {r.question_id}: {votes}", soft_wrap=True, markup=False)
     if ties and not any(a.role is Role.ADJUDICATOR for a in store.annotators(s)):
         console.print("add an adjudicator: polylogue annotate assign --adjudicator --name NAME ...")
 
@@ -318,14 +324,15 @@ def export(
         s = store.study(study)
         if answers is not None:
             n = export_answers(store, s, answers)
-            console.print(f"{n} answers -> {answers}")
+            console.print(f"{n} answers -> {answers}", markup=False)
         if adjudicated is not None:
             rep = export_adjudicated(store, s, adjudicated, allow_unresolved=allow_unresolved)
             console.print(
                 f"{rep.items} adjudicated items -> {rep.folder} "
                 f"({', '.join(f'{k} {v}' for k, v in sorted(rep.by_source.items()))}; "
                 f"{rep.changed_from_gold} differ from the original gold; "
-                f"{len(rep.dropped_unresolved)} dropped)"
+                f"{len(rep.dropped_unresolved)} dropped)",
+                markup=False,
             )
     except StoreError as exc:
         raise _fail(str(exc)) from exc

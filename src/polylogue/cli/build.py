@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from polylogue.conversation import Conversation
@@ -128,7 +129,7 @@ def build(
     folder = save_benchmark(result, out, inputs=inputs)
     console.print(stats_markdown(result.points))
     console.print(
-        f"[green]wrote[/green] {folder}  ({result.counts['points']:,} points from "
+        f"[green]wrote[/green] {escape(str(folder))}  ({result.counts['points']:,} points from "
         f"{result.counts['conversations']:,} conversations; "
         f"{result.counts.get('duplicates_removed', 0):,} duplicates removed)"
     )
@@ -171,7 +172,7 @@ def inspect(
             highlight=False,
         )
         out.print()
-    table = Table(title=f"{bench.name}/{split}")
+    table = Table(title=escape(f"{bench.name}/{split}"))
     for col in ("points", "I1", "I2", "S1", "S2"):
         table.add_column(col, justify="right")
     allp = bench.points(split)

@@ -6,6 +6,7 @@ shipped turn-taking engine and show, at every pause, whether one participant sho
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from collections.abc import Iterator
@@ -120,13 +121,16 @@ def _stdin_steps(
         roster_known = False
         index = 0
         lineno = 0
+        if isinstance(sys.stdin, io.TextIOWrapper):
+            # Bad bytes reach parse_transcript_line as surrogates and fail on their own line.
+            sys.stdin.reconfigure(errors="surrogateescape")
         while True:
             line = sys.stdin.readline()
             if not line:
                 return
             lineno += 1
             if index == 0 and not roster_known:
-                header = parse_header_line(line)
+                header = parse_header_line(line, lineno=lineno)
                 if header is not None:
                     engine.add_participants(header)
                     roster_known = True
@@ -241,6 +245,7 @@ def decide(
 ) -> None:
     """Show, utterance by utterance, where a participant should have spoken, and why."""
     from rich.console import Console
+    from rich.markup import escape
 
     if threshold is not None and not 0.0 <= threshold <= 1.0:
         raise typer.BadParameter("must be between 0 and 1", param_hint="--threshold")
@@ -263,7 +268,7 @@ def decide(
             console.file.flush()
     if not as_json:
         console.print(
-            f"\n[bold]{target_name}[/bold]: {decided} pauses decided, "
+            f"\n[bold]{escape(target_name)}[/bold]: {decided} pauses decided, "
             f"should have spoken at {speak}.",
             highlight=False,
         )

@@ -66,6 +66,7 @@ def eval_command(
 ) -> None:
     """Evaluate a model on a benchmark split; resumes an interrupted run of the same setup."""
     from rich.console import Console
+    from rich.markup import escape
 
     from polylogue.evaluation.runner import RunError, load_points, run_evaluation
     from polylogue.models.base import (
@@ -100,7 +101,8 @@ def eval_command(
             trained = PromptOptions(**adapter_meta["prompt"])
             if trained != prompt:
                 console.print(
-                    f"[yellow]note:[/yellow] using the prompt options {adapter} was trained with "
+                    f"[yellow]note:[/yellow] using the prompt options {escape(str(adapter))} "
+                    "was trained with "
                     f"(mode={trained.mode}, max_prompt_tokens={trained.max_prompt_tokens})"
                 )
             prompt = trained
@@ -143,11 +145,15 @@ def eval_command(
             progress=progress,
         )
     except RunError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        from polylogue.cli import print_error
+
+        print_error(exc)
         raise typer.Exit(1) from exc
     m = result.metrics or {}
     state = "complete" if m.get("complete") else f"{result.n_done}/{len(points)} points"
-    console.print(f"run folder: {result.folder} ({state}, {info.class_ratio} class ratio)")
+    console.print(
+        f"run folder: {result.folder} ({state}, {info.class_ratio} class ratio)", markup=False
+    )
     if m:
         console.print(
             f"Acc {100 * m['accuracy']:.2f}  F1avg {100 * m['f1_avg']:.2f}  "

@@ -159,7 +159,9 @@ def run_cmd(
         ),
     )
     console.print(
-        f"\n{result.folder}: {result.generated} new, {result.reused} reused, {result.errors} errors"
+        f"\n{result.folder}: {result.generated} new, {result.reused} reused, "
+        f"{result.errors} errors",
+        markup=False,
     )
     if any(r.task.value == "you" for r in records):
         from polylogue.tom.baselines import leak_metrics

@@ -200,11 +200,14 @@ def distill_command(
     try:
         report = distill_from_benchmarks(cfg, on_chunk=progress)
     except DistillError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        from polylogue.cli import print_error
+
+        print_error(exc)
         raise typer.Exit(1) from exc
     console.print(
         f"{report.n_done}/{report.n_points} points have reasoning ({report.n_new} new this run); "
-        f"{len(report.failures)} failed (see {out / 'failures.jsonl'})"
+        f"{len(report.failures)} failed (see {out / 'failures.jsonl'})",
+        markup=False,
     )
     if report.failures:
         raise typer.Exit(3)

@@ -23,6 +23,7 @@ Public API:
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -416,9 +417,17 @@ class _Da:
 
 
 def _read_dialogue_acts(
-    rel: Path, meeting: str, letter: str, da_types: dict[str, str], words: _WordsCache
+    rel: Path,
+    meeting: str,
+    letter: str,
+    da_types: dict[str, str],
+    words: _WordsCache,
+    participants: frozenset[str],
 ) -> tuple[list[_Da], int]:
-    """One speaker's dialogue acts with words, and the number dropped for having none."""
+    """One speaker's dialogue acts with words, and the number dropped for having none.
+
+    ``participants`` are the meeting's agent letters; an addressee outside them is an error.
+    """
     path = rel / "dialogueActs" / f"{meeting}.{letter}.dialog-act.xml"
     root = parse_xml(path)
     out: list[_Da] = []
@@ -459,12 +468,26 @@ def _read_dialogue_acts(
                 raise ConversationFormatError(path, where, f"unknown DA type {ptr.start}")
         start = starts[0] if starts else None
         end = ends[-1] if ends else None
+        if start is not None and end is not None and end < start:
+            # Single words may end before they start (61 in the release); whole acts never do.
+            raise ConversationFormatError(
+                path, where, f"dialogue act ends ({end}) before it starts ({start})"
+            )
+        addressees = _addressees(el.get("addressee"))
+        unknown = sorted(set(addressees or ()) - participants)
+        if unknown:
+            raise ConversationFormatError(
+                path,
+                where,
+                f"addressee {', '.join(unknown)} is not a participant "
+                f"(speakers: {', '.join(sorted(participants))})",
+            )
         utt = Utterance(
             speaker=letter,
             text=detokenize(tokens, punct),
             start=start,
             end=end,
-            addressees=_addressees(el.get("addressee")),
+            addressees=addressees,
             dialogue_act=act,
             id=did,
             note=(el.get("comment") or "").strip() or None,
@@ -493,14 +516,15 @@ def _read_meeting(
     words = _WordsCache(rel)
     das: list[_Da] = []
     dropped = 0
+    roster = {s.letter: s for s in info.speakers} if info else {}
+    agents = frozenset(roster) | frozenset(letters)
     for letter in letters:
-        part, n = _read_dialogue_acts(rel, meeting, letter, da_types, words)
+        part, n = _read_dialogue_acts(rel, meeting, letter, da_types, words, agents)
         das.extend(part)
         dropped += n
     das.sort(key=lambda d: d.sort_key)
     utterances = tuple(d.utterance for d in das)
 
-    roster = {s.letter: s for s in info.speakers} if info else {}
     unlisted = sorted(set(letters) - set(roster))
     participants = tuple(
         Participant(
@@ -509,7 +533,7 @@ def _read_meeting(
             role=roster[letter].role if letter in roster else None,
             aliases=_role_aliases(roster.get(letter)),
         )
-        for letter in sorted(set(roster) | set(letters))
+        for letter in sorted(agents)
     )
     metadata: dict[str, Any] = {
         "unit": "da",
@@ -615,11 +639,17 @@ def _float_attr(el: Any, attr: str, path: Path) -> float | None:
     if value is None or value == "":
         return None
     try:
-        return float(value)
+        seconds = float(value)
     except ValueError:
         raise ConversationFormatError(
             path, element_where(el), f"attribute {attr}={value!r} is not a number"
         ) from None
+    # float() accepts "inf", "1e999" and "NaN", which would reach benchmarks as bare NaN.
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ConversationFormatError(
+            path, element_where(el), f"attribute {attr}={value!r} is not a finite time >= 0"
+        )
+    return seconds
 
 
 __all__ = [

@@ -44,12 +44,15 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from polylogue.conversation import (
     Conversation,
     ConversationFormatError,
     Participant,
     Utterance,
 )
+from polylogue.corpora._text import csv_records, read_text
 
 CORPUS = "earnings21"
 DOMAIN = "earnings_call"
@@ -199,26 +202,24 @@ def read_call(
 def read_nlp_tokens(path: Path) -> list[_Token]:
     """Tokens of one ``.nlp`` reference with punctuation re-attached."""
     tokens: list[_Token] = []
-    with open(path, encoding="utf-8", newline="") as f:
-        reader = csv.reader(f, delimiter="|", quoting=csv.QUOTE_NONE)
-        header = next(reader, None)
-        if header is None or tuple(header[:6]) != _NLP_COLUMNS[:6]:
-            raise ConversationFormatError(path, "line 1", f"unexpected header {header!r}")
-        for lineno, row in enumerate(reader, 2):
-            if not row:
-                continue
-            if len(row) < 6:
-                raise ConversationFormatError(
-                    path, f"line {lineno}", f"expected {len(_NLP_COLUMNS)} columns, got {len(row)}"
-                )
-            word, speaker, punct = row[0], row[1].strip(), row[4]
-            if not speaker:
-                raise ConversationFormatError(path, f"line {lineno}", "empty speaker")
-            if word in _DROPPED_TOKENS:
-                # The speaker column still counts: a turn made only of <silence> is a turn.
-                tokens.append(_Token("", speaker))
-                continue
-            tokens.append(_Token(word + punct, speaker))
+    records = csv_records(path, read_text(path), delimiter="|", quoting=csv.QUOTE_NONE)
+    header = next(records, (1, None))[1]
+    if header is None or tuple(header[:6]) != _NLP_COLUMNS[:6]:
+        raise ConversationFormatError(path, "line 1", f"unexpected header {header!r}")
+    for lineno, row in records:
+        # Exactly the header's cells: a '|' inside a token would shift the speaker column.
+        if len(row) != len(header):
+            raise ConversationFormatError(
+                path, f"line {lineno}", f"expected {len(header)} columns, got {len(row)}"
+            )
+        word, speaker, punct = row[0], row[1].strip(), row[4]
+        if not speaker:
+            raise ConversationFormatError(path, f"line {lineno}", "empty speaker")
+        if word in _DROPPED_TOKENS:
+            # The speaker column still counts: a turn made only of <silence> is a turn.
+            tokens.append(_Token("", speaker))
+            continue
+        tokens.append(_Token(word + punct, speaker))
     return tokens
 
 
@@ -235,20 +236,21 @@ def _turns(tokens: Sequence[_Token]) -> list[_Turn]:
 def read_rttm_runs(path: Path) -> list[SpeakerRun]:
     """RTTM segments sorted by start, merged into runs of the same speaker."""
     segments: list[tuple[float, float, str]] = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            parts = line.split()
-            if not parts or parts[0] != "SPEAKER":
-                continue
-            try:
-                start, dur, speaker = float(parts[3]), float(parts[4]), parts[7]
-            except (IndexError, ValueError) as exc:
-                raise ConversationFormatError(
-                    path, f"line {lineno}", f"bad RTTM row: {exc}"
-                ) from exc
-            if dur < 0:
-                raise ConversationFormatError(path, f"line {lineno}", "negative duration")
-            segments.append((start, start + dur, speaker))
+    for lineno, line in enumerate(read_text(path).split("\n"), 1):
+        parts = line.split()
+        if not parts or parts[0] != "SPEAKER":
+            continue
+        try:
+            start, dur, speaker = float(parts[3]), float(parts[4]), parts[7]
+        except (IndexError, ValueError) as exc:
+            raise ConversationFormatError(path, f"line {lineno}", f"bad RTTM row: {exc}") from exc
+        if not (math.isfinite(start) and math.isfinite(dur)) or start < 0 or dur < 0:
+            raise ConversationFormatError(
+                path,
+                f"line {lineno}",
+                f"start {parts[3]!r} and duration {parts[4]!r} must be finite times >= 0",
+            )
+        segments.append((start, start + dur, speaker))
     segments.sort()
     runs: list[SpeakerRun] = []
     for start, end, speaker in segments:
@@ -267,19 +269,32 @@ def read_speaker_names(path: Path) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
     if not path.exists():
         return out
-    with open(path, encoding="utf-8", newline="") as f:
-        for row in csv.DictReader(f):
-            out.setdefault(row["file_id"].strip(), {})[row["speaker_id"].strip()] = row[
-                "speaker_name"
-            ].strip()
+    for row in _metadata_rows(path, ("file_id", "speaker_id", "speaker_name")):
+        out.setdefault(row["file_id"].strip(), {})[row["speaker_id"].strip()] = row[
+            "speaker_name"
+        ].strip()
     return out
 
 
 def _read_file_metadata(path: Path) -> dict[str, dict[str, str]]:
     if not path.exists():
         return {}
-    with open(path, encoding="utf-8", newline="") as f:
-        return {row["file_id"]: dict(row) for row in csv.DictReader(f)}
+    return {row["file_id"]: row for row in _metadata_rows(path, ("file_id",))}
+
+
+def _metadata_rows(path: Path, required: Sequence[str]) -> Iterator[dict[str, str]]:
+    """Rows of a metadata CSV as dicts; missing columns and ragged rows are located errors."""
+    records = csv_records(path, read_text(path))
+    header = [h.strip() for h in next(records, (1, []))[1]]
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise ConversationFormatError(path, "line 1", f"missing columns {missing}")
+    for lineno, cells in records:
+        if len(cells) != len(header):
+            raise ConversationFormatError(
+                path, f"line {lineno}", f"expected {len(header)} cells, got {len(cells)}"
+            )
+        yield dict(zip(header, cells, strict=True))
 
 
 # ----------------------------------------------------------------------------- alignment
@@ -301,38 +316,130 @@ def align_turns_to_runs(
 ) -> dict[int, int]:
     """Monotone matching of turns ``(speaker, n_words)`` to RTTM runs; returns turn -> run.
 
-    Maximises the number of matched pairs (same speaker id and plausible duration), breaking
-    ties by the summed duration fit, so an alternating A/B/A/B stretch is not matched one run
-    off. Unmatched turns are simply absent from the result.
+    Maximises the number of matched pairs (same speaker id and plausible duration), then the
+    summed duration fit, so an alternating A/B/A/B stretch is not matched one run off.
+    Unmatched turns are simply absent from the result.
+
+    Both sides are in time order, so a good matching stays near the diagonal ``j ~ i * m / n``:
+    the dynamic programme only fills a band of half-width ``k`` runs around it (time and memory
+    ``O((n + m) * k)``, one vectorised pass per turn). The band starts at :data:`_BAND_START`
+    and doubles until the result is provably the unrestricted optimum (no matching that leaves
+    the band can have as many pairs) or the band reaches :data:`_BAND_MAX` runs, where the best
+    matching inside it is kept. Every Earnings-21 call is certified at the first width.
     """
     n, m = len(turns), len(runs)
     if n == 0 or m == 0:
         return {}
-    # score[i][j]: best score aligning turns[i:] with runs[j:]; a match is worth 1 + fit/2,
-    # so one extra match always beats any fit improvement.
-    score = [[0.0] * (m + 1) for _ in range(n + 1)]
+    half = _BAND_START
+    while True:
+        matches = _banded_alignment(turns, runs, half)
+        wide_enough = half >= max(n, m) or len(matches) > _best_outside_band(n, m, half)
+        if wide_enough or half >= _BAND_MAX:
+            return matches
+        half *= 2
+
+
+#: Half-widths (in runs) of the alignment band: first try, and the cap that keeps it linear.
+_BAND_START = 256
+_BAND_MAX = 1024
+
+
+def _band(i: int, n: int, m: int, half: int) -> tuple[int, int]:
+    """Runs ``lo..hi`` (inclusive) that turn ``i`` may be compared with."""
+    centre = i * m / n
+    return max(0, math.floor(centre - half)), min(m - 1, math.ceil(centre + half))
+
+
+def _best_outside_band(n: int, m: int, half: int) -> int:
+    """Most pairs any matching through a cell outside the band could have.
+
+    Through cell ``(i, j)`` at most ``min(i, j) + min(n - i, m - j)`` pairs can match; that
+    bound is concave in ``j`` with kinks at ``j = i`` and ``j = i + m - n``, so its maximum over
+    an interval is at an end or a kink.
+    """
+    best = -1
+    for i in range(n):
+        lo, hi = _band(i, n, m, half)
+        for a, b in ((0, lo - 1), (hi + 1, m - 1)):
+            if a > b:
+                continue
+            for j in {a, b, *(k for k in (i, i + m - n) if a <= k <= b)}:
+                best = max(best, min(i, j) + min(n - i, m - j))
+    return best
+
+
+def _window(
+    row: np.ndarray, lo: int, hi: int, first: int, last: int, m: int, past_the_end: bool
+) -> np.ndarray:
+    """Cells ``first..last`` of a banded score row held for runs ``lo..hi``.
+
+    0 for the terminal column ``m`` (no runs left) and for every cell when ``past_the_end``
+    (no turns left); -inf outside the band.
+    """
+    out = np.full(last - first + 1, -math.inf)
+    if past_the_end:
+        out[:] = 0.0
+        return out
+    a, b = max(first, lo), min(last, hi)
+    if a <= b:
+        out[a - first : b - first + 1] = row[a - lo : b - lo + 1]
+    if last >= m:
+        out[m - first :] = 0.0
+    return out
+
+
+def _banded_alignment(
+    turns: Sequence[tuple[str, int]], runs: Sequence[SpeakerRun], half: int
+) -> dict[int, int]:
+    """The best monotone matching that stays in the band (see :func:`align_turns_to_runs`).
+
+    ``score[i][j]`` is the best value of aligning ``turns[i:]`` with ``runs[j:]``. Skipping a
+    run is free, so a row is a suffix maximum of ``max(skip the turn, match)``, computed with
+    NumPy for the whole band at once. Only two flags per cell are kept for the walk back.
+    """
+    n, m = len(turns), len(runs)
+    # A match is worth 1 plus a fit bonus below 1 / (n + 1): the bonuses of all n turns sum to
+    # less than one match, so more matches always win and fit only breaks ties.
+    bonus = 1.0 / (n + 1)
+    codes = {s: k for k, s in enumerate(dict.fromkeys(r.speaker for r in runs))}
+    run_code = np.array([codes[r.speaker] for r in runs])
+    speech = np.array([r.speech for r in runs], dtype=float)
+    max_words = _RATE_MAX * (speech + _SLACK_S)  # plausible_duration, vectorised
+    min_words = _RATE_MIN * (speech - _SLACK_S)
+    bands = [_band(i, n, m, half) for i in range(n)]
+    takes: list[np.ndarray] = [np.empty(0, bool)] * n
+    downs: list[np.ndarray] = [np.empty(0, bool)] * n
+    below = np.zeros(0)  # score row i + 1 over its band, plus the terminal column m
+    below_lo, below_hi = 0, m - 1
     for i in range(n - 1, -1, -1):
         spk, words = turns[i]
-        row, nxt = score[i], score[i + 1]
-        for j in range(m - 1, -1, -1):
-            best = max(nxt[j], row[j + 1])
-            run = runs[j]
-            if run.speaker == spk and plausible_duration(words, run.speech):
-                best = max(best, 1.0 + 0.5 * _fit(words, run.speech) + nxt[j + 1])
-            row[j] = best
+        lo, hi = bands[i]
+
+        last_turn = i + 1 == n
+        down = _window(below, below_lo, below_hi, lo, hi, m, last_turn)
+        diag = _window(below, below_lo, below_hi, lo + 1, hi + 1, m, last_turn)
+        sl = slice(lo, hi + 1)
+        can = (run_code[sl] == codes.get(spk, -1)) & (words <= max_words[sl])
+        can &= words >= min_words[sl]
+        expected = max(words, 1) / _RATE_TYPICAL
+        fit = np.exp(-np.abs(np.log((speech[sl] + 0.5) / (expected + 0.5))))
+        take = np.where(can, 1.0 + bonus * fit + diag, -math.inf)
+        cand = np.maximum(down, take)
+        row = np.maximum.accumulate(cand[::-1])[::-1]
+        if hi + 1 == m:
+            row = np.maximum(row, 0.0)
+        takes[i] = can & (row == take)
+        downs[i] = row == down
+        below, below_lo, below_hi = row, lo, hi
     matches: dict[int, int] = {}
     i = j = 0
     while i < n and j < m:
-        spk, words = turns[i]
-        run = runs[j]
-        if run.speaker == spk and plausible_duration(words, run.speech):
-            take = 1.0 + 0.5 * _fit(words, run.speech) + score[i + 1][j + 1]
-            if math.isclose(score[i][j], take):
-                matches[i] = j
-                i += 1
-                j += 1
-                continue
-        if math.isclose(score[i][j], score[i + 1][j]):
+        lo = bands[i][0]
+        if takes[i][j - lo]:
+            matches[i] = j
+            i += 1
+            j += 1
+        elif downs[i][j - lo]:
             i += 1
         else:
             j += 1

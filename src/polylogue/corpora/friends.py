@@ -34,7 +34,6 @@ Decisions (see ``docs/corpora-friends-earnings-user.md``):
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -44,6 +43,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from polylogue.conversation import Conversation, ConversationFormatError, Participant, Utterance
+from polylogue.corpora._text import csv_records, read_text
 
 CORPUS = "friends"
 DOMAIN = "tv"
@@ -53,6 +53,7 @@ S10_JSON_PATH = Path("character-mining") / "json" / "friends_season_10.json"
 
 Source = Literal["all", "csv", "s10json"]
 
+_CSV_COLUMNS = ("text", "speaker", "season", "episode", "scene", "utterance")
 _DIRECTIONS_SPEAKER = "Scene Directions"
 # Speaker labels for lines said by several characters at once (empty = the CSV's multi-speaker
 # lines, whose names the packager dropped; the JSON lists them).
@@ -142,47 +143,52 @@ def read_friends_csv(
     wanted = None if seasons is None else {int(s) for s in seasons}
     excluded = {int(s) for s in exclude_seasons}
     current: _Scene | None = None
-    with open(path, encoding="utf-8", newline="") as f:
-        reader = csv.DictReader(f)
-        missing = {"text", "speaker", "season", "episode", "scene", "utterance"} - set(
-            reader.fieldnames or ()
-        )
-        if missing:
-            raise ConversationFormatError(path, "line 1", f"missing columns {sorted(missing)}")
-        for lineno, row in enumerate(reader, 2):
-            try:
-                key = (int(row["season"]), int(row["episode"]), int(row["scene"]))
-            except ValueError as exc:
-                raise ConversationFormatError(
-                    path, f"line {lineno}", f"bad scene key: {exc}"
-                ) from exc
-            if key[0] in excluded or (wanted is not None and key[0] not in wanted):
-                continue
-            if current is None or (current.season, current.episode, current.scene) != key:
-                if current is not None:
-                    conv = _scene_conversation(current, path, "csv")
-                    if conv is not None:
-                        yield conv
-                current = _Scene(*key)
-            speaker, text = row["speaker"].strip(), row["text"]
-            if speaker == _DIRECTIONS_SPEAKER:
-                current.directions.append(text.strip())
-                continue
-            spoken, notes = split_notes(text)
-            if speaker in _GROUP_LABELS and speaker not in ("", "#ALL#"):
-                notes.insert(0, f"(spoken together: {speaker})")
-            if not spoken:
-                current.dropped_lines += 1
-                continue
-            uid = f"s{key[0]:02d}e{key[1]:02d}c{key[2]:02d}u{int(row['utterance']):03d}"
-            current.utterances.append(
-                Utterance(
-                    speaker=GROUP_SPEAKER if speaker in _GROUP_LABELS else speaker,
-                    text=spoken,
-                    id=uid,
-                    note=" ".join(notes) or None,
-                )
+    records = csv_records(path, read_text(path))
+    header = next(records, (1, []))[1]
+    missing = set(_CSV_COLUMNS) - set(header)
+    if missing:
+        raise ConversationFormatError(path, "line 1", f"missing columns {sorted(missing)}")
+    seen: set[tuple[int, int, int, int]] = set()
+    for lineno, cells in records:
+        if len(cells) != len(header):
+            raise ConversationFormatError(
+                path, f"line {lineno}", f"expected {len(header)} cells, got {len(cells)}"
             )
+        row = dict(zip(header, cells, strict=True))
+        numbers = _csv_numbers(row, path, lineno)
+        if numbers in seen:
+            raise ConversationFormatError(
+                path, f"line {lineno}", f"duplicate utterance {_row_id(numbers)}"
+            )
+        seen.add(numbers)
+        key = numbers[:3]
+        if key[0] in excluded or (wanted is not None and key[0] not in wanted):
+            continue
+        if current is None or (current.season, current.episode, current.scene) != key:
+            if current is not None:
+                conv = _scene_conversation(current, path, "csv")
+                if conv is not None:
+                    yield conv
+            current = _Scene(*key)
+        speaker, text = row["speaker"].strip(), row["text"]
+        if speaker == _DIRECTIONS_SPEAKER:
+            current.directions.append(text.strip())
+            continue
+        spoken, notes = split_notes(text)
+        if speaker in _GROUP_LABELS and speaker not in ("", "#ALL#"):
+            notes.insert(0, f"(spoken together: {speaker})")
+        if not spoken:
+            current.dropped_lines += 1
+            continue
+        uid = _row_id(numbers)
+        current.utterances.append(
+            Utterance(
+                speaker=GROUP_SPEAKER if speaker in _GROUP_LABELS else speaker,
+                text=spoken,
+                id=uid,
+                note=" ".join(notes) or None,
+            )
+        )
     if current is not None:
         conv = _scene_conversation(current, path, "csv")
         if conv is not None:
@@ -193,20 +199,83 @@ def read_friends_s10_json(path: str | Path) -> Iterator[Conversation]:
     """Season 10 scenes from EmoryNLP character-mining, with "(to X)" addressees."""
     path = Path(path)
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        data = json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise ConversationFormatError(
             path, f"line {exc.lineno}", f"invalid JSON: {exc.msg}"
         ) from exc
-    except (OSError, UnicodeDecodeError) as exc:
+    except RecursionError:
+        raise ConversationFormatError(path, "", "invalid JSON: nested too deeply") from None
+    except OSError as exc:
         raise ConversationFormatError(path, "", f"cannot read file: {exc}") from exc
+    _check_s10_structure(data, path)
     for episode in data.get("episodes", []):
         episode_speakers = _episode_speakers(episode)
         for scene in episode.get("scenes", []):
             conv = _json_scene(scene, episode_speakers, path)
             if conv is not None:
                 yield conv
+
+
+def _csv_numbers(row: dict[str, str], path: Path, lineno: int) -> tuple[int, int, int, int]:
+    """``(season, episode, scene, utterance)`` of a CSV row; each a whole number >= 0."""
+    out = []
+    for col in ("season", "episode", "scene", "utterance"):
+        value = row[col].strip()
+        if not value.isdigit():  # also refuses "-1", "1.5" and ""
+            raise ConversationFormatError(
+                path, f"line {lineno}", f"{col} {row[col]!r} is not a whole number >= 0"
+            )
+        out.append(int(value))
+    return out[0], out[1], out[2], out[3]
+
+
+def _row_id(numbers: tuple[int, int, int, int]) -> str:
+    season, episode, scene, utterance = numbers
+    return f"s{season:02d}e{episode:02d}c{scene:02d}u{utterance:03d}"
+
+
+def _check_s10_structure(data: Any, path: Path) -> None:
+    """The EmoryNLP layout: episodes -> scenes -> utterances with a list of speaker names.
+
+    Checked up front so a damaged file is a located error, not an AttributeError half-way or
+    (for ``"speakers": "Ross Geller"``) a line "spoken together by R, o, s, s...".
+    """
+
+    def need(ok: bool, where: str, what: str) -> None:
+        if not ok:
+            raise ConversationFormatError(path, where, f"expected {what}")
+
+    need(isinstance(data, dict), "", "an object with 'episodes'")
+    episodes = data.get("episodes", [])
+    need(isinstance(episodes, list), "episodes", "a list")
+    seen: dict[str, str] = {}
+    for e, episode in enumerate(episodes):
+        where = f"episodes[{e}]"
+        need(isinstance(episode, dict), where, "an object")
+        scenes = episode.get("scenes", [])
+        need(isinstance(scenes, list), f"{where}.scenes", "a list")
+        for c, scene in enumerate(scenes):
+            s_where = f"{where}.scenes[{c}]"
+            need(isinstance(scene, dict), s_where, "an object")
+            utterances = scene.get("utterances") or []
+            need(isinstance(utterances, list), f"{s_where}.utterances", "a list")
+            for k, u in enumerate(utterances):
+                u_where = f"{s_where}.utterances[{k}]"
+                need(isinstance(u, dict), u_where, "an object")
+                speakers = u.get("speakers") or []
+                need(
+                    isinstance(speakers, list) and all(isinstance(x, str) for x in speakers),
+                    f"{u_where}.speakers",
+                    "a list of names",
+                )
+                for key in ("transcript", "transcript_with_note"):
+                    need(isinstance(u.get(key) or "", str), f"{u_where}.{key}", "a string")
+                uid = str(u.get("utterance_id", ""))
+                if uid and seen.setdefault(uid, u_where) != u_where:
+                    raise ConversationFormatError(
+                        path, u_where, f"duplicate utterance_id {uid!r} (also {seen[uid]})"
+                    )
 
 
 def split_notes(text: str) -> tuple[str, list[str]]:

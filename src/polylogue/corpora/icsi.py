@@ -22,6 +22,7 @@ from typing import Any
 
 from polylogue.conversation import Conversation, ConversationFormatError, Participant, Utterance
 from polylogue.corpora._detokenize import detokenize, has_word
+from polylogue.corpora._text import read_text
 
 #: QMSum's official split of the ICSI meetings (its README); the test meetings are reserved
 #: in the shared copy, but the split is kept so other copies are labelled correctly.
@@ -145,13 +146,14 @@ def read_icsi(folder: str | Path, meetings: Iterable[str] | None = None) -> Iter
 
 def _read_meeting(path: Path, meeting: str) -> Conversation:
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
+        doc = json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise ConversationFormatError(
             path, f"line {exc.lineno} column {exc.colno}", f"malformed JSON: {exc.msg}"
         ) from exc
-    except (OSError, UnicodeDecodeError) as exc:
+    except RecursionError:
+        raise ConversationFormatError(path, "", "malformed JSON: nested too deeply") from None
+    except OSError as exc:
         raise ConversationFormatError(path, "", f"cannot read file: {exc}") from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("meeting_transcripts"), list):
         raise ConversationFormatError(path, "", "expected an object with 'meeting_transcripts'")

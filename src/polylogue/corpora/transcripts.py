@@ -38,9 +38,9 @@ Times are seconds (``12.5``) or clock times ``HH:MM:SS(.mmm)`` / ``MM:SS(.mmm)``
 
 from __future__ import annotations
 
-import csv
 import html
 import json
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from polylogue.conversation import Conversation, ConversationFormatError, Participant, Utterance
+from polylogue.corpora._text import csv_records, decode_line, loads_json, read_text
 
 CORPUS = "user"
 
@@ -61,10 +62,10 @@ TRANSCRIPT_FORMATS: dict[str, tuple[str, ...]] = {
 
 _CLOCK = re.compile(r"^(?:(?P<h>\d+):)?(?P<m>\d{1,2}):(?P<s>\d{1,2}(?:[.,]\d+)?)$")
 _VTT_TIMING = re.compile(r"^(?P<start>\S+)\s+-->\s+(?P<end>\S+)")
-_VOICE = re.compile(
-    r"<v(?:\.[^\s>]*)?\s+(?P<name>[^>]+)>(?P<text>.*?)(?:</v>|(?=<v[\s.])|$)", re.DOTALL
-)
-_TAG = re.compile(r"<[^>]*>")
+# A cue tag (<v Alice>, <b>, <c.loud>, <00:01.000>) cannot contain '<' or '>', so a scan for
+# one stops at the next '<': an unclosed '<' costs only the text up to the next one. (Allowing
+# '<' inside made every unclosed '<v a' rescan to the end of the cue: quadratic time.)
+_TAG = re.compile(r"<[^<>]*>")
 _SPEAKER_LINE = re.compile(r"^(?P<speaker>[^:{}\[\]<>]{1,80}?)\s*:\s+(?P<text>\S.*)$")
 _TIME_PREFIX = re.compile(r"^\[(?P<start>[^\]\s-]+)(?:\s*(?:-->|-)\s*(?P<end>[^\]\s]+))?\]\s*")
 
@@ -108,10 +109,7 @@ def read_transcript(
         raise ValueError(
             f"unknown transcript format {fmt!r}; known: {', '.join(TRANSCRIPT_FORMATS)}"
         )
-    try:
-        content = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ConversationFormatError(path, "", f"not UTF-8 text: {exc}") from exc
+    content = read_text(path, encoding="utf-8-sig")
     header: dict[str, Any] | None = None
     if fmt == "jsonl":
         header, raw = _parse_jsonl(content, path)
@@ -138,7 +136,7 @@ def parse_transcript_line(
     utterance objects. Addressee names are kept as written (there is no roster to resolve them
     against); a participants header line is an error here, see :func:`parse_header_line`.
     """
-    raw = _parse_line(line, lineno, source)
+    raw = _parse_line(decode_line(line, source, lineno), lineno, source)
     if raw is None or isinstance(raw, dict):
         if isinstance(raw, dict):
             raise ConversationFormatError(
@@ -157,15 +155,17 @@ def parse_transcript_line(
     )
 
 
-def parse_header_line(line: str, source: str | Path = "<stdin>") -> tuple[Participant, ...] | None:
+def parse_header_line(
+    line: str, source: str | Path = "<stdin>", lineno: int = 1
+) -> tuple[Participant, ...] | None:
     """Participants from a ``{"participants": [...]}`` header line, else ``None``."""
-    s = line.strip()
+    s = decode_line(line, source, lineno).strip()
     if not s.startswith("{"):
         return None
     try:
         obj = json.loads(s)
-    except json.JSONDecodeError:
-        return None
+    except (json.JSONDecodeError, RecursionError):
+        return None  # not a header: parse_transcript_line reports the line
     if not isinstance(obj, dict) or "participants" not in obj:
         return None
     return _header_participants(obj, source)
@@ -193,9 +193,9 @@ def parse_time(value: Any, path: str | Path, where: str, field_name: str) -> flo
             raise ConversationFormatError(
                 path, where, f"{field_name} {value!r} is not seconds or HH:MM:SS(.mmm)"
             ) from None
-    if seconds != seconds or seconds < 0:
+    if not math.isfinite(seconds) or seconds < 0:  # inf, 1e999, NaN pass float()
         raise ConversationFormatError(
-            path, where, f"{field_name} {value!r} must be a non-negative time"
+            path, where, f"{field_name} {value!r} must be a finite non-negative time"
         )
     return seconds
 
@@ -211,10 +211,7 @@ def _parse_jsonl(content: str, path: Path) -> tuple[dict[str, Any] | None, list[
         if not line.strip():
             continue
         where = f"line {lineno}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ConversationFormatError(path, where, f"invalid JSON: {exc.msg}") from exc
+        obj = loads_json(line, path, where)
         if not isinstance(obj, dict):
             raise ConversationFormatError(path, where, "expected a JSON object")
         if "participants" in obj:
@@ -230,8 +227,9 @@ def _parse_jsonl(content: str, path: Path) -> tuple[dict[str, Any] | None, list[
 
 
 def _parse_csv(content: str, path: Path) -> list[_RawUtterance]:
-    reader = csv.DictReader(content.splitlines())
-    fields = [f.strip().lower() for f in reader.fieldnames or []]
+    records = csv_records(path, content)
+    first = next(records, None)
+    fields = [f.strip().lower() for f in first[1]] if first else []
     if not fields:
         raise ConversationFormatError(path, "", "empty transcript: no header row")
     missing = {"speaker", "text"} - set(fields)
@@ -241,16 +239,18 @@ def _parse_csv(content: str, path: Path) -> list[_RawUtterance]:
             "line 1",
             f"CSV header must have speaker and text columns; missing {sorted(missing)}",
         )
-    reader.fieldnames = fields
     out = []
-    for row in reader:
-        where = f"line {reader.line_num}"
-        if None in row:
-            raise ConversationFormatError(path, where, "more cells than header columns")
-        if not any((v or "").strip() for v in row.values()):
+    for lineno, cells in records:
+        where = f"line {lineno}"
+        if len(cells) > len(fields):
+            raise ConversationFormatError(
+                path, where, f"more cells than header columns ({len(cells)} > {len(fields)})"
+            )
+        if not any(c.strip() for c in cells):
             continue
+        row = dict(zip(fields, cells, strict=False))  # missing trailing cells are empty
         record: dict[str, Any] = dict(row)
-        addr = (row.get("addressee") or "").strip() if "addressee" in row else None
+        addr = row.get("addressee", "").strip() if "addressee" in fields else None
         if addr is not None:
             record["addressee"] = (
                 [a.strip() for a in addr.split(";") if a.strip()] if addr else None
@@ -312,12 +312,45 @@ def _parse_vtt(content: str, path: Path) -> list[_RawUtterance]:
 
 
 def _voice_spans(payload: str) -> list[tuple[str, str]]:
-    spans = []
-    for m in _VOICE.finditer(payload):
-        text = _vtt_text(m["text"])
-        if text:
-            spans.append((html.unescape(m["name"]).strip(), text))
+    """``(speaker, text)`` per voice span, in one pass over the cue's tags (linear time).
+
+    A span's text runs from its ``<v Name>`` tag to ``</v>``, the next voice tag or the end of
+    the cue; text outside voice spans is ignored.
+    """
+    spans: list[tuple[str, str]] = []
+    name: str | None = None
+    text_from = 0
+
+    def close(until: int) -> None:
+        if name is not None and (text := _vtt_text(payload[text_from:until])):
+            spans.append((name, text))
+
+    for m in _TAG.finditer(payload):
+        inner = m.group()[1:-1]
+        voice = _voice_name(inner)
+        if voice is not None:
+            close(m.start())
+            name, text_from = voice, m.end()
+        elif inner == "/v" and name is not None:
+            close(m.start())
+            name = None
+    close(len(payload))
     return spans
+
+
+def _voice_name(tag: str) -> str | None:
+    """The speaker of a voice tag's inside (``v Alice``, ``v.loud Bob``), else ``None``."""
+    if not tag.startswith("v"):
+        return None
+    rest = tag[1:]
+    if rest.startswith("."):  # classes, then the name: "v.first.loud Bob"
+        parts = rest.split(None, 1)
+        if len(parts) < 2:
+            return None
+        rest = " " + parts[1]
+    if not rest[:1].isspace():
+        return None
+    return html.unescape(rest).strip() or None
 
 
 def _vtt_text(s: str) -> str:
@@ -350,10 +383,7 @@ def _parse_line(
         return None
     where = f"line {lineno}"
     if s.startswith("{"):
-        try:
-            obj = json.loads(s)
-        except json.JSONDecodeError as exc:
-            raise ConversationFormatError(source, where, f"invalid JSON: {exc.msg}") from exc
+        obj = loads_json(s, source, where)
         if not isinstance(obj, dict):
             raise ConversationFormatError(source, where, "expected a JSON object")
         if "participants" in obj:
@@ -478,6 +508,12 @@ def _build(
         order = list(dict.fromkeys(r.speaker for r in raw))
         participants = tuple(Participant(id=s, name=s, aliases=_first_name_alias(s)) for s in order)
     lookup = _lookup(participants)
+    first_use: dict[str, str] = {}
+    for r in raw:
+        if r.id is not None and first_use.setdefault(r.id, r.where) != r.where:
+            raise ConversationFormatError(
+                path, r.where, f"duplicate utterance id {r.id!r} (first used at {first_use[r.id]})"
+            )
     utterances = []
     for n, r in enumerate(raw):
         speaker = lookup.get(r.speaker.lower())

@@ -1,0 +1,281 @@
+"""Fuzzing every reader and user format with damaged copies of real files (seeded, a few seconds).
+
+For each format a seeded generator damages a real file (examples/ for the user formats, slices
+of the shared corpora for the others): truncation, byte flips, other encodings, a huge line,
+deep JSON nesting, non-finite and negative numbers, duplicated and deleted lines. Every damaged
+input must give either
+
+* a located error: a :class:`ConversationFormatError` naming the file (and, for line-based
+  formats, the line), or
+* a documented acceptance: conversations that satisfy the invariants every reader promises
+  (finite non-negative times, ``end >= start``, speakers and addressees among the
+  participants, non-empty text, unique utterance ids).
+
+Anything else (a traceback of another type, or invariant-breaking output) fails with the seed
+and the damage that produced it, so the case can be replayed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import shutil
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from corpus_copies import ami_copy, earnings_copy, friends_csv_head, friends_s10_episode, icsi_copy
+
+from polylogue.conversation import Conversation, ConversationFormatError, read_jsonl
+from polylogue.corpora.ami import read_ami
+from polylogue.corpora.earnings import read_earnings21
+from polylogue.corpora.friends import read_friends_csv, read_friends_s10_json
+from polylogue.corpora.icsi import read_icsi
+from polylogue.corpora.transcripts import parse_transcript_line, read_transcript
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+CASES_PER_FORMAT = 24
+AMI_MEETING = "ES2002a"
+EARNINGS_CALL = "4386541"
+ICSI_MEETING = "Bro008"
+
+# ----------------------------------------------------------------------------- damage
+
+
+def _truncate(data: bytes, rng: random.Random) -> bytes:
+    return data[: rng.randrange(len(data))]
+
+
+def _flip_bytes(data: bytes, rng: random.Random) -> bytes:
+    out = bytearray(data)
+    specials = b"\x00\xff\xe9\"'{}[]<>,|:\n\r\\-."
+    for _ in range(rng.randint(1, 8)):
+        out[rng.randrange(len(out))] = rng.choice(specials + bytes([rng.randrange(256)]))
+    return bytes(out)
+
+
+def _reencode(data: bytes, rng: random.Random) -> bytes:
+    text = data.decode("utf-8", "replace")
+    return text.encode(rng.choice(["utf-16", "utf-32", "cp1252"]), "replace")
+
+
+def _huge_line(data: bytes, rng: random.Random) -> bytes:
+    lines = data.split(b"\n")
+    k = rng.randrange(len(lines))
+    lines[k] = lines[k] + b"x" * rng.choice([140_000, 300_000])
+    return b"\n".join(lines)
+
+
+def _deep_nesting(data: bytes, rng: random.Random) -> bytes:
+    lines = data.split(b"\n")
+    k = rng.randrange(len(lines))
+    depth = rng.choice([2_000, 50_000])
+    lines.insert(k, b'{"speaker": "A", "text": ' + b"[" * depth + b"]" * depth + b"}")
+    return b"\n".join(lines)
+
+
+def _bad_number(data: bytes, rng: random.Random) -> bytes:
+    digits = [i for i, b in enumerate(data) if chr(b).isdigit()]
+    if not digits:
+        return data
+    i = rng.choice(digits)
+    j = i
+    while j < len(data) and (chr(data[j]).isdigit() or data[j : j + 1] == b"."):
+        j += 1
+    word = rng.choice([b"inf", b"nan", b"1e999", b"-1", b"-0.5", b"Infinity", b"NaN", b"x1"])
+    return data[:i] + word + data[j:]
+
+
+def _duplicate_line(data: bytes, rng: random.Random) -> bytes:
+    lines = data.split(b"\n")
+    k = rng.randrange(len(lines))
+    lines.insert(k, lines[k])
+    return b"\n".join(lines)
+
+
+def _delete_line(data: bytes, rng: random.Random) -> bytes:
+    lines = data.split(b"\n")
+    del lines[rng.randrange(len(lines))]
+    return b"\n".join(lines)
+
+
+DAMAGE: dict[str, Callable[[bytes, random.Random], bytes]] = {
+    "truncate": _truncate,
+    "flip bytes": _flip_bytes,
+    "re-encode": _reencode,
+    "huge line": _huge_line,
+    "deep nesting": _deep_nesting,
+    "bad number": _bad_number,
+    "duplicate line": _duplicate_line,
+    "delete line": _delete_line,
+}
+
+
+def damaged_versions(data: bytes, seed: int, n: int) -> Iterable[tuple[str, bytes]]:
+    """``n`` damaged copies: every kind of damage in turn, then random ones (seeded)."""
+    rng = random.Random(seed)
+    kinds = list(DAMAGE)
+    for k in range(n):
+        kind = kinds[k] if k < len(kinds) else rng.choice(kinds)
+        yield kind, DAMAGE[kind](data, rng)
+
+
+# ----------------------------------------------------------------------------- invariants
+
+
+def check_conversation(conv: Conversation) -> None:
+    """What every reader promises about what it returns (silent corruption breaks one)."""
+    pids = {p.id for p in conv.participants}
+    ids = [u.id for u in conv.utterances if u.id is not None]
+    assert len(ids) == len(set(ids)), f"{conv.id}: duplicate utterance ids"
+    for u in conv.utterances:
+        assert u.speaker in pids and u.text.strip(), u
+        for t in (u.start, u.end):
+            assert t is None or (math.isfinite(t) and t >= 0), u
+        if u.start is not None and u.end is not None:
+            assert u.end >= u.start, u
+        assert set(u.addressees or ()) <= pids, u
+
+
+@dataclass(frozen=True)
+class Format:
+    """A reader, the file it reads (inside a fresh copy) and whether errors name a line."""
+
+    name: str
+    setup: Callable[[Path], Path]  # makes a pristine copy in the folder, returns the target
+    read: Callable[[Path, Path], list[Conversation]]  # (folder, target) -> conversations
+    line_based: bool = True
+
+
+def _example(name: str) -> Callable[[Path], Path]:
+    def setup(folder: Path) -> Path:
+        return Path(shutil.copy(EXAMPLES / name, folder / name))
+
+    return setup
+
+
+def _txt_example(folder: Path) -> Path:
+    conv = read_transcript(EXAMPLES / "standup.jsonl")
+    names = {p.id: p.display_name for p in conv.participants}
+    lines = [f"[{u.start} --> {u.end}] {names[u.speaker]}: {u.text}" for u in conv.utterances]
+    path = folder / "standup.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _stdin_lines(folder: Path, target: Path) -> list[Conversation]:
+    """What `decide -` does with each line (bytes decoded as a surrogateescape stdin does)."""
+    text = target.read_bytes().decode("utf-8", "surrogateescape")
+    for lineno, line in enumerate(text.split("\n"), 1):
+        u = parse_transcript_line(line, lineno)
+        if u is not None:
+            assert u.text.strip() and u.speaker.strip()
+            for t in (u.start, u.end):
+                assert t is None or (math.isfinite(t) and t >= 0), u
+    return []
+
+
+def _ami_target(folder: Path) -> Path:
+    release = ami_copy(folder, AMI_MEETING)
+    return release / "words" / f"{AMI_MEETING}.B.words.xml"
+
+
+def _ami_acts_target(folder: Path) -> Path:
+    release = ami_copy(folder, AMI_MEETING)
+    return release / "dialogueActs" / f"{AMI_MEETING}.B.dialog-act.xml"
+
+
+def _earnings(sub: str) -> Callable[[Path], Path]:
+    def setup(folder: Path) -> Path:
+        root = earnings_copy(folder, EARNINGS_CALL)
+        return {
+            "nlp": root / "transcripts" / "nlp_references" / f"{EARNINGS_CALL}.nlp",
+            "rttm": root / "rttms" / f"{EARNINGS_CALL}.rttm",
+            "speakers": root / "speaker-metadata.csv",
+        }[sub]
+
+    return setup
+
+
+def _icsi_target(folder: Path) -> Path:
+    return icsi_copy(folder, ICSI_MEETING) / "data" / "Academic" / "all" / f"{ICSI_MEETING}.json"
+
+
+def _friends_s10(folder: Path) -> Path:
+    path = friends_s10_episode(folder)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["episodes"][0]["scenes"] = data["episodes"][0]["scenes"][:4]  # a few scenes suffice
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+    return path
+
+
+def _conversations_jsonl(folder: Path) -> Path:
+    """A conversations file as the benchmark builder writes it (real Friends scenes)."""
+    from polylogue.conversation import write_jsonl
+
+    scenes = list(read_friends_csv(friends_csv_head(folder, lines=80)))
+    path = folder / "conversations.jsonl"
+    write_jsonl(scenes, path)
+    return path
+
+
+FORMATS = [
+    Format("user jsonl", _example("standup.jsonl"), lambda d, p: [read_transcript(p)]),
+    Format("user csv", _example("standup.csv"), lambda d, p: [read_transcript(p)]),
+    Format("user vtt", _example("standup.vtt"), lambda d, p: [read_transcript(p)]),
+    Format("user txt", _txt_example, lambda d, p: [read_transcript(p)]),
+    Format("stdin lines", _txt_example, _stdin_lines),
+    Format(
+        "friends csv",
+        lambda d: friends_csv_head(d, lines=80),
+        lambda d, p: list(read_friends_csv(p)),
+    ),
+    Format(
+        "friends s10 json",
+        _friends_s10,
+        lambda d, p: list(read_friends_s10_json(p)),
+        line_based=False,
+    ),
+    Format("earnings nlp", _earnings("nlp"), lambda d, p: list(read_earnings21(d))),
+    Format("earnings rttm", _earnings("rttm"), lambda d, p: list(read_earnings21(d))),
+    Format("earnings speakers", _earnings("speakers"), lambda d, p: list(read_earnings21(d))),
+    Format("conversations jsonl", _conversations_jsonl, lambda d, p: list(read_jsonl(p))),
+    Format("icsi json", _icsi_target, lambda d, p: list(read_icsi(d)), line_based=False),
+    Format("ami words xml", _ami_target, lambda d, p: list(read_ami(d)), line_based=False),
+    Format("ami acts xml", _ami_acts_target, lambda d, p: list(read_ami(d)), line_based=False),
+]
+# Messages about the file as a whole carry no line.
+_WHOLE_FILE = ("empty transcript", "no tokens", "nested too deeply", "a WebVTT file must")
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=[f.name for f in FORMATS])
+def test_damaged_inputs_give_located_errors_or_valid_data(fmt: Format, tmp_path: Path) -> None:
+    seed = sum(map(ord, fmt.name))
+    pristine_dir = tmp_path / "pristine"
+    pristine_dir.mkdir()
+    pristine_target = fmt.setup(pristine_dir)
+    pristine = pristine_target.read_bytes()
+    n = 10 if fmt.name.startswith("ami") else CASES_PER_FORMAT  # AMI reads 4 XML files
+    for k, (kind, data) in enumerate(damaged_versions(pristine, seed, n)):
+        case = tmp_path / f"case{k}"
+        shutil.copytree(pristine_dir, case)
+        target = case / pristine_target.relative_to(pristine_dir)
+        target.write_bytes(data)
+        label = f"{fmt.name}: case {k} ({kind}, seed {seed})"
+        try:
+            conversations = fmt.read(case, target)
+        except ConversationFormatError as exc:
+            if fmt.name == "stdin lines":
+                assert exc.path == "<stdin>", (label, exc)
+            else:  # the damaged file, or one whose references it broke (AMI words <- acts)
+                assert Path(exc.path).is_relative_to(case), (label, exc)
+                assert exc.path == str(target) or not fmt.line_based, (label, exc)
+            if fmt.line_based and not exc.message.startswith(_WHOLE_FILE):
+                assert "line" in exc.where, (label, exc)
+            continue
+        except Exception as exc:
+            raise AssertionError(f"{label}: {type(exc).__name__}: {str(exc)[:300]}") from exc
+        for conv in conversations:
+            check_conversation(conv)
