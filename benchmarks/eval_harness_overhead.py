@@ -79,7 +79,7 @@ def server_throughput(bench: Path, n_points: int) -> list[tuple[int, float, floa
 
     from polylogue.evaluation.runner import load_points
     from polylogue.models import load_predictor
-    from polylogue.models.hf_local import smollm2_gguf_path
+    from polylogue.llm.hf import smollm2_gguf_path
     from polylogue.prompts import PromptOptions
 
     gguf = str(smollm2_gguf_path())

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from test_eval_support import friends_benchmark
 
-from polylogue.evaluation.parsing import parse_decision
+from polylogue.prompts.parsing import parse_decision
 from polylogue.prompts import (
     PromptOptions,
     answer_strings,

@@ -161,7 +161,7 @@ def run_tom(
     ``ami_folder`` (AMI manual annotations) is needed for utterances and priors; ``media`` builds
     :class:`~polylogue.tom.media.PromptMedia` for a record when the variant shows video.
     """
-    from polylogue.models.cache import ResponseCache, request_key
+    from polylogue.llm.cache import ResponseCache, request_key
 
     spec = RunSpec(
         generator=generator.describe(),

@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from polylogue.evaluation.metrics import compute_metrics
-from polylogue.models.hf_local import HFLocalPredictor, resolve_model_path
+from polylogue.llm.hf import resolve_model_path
+from polylogue.models.hf_local import HFLocalPredictor
 from polylogue.prompts.builder import PromptOptions
 from polylogue.training.config import TrainConfig
 from polylogue.training.data import (
