@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from test_training_support import tiny_friends
 
-from polylogue.prompts.parsing import parse_decision
 from polylogue.prompts.builder import PromptOptions
+from polylogue.prompts.parsing import parse_decision
 from polylogue.training.data import (
     IGNORE_INDEX,
     build_examples,
