@@ -194,7 +194,7 @@ class OpenAIClient:
             messages, temperature=temperature, max_tokens=max_tokens, top_logprobs=top_logprobs
         )
         cache = self.cache if temperature == 0 else None
-        key = request_key({"url": self.base_url, "payload": payload}) if cache else None
+        key = request_key({"url": self.base_url, "payload": payload}) if cache is not None else None
         if cache is not None and key is not None:
             hit = cache.get(key)
             if hit is not None:

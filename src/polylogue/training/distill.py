@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import hashlib
 import json
 import os
 import re
@@ -41,7 +42,14 @@ from typing import Any
 
 from polylogue.models.base import Prediction, PredictionError, Predictor
 from polylogue.prompts.builder import PromptOptions, build_messages, prompt_fingerprint
-from polylogue.runs import write_json_atomic
+from polylogue.runs import (
+    JsonlAppender,
+    canonical_json,
+    new_manifest,
+    read_records,
+    resume_manifest,
+    write_json_atomic,
+)
 from polylogue.turntaking.types import Decision, DecisionPoint
 
 REASONING_FILE = "reasoning.jsonl"
@@ -179,25 +187,6 @@ def judge(
 # ----------------------------------------------------------------------------- files
 
 
-def _read_jsonl(path: Path, repair: bool) -> list[dict[str, Any]]:
-    """Records of a JSONL file; a last line without newline (a killed write) is dropped."""
-    if not path.exists():
-        return []
-    data = path.read_bytes()
-    end = data.rfind(b"\n") + 1
-    if end < len(data) and repair:
-        with open(path, "r+b") as f:
-            f.truncate(end)
-    out = []
-    for lineno, line in enumerate(data[:end].splitlines(), 1):
-        if line.strip():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise DistillError(f"{path}:{lineno}: malformed record: {exc}") from exc
-    return out
-
-
 def load_reasoning(folders: Iterable[str | Path]) -> dict[str, str]:
     """point_id -> reasoning from distillation folders (successes only; first wins)."""
     out: dict[str, str] = {}
@@ -205,15 +194,10 @@ def load_reasoning(folders: Iterable[str | Path]) -> dict[str, str]:
         path = Path(folder) / REASONING_FILE
         if not path.is_file():
             raise FileNotFoundError(f"{folder} has no {REASONING_FILE}: run `polylogue distill`")
-        for rec in _read_jsonl(path, repair=False):
+        for rec in read_records(path, key=None):
             if rec.get("status") == "ok" and rec.get("reasoning"):
                 out.setdefault(str(rec["point_id"]), str(rec["reasoning"]))
     return out
-
-
-def _append(f: Any, rec: Mapping[str, Any]) -> None:
-    f.write(json.dumps(rec, ensure_ascii=False) + "\n")
-    f.flush()
 
 
 # ----------------------------------------------------------------------------- rate limit
@@ -295,8 +279,9 @@ def distill(
         for label in (Decision.SPEAK, Decision.SILENT)
     }
     unbudgeted = {k: dataclasses.replace(p, max_prompt_tokens=None) for k, p in prompts.items()}
+    manifest_path = out / MANIFEST_FILE
     manifest = {
-        "kind": "polylogue.training.distill",
+        **new_manifest("polylogue.training.distill", "", ("torch", "transformers", "httpx")),
         "teacher": _identity(predictor),
         "teacher_spec": config.teacher,
         "prompts": {label.value: prompt_fingerprint(p) for label, p in prompts.items()},
@@ -304,14 +289,20 @@ def distill(
         "data": list(config.data),
         "data_hashes": dict(data_hashes or {}),
     }
-    manifest_path = out / MANIFEST_FILE
+    # The key: what makes a justification reusable (teacher, prompts, split).
+    manifest["run_key"] = hashlib.sha256(
+        canonical_json([manifest[k] for k in ("teacher", "prompts", "split")]).encode()
+    ).hexdigest()
     _check_manifest(manifest_path, manifest)
+    earlier = resume_manifest(manifest_path, manifest["run_key"])
+    if earlier is not None:  # same run: keep its creation time, note this session
+        manifest.update(created=earlier.get("created"), resumed_at=earlier["resumed_at"])
 
     ids = [p.point_id for p in points]
     if len(set(ids)) != len(ids):
         raise DistillError("duplicate point ids in the points to distill")
-    done = {str(r["point_id"]) for r in _read_jsonl(out / REASONING_FILE, repair=True)}
-    _read_jsonl(out / ATTEMPTS_FILE, repair=True)
+    done = {str(r["point_id"]) for r in read_records(out / REASONING_FILE, None, repair=True)}
+    read_records(out / ATTEMPTS_FILE, None, repair=True)
     pending = [p for p in points if p.point_id not in done]
     n_done_before = len(points) - len(pending)
     failures: dict[str, str] = {}
@@ -340,8 +331,8 @@ def distill(
 
     save_state()
     with (
-        open(out / REASONING_FILE, "a", encoding="utf-8") as ok_file,
-        open(out / ATTEMPTS_FILE, "a", encoding="utf-8") as log_file,
+        JsonlAppender(out / REASONING_FILE) as ok_file,
+        JsonlAppender(out / ATTEMPTS_FILE) as log_file,
     ):
         for attempt in range(1, config.attempts + 1):
             if not pending:
@@ -375,8 +366,7 @@ def distill(
                             shown = build_messages(point.input, unbudgeted[label])
                             text = "\n".join(m["content"] for m in shown)
                             reasoning, why = judge(pred, label, text)
-                        _append(
-                            log_file,
+                        log_file.append(
                             {
                                 "point_id": point.point_id,
                                 "session": session,
@@ -387,8 +377,7 @@ def distill(
                             },
                         )
                         if reasoning:
-                            _append(
-                                ok_file,
+                            ok_file.append(
                                 {
                                     "point_id": point.point_id,
                                     "status": "ok",
@@ -403,7 +392,7 @@ def distill(
                         else:
                             failures[point.point_id] = why or "unknown"
                             still.append(point)
-                    os.fsync(ok_file.fileno())
+                    ok_file.sync()
                     save_state()
                     if on_chunk is not None:
                         on_chunk(n_done_before + n_new, len(points))
