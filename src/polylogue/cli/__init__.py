@@ -6,7 +6,10 @@ imports happen inside the command functions so ``polylogue --help`` stays fast.
 
 from __future__ import annotations
 
+import functools
 import importlib
+from collections.abc import Callable
+from typing import Any
 
 import typer
 
@@ -28,22 +31,48 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "polylogue.cli.annotate",
 )
 
+
+def _report_errors(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The one error handler: input errors -> one line, exit 2; a stopped run -> exit 1."""
+
+    @functools.wraps(func)  # typer reads the signature through __wrapped__
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from polylogue.errors import RunStopped, user_errors
+
+        try:
+            return func(*args, **kwargs)
+        except user_errors() as exc:
+            _print_error(exc)
+            raise typer.Exit(2) from exc
+        except RunStopped as exc:
+            _print_error(exc)
+            raise typer.Exit(1) from exc
+
+    return wrapper
+
+
+def _print_error(exc: BaseException) -> None:
+    from rich.console import Console
+
+    Console(stderr=True, soft_wrap=True).print(
+        f"[bold red]error:[/bold red] {exc}", markup=True, highlight=False
+    )
+
+
+def _wrap_commands(typer_app: typer.Typer) -> None:
+    for command in typer_app.registered_commands:
+        if command.callback is not None:
+            command.callback = _report_errors(command.callback)
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _wrap_commands(group.typer_instance)
+
+
 for _name in _COMMAND_MODULES:
     importlib.import_module(_name).register(app)
+_wrap_commands(app)
 
 
 def main() -> None:
-    """Entry point: user-facing errors (bad input files, missing data) print one clear line."""
-    import sys
-
-    from polylogue.errors import user_errors
-
-    try:
-        app()
-    except user_errors() as exc:
-        from rich.console import Console
-
-        Console(stderr=True, soft_wrap=True).print(
-            f"[bold red]error:[/bold red] {exc}", markup=True, highlight=False
-        )
-        sys.exit(2)
+    """Entry point (every command reports user errors through :func:`_report_errors`)."""
+    app()

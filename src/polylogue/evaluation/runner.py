@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from polylogue.errors import RunStopped
 from polylogue.models.base import Prediction, PredictionError, Predictor
 from polylogue.runs import (
     ChunkFailed,
@@ -41,7 +42,7 @@ from polylogue.turntaking.types import DecisionPoint
 RUN_KIND = "polylogue.evaluation.run"
 
 
-class RunError(RuntimeError):
+class RunError(RunStopped):
     """A run stopped early; finished predictions are kept and the run can be resumed."""
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from polylogue.errors import PolylogueInputError
 from polylogue.llm.cache import ResponseCache, request_key
 from polylogue.runs import (
     JsonlAppender,
@@ -51,7 +52,7 @@ PREDICTIONS = "predictions.jsonl"
 MANIFEST = "manifest.json"
 
 
-class ToMRunError(RuntimeError):
+class ToMRunError(PolylogueInputError):
     pass
 
 

@@ -40,6 +40,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from polylogue.errors import PolylogueInputError
 from polylogue.models.base import Prediction, PredictionError, Predictor
 from polylogue.prompts.builder import PromptOptions, build_messages, prompt_fingerprint
 from polylogue.runs import (
@@ -67,7 +68,7 @@ _LEAK = re.compile(
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
 
 
-class DistillError(RuntimeError):
+class DistillError(PolylogueInputError):
     """The distillation folder or teacher cannot be used as configured."""
 
 
@@ -409,8 +410,7 @@ def distill_from_benchmarks(
     """Load the split's points and a teacher from ``config`` and run :func:`distill`."""
     from polylogue.models.base import load_predictor
     from polylogue.training.data import stratified_subset
-    from polylogue.training.sft import load_split_points
-    from polylogue.turntaking.dataset import load_benchmark
+    from polylogue.turntaking.dataset import load_benchmark, load_split_points
 
     points = stratified_subset(
         load_split_points(config.data, config.split), config.max_points, config.seed

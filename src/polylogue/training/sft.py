@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from polylogue.errors import PolylogueInputError
 from polylogue.evaluation.metrics import compute_metrics
 from polylogue.llm.hf import resolve_model_path
 from polylogue.models.hf_local import HFLocalPredictor
@@ -55,6 +56,7 @@ from polylogue.training.data import (
     stratified_subset,
     to_hf_dataset,
 )
+from polylogue.turntaking.dataset import load_split_points
 from polylogue.turntaking.types import DecisionPoint
 
 ADAPTER_META = "polylogue_adapter.json"
@@ -70,7 +72,7 @@ LOGGED_METRICS = (
 )
 
 
-class TrainingDataError(ValueError):
+class TrainingDataError(PolylogueInputError):
     """The benchmark folders cannot provide the requested training data."""
 
 
@@ -90,25 +92,6 @@ class TrainResult:
 
 
 # ----------------------------------------------------------------------------- data
-
-
-def load_split_points(folders: Sequence[str], split: str) -> list[DecisionPoint]:
-    """Points of ``split`` from every benchmark folder (combined-corpus training)."""
-    from polylogue.turntaking.dataset import load_benchmark
-
-    points: list[DecisionPoint] = []
-    for folder in folders:
-        bench = load_benchmark(folder)
-        if split not in bench.splits:
-            raise TrainingDataError(f"{folder} has no {split!r} split (has {bench.splits})")
-        points.extend(bench.points(split))
-    ids = [p.point_id for p in points]
-    if len(set(ids)) != len(ids):
-        raise TrainingDataError(
-            f"duplicate point ids across {list(folders)} ({split}); "
-            "combine benchmarks of different corpora"
-        )
-    return points
 
 
 def _preview(examples: Sequence[SFTExample], n: int = 4) -> str:
