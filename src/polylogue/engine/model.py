@@ -26,7 +26,7 @@ from polylogue.engine.trees import TreeEnsemble
 from polylogue.errors import PolylogueInputError
 
 MODEL_FORMAT = "polylogue.turntaking.gbdt/1"
-DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "models" / "default"
+DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "weights"
 
 
 class ModelFilesError(PolylogueInputError):
