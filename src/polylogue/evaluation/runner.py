@@ -249,10 +249,7 @@ def run_evaluation(
             )
     except (Exception, KeyboardInterrupt) as exc:
         bar.close()
-        manifest["status"] = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
-        manifest["error"] = f"{type(exc).__name__}: {exc}"
-        manifest["n_done"] = len(done_ids) + shown
-        write_json_atomic(manifest_path, manifest)
+        _record_stop(manifest_path, manifest, exc, len(done_ids) + shown)
         if isinstance(exc, KeyboardInterrupt):
             raise
         raise RunError(
@@ -263,23 +260,9 @@ def run_evaluation(
     bar.close()
     elapsed = time.perf_counter() - started
 
-    records = read_predictions(pred_path)
     wanted = {p.point_id for p in selected}
-    scored = [r for r in records if r["point_id"] in wanted]
-    metrics = None
-    if scored:
-        metrics = metrics_from_records(scored, n_boot=n_boot)
-        metrics.update(
-            {
-                "dataset": dataset.name,
-                "split": dataset.split,
-                "class_ratio": dataset.class_ratio,
-                "model": predictor.name,
-                "complete": len(scored) == len(points),
-                "n_split": len(points),
-            }
-        )
-        write_json_atomic(folder / "metrics.json", metrics)
+    scored = [r for r in read_predictions(pred_path) if r["point_id"] in wanted]
+    metrics = _write_metrics(folder, scored, dataset, predictor.name, len(points), n_boot)
     manifest.update(
         {
             "status": "complete" if len(scored) == len(points) else "partial",
@@ -290,6 +273,40 @@ def run_evaluation(
     )
     write_json_atomic(manifest_path, manifest)
     return RunResult(folder, len(points), len(scored), loop.n_new, metrics, manifest)
+
+
+def _record_stop(path: Path, manifest: dict[str, Any], exc: BaseException, n_done: int) -> None:
+    """Mark a run that stopped early (Ctrl-C or an error) in its manifest."""
+    manifest["status"] = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+    manifest["error"] = f"{type(exc).__name__}: {exc}"
+    manifest["n_done"] = n_done
+    write_json_atomic(path, manifest)
+
+
+def _write_metrics(
+    folder: Path,
+    scored: Sequence[dict[str, Any]],
+    dataset: DatasetInfo,
+    model_name: str,
+    n_split: int,
+    n_boot: int,
+) -> dict[str, Any] | None:
+    """metrics.json over the finished points of the selection (None when there are none)."""
+    if not scored:
+        return None
+    metrics = metrics_from_records(scored, n_boot=n_boot)
+    metrics.update(
+        {
+            "dataset": dataset.name,
+            "split": dataset.split,
+            "class_ratio": dataset.class_ratio,
+            "model": model_name,
+            "complete": len(scored) == n_split,
+            "n_split": n_split,
+        }
+    )
+    write_json_atomic(folder / "metrics.json", metrics)
+    return metrics
 
 
 def _predict_chunk(predictor: Predictor, chunk: Sequence[DecisionPoint]) -> list[dict[str, Any]]:

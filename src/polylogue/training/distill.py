@@ -261,6 +261,63 @@ def _check_manifest(path: Path, manifest: dict[str, Any]) -> None:
             )
 
 
+def _distill_manifest(
+    config: DistillConfig,
+    predictor: Predictor,
+    prompts: Mapping[Decision, PromptOptions],
+    data_hashes: Mapping[str, str] | None,
+    path: Path,
+) -> dict[str, Any]:
+    """The run manifest; refuses a folder made with another teacher, prompt or split."""
+    manifest = {
+        **new_manifest("polylogue.training.distill", "", ("torch", "transformers", "httpx")),
+        "teacher": _identity(predictor),
+        "teacher_spec": config.teacher,
+        "prompts": {label.value: prompt_fingerprint(p) for label, p in prompts.items()},
+        "split": config.split,
+        "data": list(config.data),
+        "data_hashes": dict(data_hashes or {}),
+    }
+    # The key: what makes a justification reusable (teacher, prompts, split).
+    manifest["run_key"] = hashlib.sha256(
+        canonical_json([manifest[k] for k in ("teacher", "prompts", "split")]).encode()
+    ).hexdigest()
+    _check_manifest(path, manifest)
+    earlier = resume_manifest(path, manifest["run_key"])
+    if earlier is not None:  # same run: keep its creation time, note this session
+        manifest.update(created=earlier.get("created"), resumed_at=earlier["resumed_at"])
+    return manifest
+
+
+def _judge_chunk(
+    predictor: Predictor,
+    chunk: Sequence[DecisionPoint],
+    label: Decision,
+    unbudgeted: PromptOptions,
+) -> list[tuple[DecisionPoint, Prediction | None, str | None, str | None]]:
+    """(point, teacher answer, accepted reasoning or None, why not) for each point of a chunk."""
+    error = None
+    try:
+        preds = predictor.predict([p.input for p in chunk])
+    except PredictionError as exc:
+        preds, error = exc.completed, f"{type(exc).__name__}: {exc}"
+    by_id = {pred.point_id: pred for pred in preds}
+    out: list[tuple[DecisionPoint, Prediction | None, str | None, str | None]] = []
+    for point in chunk:
+        pred = by_id.get(point.point_id)
+        reasoning: str | None
+        why: str | None
+        if pred is None:
+            reasoning, why = None, error or "the teacher returned no answer"
+        else:
+            # The whole history: a superset of what any budget let through.
+            shown = build_messages(point.input, unbudgeted)
+            text = "\n".join(m["content"] for m in shown)
+            reasoning, why = judge(pred, label, text)
+        out.append((point, pred, reasoning, why))
+    return out
+
+
 def distill(
     config: DistillConfig,
     points: Sequence[DecisionPoint],
@@ -281,23 +338,7 @@ def distill(
     }
     unbudgeted = {k: dataclasses.replace(p, max_prompt_tokens=None) for k, p in prompts.items()}
     manifest_path = out / MANIFEST_FILE
-    manifest = {
-        **new_manifest("polylogue.training.distill", "", ("torch", "transformers", "httpx")),
-        "teacher": _identity(predictor),
-        "teacher_spec": config.teacher,
-        "prompts": {label.value: prompt_fingerprint(p) for label, p in prompts.items()},
-        "split": config.split,
-        "data": list(config.data),
-        "data_hashes": dict(data_hashes or {}),
-    }
-    # The key: what makes a justification reusable (teacher, prompts, split).
-    manifest["run_key"] = hashlib.sha256(
-        canonical_json([manifest[k] for k in ("teacher", "prompts", "split")]).encode()
-    ).hexdigest()
-    _check_manifest(manifest_path, manifest)
-    earlier = resume_manifest(manifest_path, manifest["run_key"])
-    if earlier is not None:  # same run: keep its creation time, note this session
-        manifest.update(created=earlier.get("created"), resumed_at=earlier["resumed_at"])
+    manifest = _distill_manifest(config, predictor, prompts, data_hashes, manifest_path)
 
     ids = [p.point_id for p in points]
     if len(set(ids)) != len(ids):
@@ -350,23 +391,8 @@ def distill(
                     chunk = group[start : start + config.chunk_size]
                     limiter.acquire(len(chunk))
                     calls += len(chunk)
-                    error = None
-                    try:
-                        preds = predictor.predict([p.input for p in chunk])
-                    except PredictionError as exc:
-                        preds, error = exc.completed, f"{type(exc).__name__}: {exc}"
-                    by_id = {pred.point_id: pred for pred in preds}
-                    for point in chunk:
-                        pred = by_id.get(point.point_id)
-                        reasoning: str | None
-                        why: str | None
-                        if pred is None:
-                            reasoning, why = None, error or "the teacher returned no answer"
-                        else:
-                            # The whole history: a superset of what any budget let through.
-                            shown = build_messages(point.input, unbudgeted[label])
-                            text = "\n".join(m["content"] for m in shown)
-                            reasoning, why = judge(pred, label, text)
+                    judged = _judge_chunk(predictor, chunk, label, unbudgeted[label])
+                    for point, pred, reasoning, why in judged:
                         log_file.append(
                             {
                                 "point_id": point.point_id,
