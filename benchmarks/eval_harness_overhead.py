@@ -78,8 +78,8 @@ def server_throughput(bench: Path, n_points: int) -> list[tuple[int, float, floa
     import xllamacpp as xlc
 
     from polylogue.evaluation.runner import load_points
+    from polylogue.llm.hf import smollm2_gguf_path
     from polylogue.models import load_predictor
-    from polylogue.models.hf_local import smollm2_gguf_path
     from polylogue.prompts import PromptOptions
 
     gguf = str(smollm2_gguf_path())

@@ -13,8 +13,9 @@ import pytest
 from test_eval_support import friends_benchmark
 
 from polylogue.evaluation.runner import load_points, run_evaluation
+from polylogue.llm.hf import resolve_model_path
 from polylogue.models import load_predictor
-from polylogue.models.hf_local import HFLocalPredictor, resolve_model_path
+from polylogue.models.hf_local import HFLocalPredictor
 from polylogue.prompts import PromptOptions
 from polylogue.turntaking.types import Decision, DecisionInput
 

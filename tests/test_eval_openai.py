@@ -14,8 +14,8 @@ import pytest
 from test_eval_support import friends_benchmark
 
 from polylogue.evaluation.runner import RunError, load_points, run_evaluation
+from polylogue.llm.openai import AnswerTokens, answer_probabilities
 from polylogue.models import PredictionError, load_predictor
-from polylogue.models.openai_compat import AnswerTokens, answer_probabilities
 from polylogue.prompts import PromptOptions
 from polylogue.turntaking.types import Decision, DecisionInput
 

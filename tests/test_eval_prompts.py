@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from test_eval_support import friends_benchmark
 
-from polylogue.evaluation.parsing import parse_decision
 from polylogue.prompts import (
     PromptOptions,
     answer_strings,
@@ -17,6 +16,7 @@ from polylogue.prompts import (
     build_messages,
     prompt_fingerprint,
 )
+from polylogue.prompts.parsing import parse_decision
 from polylogue.turntaking.dataset import load_benchmark
 from polylogue.turntaking.types import Decision, DecisionInput
 

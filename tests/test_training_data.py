@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from test_training_support import tiny_friends
 
-from polylogue.evaluation.parsing import parse_decision
 from polylogue.prompts.builder import PromptOptions
+from polylogue.prompts.parsing import parse_decision
 from polylogue.training.data import (
     IGNORE_INDEX,
     build_examples,
@@ -67,7 +67,7 @@ def test_reasoning_targets_parse_back_and_missing_reasoning_is_left_out(
 ) -> None:
     from transformers import AutoTokenizer
 
-    from polylogue.models.hf_local import resolve_model_path
+    from polylogue.llm.hf import resolve_model_path
 
     tok = AutoTokenizer.from_pretrained(str(resolve_model_path("smollm2")))
     options = PromptOptions(mode="reasoning", max_prompt_tokens=300)

@@ -128,7 +128,7 @@ class ScriptedTeacher:
         return {"kind": "scripted"}
 
     def predict(self, inputs: Sequence[DecisionInput]) -> list[Prediction]:
-        from polylogue.evaluation.parsing import parse_decision
+        from polylogue.prompts.parsing import parse_decision
 
         done = []
         for inp in inputs:

@@ -17,7 +17,8 @@ from test_training_support import tiny_friends
 from polylogue.evaluation.runner import DatasetInfo, read_predictions, run_evaluation
 from polylogue.models.base import load_predictor
 from polylogue.training.config import TrainConfig, load_run_config
-from polylogue.training.sft import ADAPTER_META, load_split_points, train
+from polylogue.training.sft import ADAPTER_META, train
+from polylogue.turntaking.dataset import load_split_points
 
 SHORT_SYSTEM = (
     "You are one participant in a group conversation. At each pause decide whether to speak "

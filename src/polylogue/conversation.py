@@ -22,8 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from polylogue.errors import PolylogueInputError
 
-class ConversationFormatError(ValueError):
+
+class ConversationFormatError(PolylogueInputError):
     """Raised for malformed transcripts or conversation files; names the file and record."""
 
     def __init__(self, path: str | Path, where: str, message: str) -> None:

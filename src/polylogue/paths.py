@@ -9,8 +9,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from polylogue.errors import PolylogueInputError
 
-class DataRootNotFound(FileNotFoundError):
+
+class DataRootNotFound(PolylogueInputError, FileNotFoundError):
     pass
 
 

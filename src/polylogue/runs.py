@@ -1,9 +1,14 @@
-"""Run-folder primitives shared by every runner (turn-taking evaluation, MeetingToM).
+"""The one run-folder schema and resumable run loop (evaluation, MeetingToM, distillation).
 
-A run folder holds ``manifest.json`` (options, versions, data hash) and ``predictions.jsonl``
-(one record per sample, appended as each finishes). These helpers make the two durable: the
-predictions file survives SIGKILL (a torn last line is cut off on resume) and the manifest is
-replaced atomically.
+A run folder is named by a key hashing everything that changes the answers, and holds:
+
+* ``manifest.json``: :func:`new_manifest`'s common fields (``kind``, ``run_key``, ``created``,
+  ``versions``, ``git_commit``, ``command``, ``status``) plus the runner's own; replaced
+  atomically, and kept (with ``resumed_at``) when the same key runs again;
+* an append-only JSONL file (``predictions.jsonl``; distillation: ``reasoning.jsonl``): one
+  record per finished item, written and flushed as soon as it is known and fsynced per chunk
+  (:class:`JsonlAppender`). A torn last line (SIGKILL mid-write) is cut off on resume
+  (:func:`read_records`), and items already in the file are skipped (:func:`run_chunks`).
 """
 
 from __future__ import annotations
@@ -12,9 +17,11 @@ import json
 import os
 import platform
 import subprocess
-from collections.abc import Iterable
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Generic, TypeVar
 
 from polylogue.errors import PolylogueInputError
 
@@ -29,9 +36,9 @@ def canonical_json(obj: Any) -> str:
 
 
 def read_records(
-    path: str | Path, key: str = "point_id", repair: bool = False
+    path: str | Path, key: str | None = "point_id", repair: bool = False
 ) -> list[dict[str, Any]]:
-    """Records of a JSONL predictions file, first occurrence per ``key``.
+    """Records of an append-only JSONL file, first occurrence per ``key`` (all when None).
 
     A last line without its newline is the trace of a killed write: ignored, and cut off when
     ``repair`` is set. A malformed line elsewhere means the file was edited or damaged, which
@@ -54,9 +61,12 @@ def read_records(
             continue
         try:
             rec = json.loads(line)
-            rid = str(rec[key])
+            rid = "" if key is None else str(rec[key])
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise RunFileError(f"{p}:{lineno}: malformed prediction record: {exc}") from exc
+        if key is None:
+            records.append(rec)
+            continue
         if rid in seen:
             continue
         seen.add(rid)
@@ -102,3 +112,123 @@ def versions(packages: Iterable[str] = ()) -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return out
+
+
+# ----------------------------------------------------------------------------- manifest
+
+
+def utc_now() -> str:
+    import datetime as dt
+
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def new_manifest(kind: str, run_key: str, packages: Iterable[str] = ()) -> dict[str, Any]:
+    """The fields every run manifest starts with; a runner adds its own."""
+    return {
+        "kind": kind,
+        "run_key": run_key,
+        "created": utc_now(),
+        "versions": versions(packages),
+        "git_commit": git_commit(),
+        "command": list(sys.argv),
+        "status": "running",
+    }
+
+
+def resume_manifest(path: Path, run_key: str) -> dict[str, Any] | None:
+    """The manifest of an earlier session of the same run (``resumed_at`` extended), else None."""
+    if not path.exists():
+        return None
+    try:
+        old: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError:
+        return None
+    if old.get("run_key") != run_key:
+        return None
+    old["resumed_at"] = [*old.get("resumed_at", []), utc_now()]
+    return old
+
+
+# ----------------------------------------------------------------------------- append + loop
+
+
+class JsonlAppender:
+    """Append records to a JSONL file: each is flushed to the OS at once, ``sync`` fsyncs."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._f: IO[str] = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (closed in close)
+
+    def append(self, record: Any) -> None:
+        self._f.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._f.flush()
+
+    def sync(self) -> None:
+        os.fsync(self._f.fileno())
+
+    def close(self) -> None:
+        if not self._f.closed:
+            self.sync()
+            self._f.close()
+
+    def __enter__(self) -> JsonlAppender:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+T = TypeVar("T")
+
+
+class ChunkFailed(Exception):
+    """Raised by a chunk function that finished only some items: those are kept, then re-raised."""
+
+    def __init__(self, records: Sequence[Any], error: BaseException) -> None:
+        super().__init__(str(error))
+        self.records = list(records)
+        self.error = error
+
+
+@dataclass
+class LoopResult(Generic[T]):
+    n_new: int
+    todo: list[T]
+
+
+def run_chunks(
+    items: Sequence[T],
+    done: set[str],
+    item_id: Callable[[T], str],
+    process: Callable[[Sequence[T]], Sequence[Any]],
+    out: JsonlAppender,
+    *,
+    chunk_size: int = 1,
+    on_chunk: Callable[[int, int], None] | None = None,
+) -> LoopResult[T]:
+    """The resumable run loop: process the items not in ``done``, chunk by chunk.
+
+    ``process`` turns a chunk into records, which are appended (and fsynced per chunk) before
+    the next chunk starts, so a kill loses at most the chunk in flight. A ``process`` that
+    finished part of a chunk raises :class:`ChunkFailed`: its records are kept and the error
+    is re-raised. ``on_chunk(n_new, n_todo)`` reports progress.
+    """
+    todo = [it for it in items if item_id(it) not in done]
+    n_new = 0
+    for start in range(0, len(todo), max(1, chunk_size)):
+        chunk = todo[start : start + max(1, chunk_size)]
+        error: BaseException | None = None
+        try:
+            records = list(process(chunk))
+        except ChunkFailed as exc:
+            records, error = exc.records, exc.error
+        for rec in records:
+            out.append(rec)
+        out.sync()
+        n_new += len(records)
+        if on_chunk is not None:
+            on_chunk(n_new, len(todo))
+        if error is not None:
+            raise error
+    return LoopResult(n_new, todo)

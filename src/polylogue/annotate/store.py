@@ -23,6 +23,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from polylogue.errors import PolylogueInputError
+
 SCHEMA_VERSION = 1
 
 _SCHEMA = """
@@ -91,7 +93,7 @@ CREATE TABLE IF NOT EXISTS adjudications (
 """
 
 
-class StoreError(ValueError):
+class StoreError(PolylogueInputError):
     """A request the store refuses (unknown study, bad label, duplicate name...)."""
 
 

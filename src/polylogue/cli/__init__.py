@@ -6,7 +6,10 @@ imports happen inside the command functions so ``polylogue --help`` stays fast.
 
 from __future__ import annotations
 
+import functools
 import importlib
+from collections.abc import Callable
+from typing import Any
 
 import typer
 
@@ -28,21 +31,24 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "polylogue.cli.annotate",
 )
 
-for _name in _COMMAND_MODULES:
-    importlib.import_module(_name).register(app)
 
+def _report_errors(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The one error handler: input errors -> one line, exit 2; a stopped run -> exit 1."""
 
-def main() -> None:
-    """Entry point: user-facing errors (bad input files, missing data) print one clear line."""
-    import sys
+    @functools.wraps(func)  # typer reads the signature through __wrapped__
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from polylogue.errors import RunStopped, user_errors
 
-    from polylogue.errors import user_errors
+        try:
+            return func(*args, **kwargs)
+        except user_errors() as exc:
+            print_error(exc)
+            raise typer.Exit(2) from exc
+        except RunStopped as exc:
+            print_error(exc)
+            raise typer.Exit(1) from exc
 
-    try:
-        app()
-    except user_errors() as exc:
-        print_error(exc)
-        sys.exit(2)
+    return wrapper
 
 
 def print_error(message: object) -> None:
@@ -57,3 +63,22 @@ def print_error(message: object) -> None:
     Console(stderr=True, soft_wrap=True).print(
         Text.assemble(("error:", "bold red"), " ", str(message)), highlight=False
     )
+
+
+def _wrap_commands(typer_app: typer.Typer) -> None:
+    for command in typer_app.registered_commands:
+        if command.callback is not None:
+            command.callback = _report_errors(command.callback)
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _wrap_commands(group.typer_instance)
+
+
+for _name in _COMMAND_MODULES:
+    importlib.import_module(_name).register(app)
+_wrap_commands(app)
+
+
+def main() -> None:
+    """Entry point (every command reports user errors through :func:`_report_errors`)."""
+    app()

@@ -94,56 +94,52 @@ def create(
     ] = "http://127.0.0.1:8765",
 ) -> None:
     """Create a study: seeded sample (N per category), one shuffled order per annotator."""
-    from polylogue.annotate.store import AnnotationStore, StoreError, StudyKind
+    from polylogue.annotate.store import AnnotationStore, StudyKind
     from polylogue.annotate.study import (
         SamplingPlan,
         benchmark_items,
         create_study,
         meetingtom_items,
     )
-    from polylogue.conversation import ConversationFormatError
 
     if (benchmark is None) == (meetingtom is None):
         raise _fail("give exactly one of --benchmark or --meetingtom")
     names = [a.strip() for a in annotators.split(",") if a.strip()]
-    try:
-        if benchmark is not None:
-            kind = StudyKind.TURNTAKING
-            src = benchmark_items(benchmark, split, context_turns)
-        else:
-            kind = StudyKind.MEETINGTOM
-            ami_folder = None
-            if not no_transcripts:
-                from polylogue.paths import DataRootNotFound, corpus_dir
+    if benchmark is not None:
+        kind = StudyKind.TURNTAKING
+        src = benchmark_items(benchmark, split, context_turns)
+    else:
+        kind = StudyKind.MEETINGTOM
+        ami_folder = None
+        if not no_transcripts:
+            from polylogue.paths import DataRootNotFound, corpus_dir
 
-                try:
-                    ami_folder = ami or corpus_dir("ami")
-                except DataRootNotFound:
-                    console.print("[yellow]no AMI folder found: items get no transcript[/yellow]")
-            src = meetingtom_items(
-                meetingtom,
-                tasks=tasks.split(",") if tasks else None,
-                ami_folder=ami_folder,
-                media_root=media_root,
-                stratify=stratify,
-            )
-        text = instructions.read_text(encoding="utf-8") if instructions else ""
-        plan = SamplingPlan(_parse_quota(per_category, quota), seed)
-        store = AnnotationStore(db)
-        created, keys, report = create_study(
-            store,
-            study,
-            kind,
-            src.items,
-            plan,
-            names,
-            adjudicators=adjudicator or (),
-            source=src.source,
-            instructions=text,
-            finish=src.finish,
+            try:
+                ami_folder = ami or corpus_dir("ami")
+            except DataRootNotFound:
+                console.print("[yellow]no AMI folder found: items get no transcript[/yellow]")
+        src = meetingtom_items(
+            meetingtom,
+            tasks=tasks.split(",") if tasks else None,
+            ami_folder=ami_folder,
+            media_root=media_root,
+            stratify=stratify,
         )
-    except (StoreError, ConversationFormatError, ValueError, OSError) as exc:
-        raise _fail(str(exc)) from exc
+    text = instructions.read_text(encoding="utf-8") if instructions else ""
+    plan = SamplingPlan(_parse_quota(per_category, quota), seed)
+    store = AnnotationStore(db)
+    created, keys, report = create_study(
+        store,
+        study,
+        kind,
+        src.items,
+        plan,
+        names,
+        adjudicators=adjudicator or (),
+        source=src.source,
+        instructions=text,
+        finish=src.finish,
+    )
     total = sum(report.drawn.values())
     console.print(
         f"study [bold]{escape(created.name)}[/bold]: {total} items ({kind.value}) "
@@ -176,19 +172,16 @@ def assign(
     ] = "http://127.0.0.1:8765",
 ) -> None:
     """Add an annotator to a study, or issue a new key (their answers are kept)."""
-    from polylogue.annotate.store import AnnotationStore, Role, StoreError
+    from polylogue.annotate.store import AnnotationStore, Role
     from polylogue.annotate.study import annotator_order
 
-    try:
-        store = AnnotationStore(db)
-        s = store.study(study)
-        existing = {a.name: a for a in store.annotators(s)}
-        ids = [it.item_id for it in store.items(s)]
-        order = existing[name].order if name in existing else annotator_order(ids, s.seed, name)
-        role = Role.ADJUDICATOR if adjudicator else Role.ANNOTATOR
-        key = store.add_annotator(s, name, order, role=role)
-    except StoreError as exc:
-        raise _fail(str(exc)) from exc
+    store = AnnotationStore(db)
+    s = store.study(study)
+    existing = {a.name: a for a in store.annotators(s)}
+    ids = [it.item_id for it in store.items(s)]
+    order = existing[name].order if name in existing else annotator_order(ids, s.seed, name)
+    role = Role.ADJUDICATOR if adjudicator else Role.ANNOTATOR
+    key = store.add_annotator(s, name, order, role=role)
     path = "adjudicate" if adjudicator else "a"
     out.print(f"{name}\t{base_url.rstrip('/')}/{path}/{key}", soft_wrap=True, markup=False)
 
@@ -232,13 +225,10 @@ def status(
     db: DbOption, study: Annotated[str | None, typer.Option("--study", "-s")] = None
 ) -> None:
     """Studies in a database and each annotator's progress."""
-    from polylogue.annotate.store import AnnotationStore, Role, StoreError
+    from polylogue.annotate.store import AnnotationStore, Role
 
-    try:
-        store = AnnotationStore(db)
-        studies = [store.study(study)] if study else store.studies()
-    except StoreError as exc:
-        raise _fail(str(exc)) from exc
+    store = AnnotationStore(db)
+    studies = [store.study(study)] if study else store.studies()
     for s in studies:
         n = len(store.items(s))
         out.print(f"[bold]{escape(s.name)}[/bold] ({s.kind.value}, {n} items, seed {s.seed})")
@@ -261,13 +251,10 @@ def agreement(
     from dataclasses import asdict
 
     from polylogue.annotate.analysis import agreement_report, format_agreement
-    from polylogue.annotate.store import AnnotationStore, StoreError
+    from polylogue.annotate.store import AnnotationStore
 
-    try:
-        store = AnnotationStore(db)
-        summaries = agreement_report(store, store.study(study), by_category)
-    except StoreError as exc:
-        raise _fail(str(exc)) from exc
+    store = AnnotationStore(db)
+    summaries = agreement_report(store, store.study(study), by_category)
     out.print(format_agreement(summaries), soft_wrap=True)
     if json_out:
         rows = [{**asdict(s), "mean_cohen": s.mean_cohen} for s in summaries]
@@ -280,14 +267,11 @@ def adjudicate(db: DbOption, study: StudyOption) -> None:
     from collections import Counter
 
     from polylogue.annotate.analysis import Source, study_resolutions
-    from polylogue.annotate.store import AnnotationStore, Role, StoreError
+    from polylogue.annotate.store import AnnotationStore, Role
 
-    try:
-        store = AnnotationStore(db)
-        s = store.study(study)
-        resolutions = study_resolutions(store, s)
-    except StoreError as exc:
-        raise _fail(str(exc)) from exc
+    store = AnnotationStore(db)
+    s = store.study(study)
+    resolutions = study_resolutions(store, s)
     counts = Counter(r.source.value for r in resolutions)
     out.print(", ".join(f"{src.value}: {counts.get(src.value, 0)}" for src in Source))
     ties = [r for r in resolutions if r.source is Source.UNRESOLVED and r.votes]
@@ -315,27 +299,24 @@ def export(
 ) -> None:
     """Export raw answers and/or the adjudicated set."""
     from polylogue.annotate.analysis import export_adjudicated, export_answers
-    from polylogue.annotate.store import AnnotationStore, StoreError
+    from polylogue.annotate.store import AnnotationStore
 
     if answers is None and adjudicated is None:
         raise _fail("give --answers FILE and/or --adjudicated FOLDER")
-    try:
-        store = AnnotationStore(db)
-        s = store.study(study)
-        if answers is not None:
-            n = export_answers(store, s, answers)
-            console.print(f"{n} answers -> {answers}", markup=False)
-        if adjudicated is not None:
-            rep = export_adjudicated(store, s, adjudicated, allow_unresolved=allow_unresolved)
-            console.print(
-                f"{rep.items} adjudicated items -> {rep.folder} "
-                f"({', '.join(f'{k} {v}' for k, v in sorted(rep.by_source.items()))}; "
-                f"{rep.changed_from_gold} differ from the original gold; "
-                f"{len(rep.dropped_unresolved)} dropped)",
-                markup=False,
-            )
-    except StoreError as exc:
-        raise _fail(str(exc)) from exc
+    store = AnnotationStore(db)
+    s = store.study(study)
+    if answers is not None:
+        n = export_answers(store, s, answers)
+        console.print(f"{n} answers -> {answers}", markup=False)
+    if adjudicated is not None:
+        rep = export_adjudicated(store, s, adjudicated, allow_unresolved=allow_unresolved)
+        console.print(
+            f"{rep.items} adjudicated items -> {rep.folder} "
+            f"({', '.join(f'{k} {v}' for k, v in sorted(rep.by_source.items()))}; "
+            f"{rep.changed_from_gold} differ from the original gold; "
+            f"{len(rep.dropped_unresolved)} dropped)",
+            markup=False,
+        )
 
 
 @annotate_app.command("score")
@@ -354,22 +335,16 @@ def score(
 ) -> None:
     """Human baselines in the layout of the paper's Table 4 (annotators, average, majority)."""
     from polylogue.annotate.baselines import baseline_tables, format_table, read_predictions
-    from polylogue.annotate.store import AnnotationStore, StoreError
+    from polylogue.annotate.store import AnnotationStore
 
     models = {}
     for spec in predictions or []:
         name, sep, path = spec.partition("=")
         if not sep:
             raise _fail(f"--predictions expects NAME=RUN_FOLDER (got {spec!r})")
-        try:
-            models[name] = read_predictions(path)
-        except (StoreError, OSError) as exc:
-            raise _fail(str(exc)) from exc
-    try:
-        store = AnnotationStore(db)
-        tables = baseline_tables(store, store.study(study), models)
-    except StoreError as exc:
-        raise _fail(str(exc)) from exc
+        models[name] = read_predictions(path)
+    store = AnnotationStore(db)
+    tables = baseline_tables(store, store.study(study), models)
     text = "\n\n".join(f"### {t.question_id}\n\n{format_table(t)}" for t in tables)
     out.print(text, soft_wrap=True, markup=False)
     if markdown:

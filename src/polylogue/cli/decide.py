@@ -308,7 +308,7 @@ def tune_threshold(
 
     from polylogue.engine.extract import FeatureExtractor
     from polylogue.engine.model import load_model
-    from polylogue.engine.threshold import sweep_thresholds
+    from polylogue.evaluation.metrics import sweep_thresholds
     from polylogue.turntaking.dataset import load_benchmark
 
     if split == "test":

@@ -68,9 +68,8 @@ def eval_command(
     from rich.console import Console
     from rich.markup import escape
 
-    from polylogue.evaluation.runner import RunError, load_points, run_evaluation
+    from polylogue.evaluation.runner import load_points, run_evaluation
     from polylogue.models.base import (
-        ModelSpecError,
         default_model_available,
         load_predictor,
         parse_model_spec,
@@ -108,10 +107,7 @@ def eval_command(
             prompt = trained
     except (ValueError, FileNotFoundError, TypeError) as exc:
         raise typer.BadParameter(str(exc)) from exc
-    try:
-        kind = parse_model_spec(model).kind
-    except ModelSpecError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--model") from exc
+    kind = parse_model_spec(model).kind
     # Each backend gets the options it understands; -O KEY=VALUE passes anything else through.
     options: dict[str, Any] = {}
     if kind in ("hf", "openai"):
@@ -128,27 +124,18 @@ def eval_command(
         options["adapter"] = str(adapter)
     options.update(_parse_options(option or []))
     points, info = load_points(data, split, balanced=balanced)
-    try:
-        predictor = load_predictor(model, **options)
-    except ModelSpecError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--model") from exc
-    try:
-        result = run_evaluation(
-            points,
-            info,
-            predictor,
-            out,
-            spec=model,
-            limit=limit,
-            chunk_size=batch_size,
-            n_boot=n_boot,
-            progress=progress,
-        )
-    except RunError as exc:
-        from polylogue.cli import print_error
-
-        print_error(exc)
-        raise typer.Exit(1) from exc
+    predictor = load_predictor(model, **options)
+    result = run_evaluation(
+        points,
+        info,
+        predictor,
+        out,
+        spec=model,
+        limit=limit,
+        chunk_size=batch_size,
+        n_boot=n_boot,
+        progress=progress,
+    )
     m = result.metrics or {}
     state = "complete" if m.get("complete") else f"{result.n_done}/{len(points)} points"
     console.print(
@@ -172,12 +159,9 @@ def report_command(
     title: Annotated[str, typer.Option(help="Report title.")] = "Turn-taking evaluation",
 ) -> None:
     """Tables (Markdown, CSV) and an HTML page with plots from finished runs; runs no model."""
-    from polylogue.evaluation.report import ReportError, write_report
+    from polylogue.evaluation.report import write_report
 
-    try:
-        paths = write_report(runs, out, references=reference or [], title=title)
-    except ReportError as exc:
-        raise typer.BadParameter(str(exc)) from exc
+    paths = write_report(runs, out, references=reference or [], title=title)
     for p in paths:
         typer.echo(str(p))
 

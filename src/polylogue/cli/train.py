@@ -92,7 +92,7 @@ def train_command(
     Multi-GPU: ``accelerate launch --config_file "$(polylogue training-configs ddp)"
     -m polylogue.training ARGS`` (same arguments as this command).
     """
-    from polylogue.training.config import TrainConfigError, resolve_config
+    from polylogue.training.config import resolve_config
 
     flags: dict[str, Any] = {
         "data": None if not data else [str(d) for d in data],
@@ -116,10 +116,7 @@ def train_command(
         "precision": precision,
         **_parse_sets(set_),
     }
-    try:
-        cfg = resolve_config(config, flags)
-    except TrainConfigError as exc:
-        raise typer.BadParameter(str(exc)) from exc
+    cfg = resolve_config(config, flags)
     if dry_run:
         typer.echo(json.dumps(cfg.to_dict(), indent=2))
         return
@@ -175,7 +172,7 @@ def distill_command(
     """
     from rich.console import Console
 
-    from polylogue.training.distill import DistillConfig, DistillError, distill_from_benchmarks
+    from polylogue.training.distill import DistillConfig, distill_from_benchmarks
 
     console = Console(stderr=True)
     cfg = DistillConfig(
@@ -197,13 +194,7 @@ def distill_command(
     def progress(done: int, total: int) -> None:
         console.print(f"distill: {done}/{total} points justified")
 
-    try:
-        report = distill_from_benchmarks(cfg, on_chunk=progress)
-    except DistillError as exc:
-        from polylogue.cli import print_error
-
-        print_error(exc)
-        raise typer.Exit(1) from exc
+    report = distill_from_benchmarks(cfg, on_chunk=progress)
     console.print(
         f"{report.n_done}/{report.n_points} points have reasoning ({report.n_new} new this run); "
         f"{len(report.failures)} failed (see {out / 'failures.jsonl'})",

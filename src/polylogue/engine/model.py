@@ -23,12 +23,13 @@ import numpy as np
 from polylogue.engine.features import FEATURE_NAMES
 from polylogue.engine.text import HASH_SIZE
 from polylogue.engine.trees import TreeEnsemble
+from polylogue.errors import PolylogueInputError
 
 MODEL_FORMAT = "polylogue.turntaking.gbdt/1"
-DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "models" / "default"
+DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "weights"
 
 
-class ModelFilesError(ValueError):
+class ModelFilesError(PolylogueInputError):
     """A model folder is missing files or does not match this version of the features."""
 
 

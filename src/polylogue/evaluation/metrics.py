@@ -341,6 +341,93 @@ def threshold_sweep(
     )
 
 
+# ----------------------------------------------------------------------------- arrays
+# Array-level metrics on 0/1 labels (1 = SPEAK) and P(SPEAK): the default model's training,
+# its benchmark scripts and ``polylogue tune-threshold`` use these.
+
+
+def balanced_accuracy_binary(y: np.ndarray, pred: np.ndarray) -> float:
+    """Mean of the SPEAK and SILENT recalls of 0/1 arrays (a class absent from ``y`` is skipped)."""
+    pos, neg = y == 1, y == 0
+    tpr = float((pred[pos] == 1).mean()) if pos.any() else float("nan")
+    tnr = float((pred[neg] == 0).mean()) if neg.any() else float("nan")
+    return float(np.nanmean([tpr, tnr]))
+
+
+def expected_calibration_error(y: np.ndarray, p: np.ndarray, bins: int = 15) -> float:
+    """Expected calibration error of P(SPEAK) over ``bins`` equal-width bins."""
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    idx = np.clip(np.digitize(p, edges[1:-1]), 0, bins - 1)
+    ece = 0.0
+    for b in range(bins):
+        m = idx == b
+        if m.any():
+            ece += m.mean() * abs(float(y[m].mean()) - float(p[m].mean()))
+    return float(ece)
+
+
+def best_mean_balanced_accuracy_threshold(
+    y: np.ndarray,
+    p: np.ndarray,
+    groups: np.ndarray,
+    grid: np.ndarray | None = None,
+) -> float:
+    """The threshold maximising the mean over ``groups`` (corpora) of balanced accuracy."""
+    names = sorted(set(groups.tolist()))
+    grid = np.round(np.arange(0.05, 0.80, 0.01), 2) if grid is None else grid
+    best_t, best = 0.5, -1.0
+    for t in grid:
+        pred = (p >= t).astype(np.int8)
+        score = float(
+            np.mean([balanced_accuracy_binary(y[groups == g], pred[groups == g]) for g in names])
+        )
+        if score > best:
+            best_t, best = float(t), score
+    return best_t
+
+
+def sweep_thresholds(
+    y: np.ndarray,
+    p: np.ndarray,
+    interruption_cost: float = 1.0,
+    max_interruption_rate: float | None = None,
+    grid: np.ndarray | None = None,
+) -> tuple[list[dict[str, Any]], float]:
+    """Rates at each threshold and the chosen one.
+
+    interruption rate = P(model speaks | should stay silent); missed-turn rate =
+    P(model silent | should speak). Rates are per class, so the choice does not depend on the
+    class ratio of the tuning set. Without ``max_interruption_rate`` the threshold minimises
+    ``interruption_cost * interruption_rate + missed_turn_rate``; with it, the lowest threshold
+    (fewest missed turns) whose interruption rate stays at or below the limit.
+    """
+    y = np.asarray(y).astype(bool)
+    p = np.asarray(p, dtype=np.float64)
+    if not y.any() or y.all():
+        raise ValueError("tuning needs both SPEAK and SILENT points")
+    grid = np.round(np.arange(0.02, 0.99, 0.02), 2) if grid is None else grid
+    rows: list[dict[str, Any]] = []
+    for t in grid:
+        speak = p >= t
+        interruption = float(speak[~y].mean())
+        missed = float((~speak[y]).mean())
+        rows.append(
+            {
+                "threshold": float(t),
+                "interruption_rate": interruption,
+                "missed_turn_rate": missed,
+                "balanced_accuracy": 1.0 - (interruption + missed) / 2,
+                "cost": interruption_cost * interruption + missed,
+            }
+        )
+    if max_interruption_rate is not None:
+        ok = [r for r in rows if r["interruption_rate"] <= max_interruption_rate]
+        chosen = ok[0]["threshold"] if ok else rows[-1]["threshold"]
+    else:
+        chosen = min(rows, key=lambda r: (r["cost"], r["threshold"]))["threshold"]
+    return rows, float(chosen)
+
+
 # ----------------------------------------------------------------------------- everything
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from polylogue.errors import PolylogueInputError
 from polylogue.evaluation.runner import RUN_KIND, metrics_from_records, read_predictions
 
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -35,7 +36,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 
-class ReportError(ValueError):
+class ReportError(PolylogueInputError):
     pass
 
 

@@ -17,26 +17,32 @@ is cut off, and points already in the file are skipped, so nothing is lost or du
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
-import json
-import os
 import re
-import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from polylogue.errors import RunStopped
 from polylogue.models.base import Prediction, PredictionError, Predictor
-from polylogue.runs import canonical_json, git_commit, read_records, versions, write_json_atomic
+from polylogue.runs import (
+    ChunkFailed,
+    JsonlAppender,
+    canonical_json,
+    new_manifest,
+    read_records,
+    resume_manifest,
+    run_chunks,
+    write_json_atomic,
+)
 from polylogue.turntaking.types import DecisionPoint
 
 RUN_KIND = "polylogue.evaluation.run"
 
 
-class RunError(RuntimeError):
+class RunError(RunStopped):
     """A run stopped early; finished predictions are kept and the run can be resumed."""
 
 
@@ -207,9 +213,7 @@ def run_evaluation(
     if len(set(ids)) != len(ids):
         raise ValueError(f"dataset {dataset.name}/{dataset.split} has duplicate point ids")
     selected = list(points if limit is None else points[: max(0, limit)])
-    done_records = read_predictions(pred_path, repair=True)
-    done_ids = {r["point_id"] for r in done_records}
-    todo = [p for p in selected if p.point_id not in done_ids]
+    done_ids = {r["point_id"] for r in read_predictions(pred_path, repair=True)}
 
     manifest = _manifest(manifest_path, key, dataset, predictor, description, spec, len(points))
     manifest.update(extra_manifest or {})
@@ -218,87 +222,116 @@ def run_evaluation(
     write_json_atomic(manifest_path, manifest)
 
     size = max(1, chunk_size or int(getattr(predictor, "batch_size", 0) or 16))
+    n_todo = sum(1 for p in selected if p.point_id not in done_ids)
     bar: _Progress = (
-        _RichProgress(len(selected), len(selected) - len(todo), predictor.name)
+        _RichProgress(len(selected), len(selected) - n_todo, predictor.name)
         if progress
         else _Progress()
     )
-    n_new = 0
+    shown = 0
+
+    def on_chunk(n_new: int, _total: int) -> None:
+        nonlocal shown
+        bar.advance(n_new - shown)
+        shown = n_new
+
     started = time.perf_counter()
     try:
-        with open(pred_path, "a", encoding="utf-8") as f:
-            for chunk in _chunks(todo, size):
-                preds: Sequence[Prediction]
-                error: BaseException | None = None
-                try:
-                    preds = predictor.predict([p.input for p in chunk])
-                except PredictionError as exc:
-                    preds, error = exc.completed, exc
-                by_id = {p.point_id: p for p in chunk}
-                for pred in preds:
-                    point = by_id.get(pred.point_id)
-                    if point is None:
-                        raise RunError(f"{predictor.name} answered unknown point {pred.point_id!r}")
-                    f.write(json.dumps(_record(pred, point), ensure_ascii=False) + "\n")
-                    f.flush()
-                    n_new += 1
-                os.fsync(f.fileno())
-                bar.advance(len(preds))
-                if error is not None:
-                    raise error
-                if len(preds) != len(chunk):
-                    raise RunError(
-                        f"{predictor.name} returned {len(preds)} predictions "
-                        f"for {len(chunk)} inputs"
-                    )
+        with JsonlAppender(pred_path) as out:
+            loop = run_chunks(
+                selected,
+                done_ids,
+                lambda p: p.point_id,
+                lambda chunk: _predict_chunk(predictor, chunk),
+                out,
+                chunk_size=size,
+                on_chunk=on_chunk,
+            )
     except (Exception, KeyboardInterrupt) as exc:
         bar.close()
-        manifest["status"] = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
-        manifest["error"] = f"{type(exc).__name__}: {exc}"
-        manifest["n_done"] = len(done_ids) + n_new
-        write_json_atomic(manifest_path, manifest)
+        _record_stop(manifest_path, manifest, exc, len(done_ids) + shown)
         if isinstance(exc, KeyboardInterrupt):
             raise
         raise RunError(
-            f"run stopped after {len(done_ids) + n_new} of {len(selected)} points "
+            f"run stopped after {len(done_ids) + shown} of {len(selected)} points "
             f"({type(exc).__name__}: {exc}). Finished predictions are kept in {pred_path}; "
             "rerun the same command to resume."
         ) from exc
     bar.close()
     elapsed = time.perf_counter() - started
 
-    records = read_predictions(pred_path)
     wanted = {p.point_id for p in selected}
-    scored = [r for r in records if r["point_id"] in wanted]
-    metrics = None
-    if scored:
-        metrics = metrics_from_records(scored, n_boot=n_boot)
-        metrics.update(
-            {
-                "dataset": dataset.name,
-                "split": dataset.split,
-                "class_ratio": dataset.class_ratio,
-                "model": predictor.name,
-                "complete": len(scored) == len(points),
-                "n_split": len(points),
-            }
-        )
-        write_json_atomic(folder / "metrics.json", metrics)
+    scored = [r for r in read_predictions(pred_path) if r["point_id"] in wanted]
+    metrics = _write_metrics(folder, scored, dataset, predictor.name, len(points), n_boot)
     manifest.update(
         {
             "status": "complete" if len(scored) == len(points) else "partial",
             "n_done": len(scored),
             "error": None,
-            "last_session": {"n_new": n_new, "seconds": round(elapsed, 3)},
+            "last_session": {"n_new": loop.n_new, "seconds": round(elapsed, 3)},
         }
     )
     write_json_atomic(manifest_path, manifest)
-    return RunResult(folder, len(points), len(scored), n_new, metrics, manifest)
+    return RunResult(folder, len(points), len(scored), loop.n_new, metrics, manifest)
 
 
-def _chunks(items: Sequence[DecisionPoint], size: int) -> Iterable[Sequence[DecisionPoint]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
+def _record_stop(path: Path, manifest: dict[str, Any], exc: BaseException, n_done: int) -> None:
+    """Mark a run that stopped early (Ctrl-C or an error) in its manifest."""
+    manifest["status"] = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+    manifest["error"] = f"{type(exc).__name__}: {exc}"
+    manifest["n_done"] = n_done
+    write_json_atomic(path, manifest)
+
+
+def _write_metrics(
+    folder: Path,
+    scored: Sequence[dict[str, Any]],
+    dataset: DatasetInfo,
+    model_name: str,
+    n_split: int,
+    n_boot: int,
+) -> dict[str, Any] | None:
+    """metrics.json over the finished points of the selection (None when there are none)."""
+    if not scored:
+        return None
+    metrics = metrics_from_records(scored, n_boot=n_boot)
+    metrics.update(
+        {
+            "dataset": dataset.name,
+            "split": dataset.split,
+            "class_ratio": dataset.class_ratio,
+            "model": model_name,
+            "complete": len(scored) == n_split,
+            "n_split": n_split,
+        }
+    )
+    write_json_atomic(folder / "metrics.json", metrics)
+    return metrics
+
+
+def _predict_chunk(predictor: Predictor, chunk: Sequence[DecisionPoint]) -> list[dict[str, Any]]:
+    """Records (prediction + gold) for one chunk; a partial answer raises :class:`ChunkFailed`."""
+    preds: Sequence[Prediction]
+    error: BaseException | None = None
+    try:
+        preds = predictor.predict([p.input for p in chunk])
+    except PredictionError as exc:
+        preds, error = exc.completed, exc
+    by_id = {p.point_id: p for p in chunk}
+    records = []
+    for pred in preds:
+        point = by_id.get(pred.point_id)
+        if point is None:
+            error = RunError(f"{predictor.name} answered unknown point {pred.point_id!r}")
+            break
+        records.append(_record(pred, point))
+    if error is None and len(preds) != len(chunk):
+        error = RunError(
+            f"{predictor.name} returned {len(preds)} predictions for {len(chunk)} inputs"
+        )
+    if error is not None:
+        raise ChunkFailed(records, error)
+    return records
 
 
 def _manifest(
@@ -310,32 +343,22 @@ def _manifest(
     spec: str | None,
     n_split: int,
 ) -> dict[str, Any]:
-    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    if path.exists():
-        try:
-            old: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError:
-            old = {}
-        if old.get("run_key") == key:
-            old["resumed_at"] = [*old.get("resumed_at", []), now]
-            return old
-    return {
-        "kind": RUN_KIND,
-        "run_key": key,
-        "created": now,
-        "model": {"name": predictor.name, "spec": spec, "description": description},
-        "dataset": {
-            "name": dataset.name,
-            "data_hash": dataset.data_hash,
-            "split": dataset.split,
-            "class_ratio": dataset.class_ratio,
-            "path": dataset.path,
-            "n_split": n_split,
-        },
-        "versions": versions(("numpy", "scikit-learn", "torch", "transformers", "peft", "httpx")),
-        "git_commit": git_commit(),
-        "command": sys.argv,
+    old = resume_manifest(path, key)
+    if old is not None:
+        return old
+    manifest = new_manifest(
+        RUN_KIND, key, ("numpy", "scikit-learn", "torch", "transformers", "peft", "httpx")
+    )
+    manifest["model"] = {"name": predictor.name, "spec": spec, "description": description}
+    manifest["dataset"] = {
+        "name": dataset.name,
+        "data_hash": dataset.data_hash,
+        "split": dataset.split,
+        "class_ratio": dataset.class_ratio,
+        "path": dataset.path,
+        "n_split": n_split,
     }
+    return manifest
 
 
 # ----------------------------------------------------------------------------- from a folder

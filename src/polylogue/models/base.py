@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from polylogue.llm.spec import LLMSpecError, parse_llm_spec
 from polylogue.turntaking.types import Decision, DecisionInput
 
 
@@ -95,8 +96,8 @@ class PredictionError(RuntimeError):
         self.completed = list(completed)
 
 
-class ModelSpecError(ValueError):
-    pass
+class ModelSpecError(LLMSpecError):
+    """A ``--model`` string no backend understands."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,16 +140,12 @@ def parse_model_spec(spec: str) -> ModelSpec:
         if rest not in BASELINE_NAMES:
             raise ModelSpecError(f"unknown baseline {rest!r}; known: {', '.join(BASELINE_NAMES)}")
         return ModelSpec("baseline", rest)
-    if kind == "hf":
-        return ModelSpec("hf", rest)
-    if kind == "openai":
-        # The URL itself contains ':' so split on the last '@' only.
-        model, at, url = rest.rpartition("@")
-        if not at or not model or not url.startswith(("http://", "https://")):
-            raise ModelSpecError(
-                f"OpenAI spec {spec!r} must look like openai:MODEL@http://host:port/v1"
-            )
-        return ModelSpec("openai", model, url.rstrip("/"))
+    if kind in ("hf", "openai"):
+        try:
+            llm = parse_llm_spec(spec)
+        except LLMSpecError as exc:
+            raise ModelSpecError(str(exc)) from exc
+        return ModelSpec(llm.kind, llm.target, llm.url)
     raise ModelSpecError(f"unknown model kind {kind!r} in {spec!r}")
 
 

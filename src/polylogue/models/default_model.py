@@ -2,7 +2,7 @@
 
 Gradient-boosted trees over addressing, reference, turn-sequence, text and timing features
 (``polylogue.engine.features``), with isotonic calibration; see ``docs/model-card.md``.
-Weights live in ``polylogue/models/default/`` and load offline in well under a second.
+Weights live in ``polylogue/engine/weights/`` and load offline in well under a second.
 """
 
 from __future__ import annotations

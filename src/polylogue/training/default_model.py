@@ -30,6 +30,11 @@ from polylogue.engine.features import FEATURE_NAMES
 from polylogue.engine.model import Calibration, HashedLogistic, TurnTakingModel
 from polylogue.engine.text import HASH_SIZE, text_facts
 from polylogue.engine.trees import TreeEnsemble
+from polylogue.evaluation.metrics import (
+    balanced_accuracy_binary,
+    best_mean_balanced_accuracy_threshold,
+    expected_calibration_error,
+)
 from polylogue.turntaking.dataset import Benchmark
 from polylogue.turntaking.types import Decision, DecisionPoint
 
@@ -162,24 +167,6 @@ def set_relation_logits(data: SplitData, scorer_for_row: Callable[[int], HashedL
 # ----------------------------------------------------------------------------- metrics
 
 
-def balanced_accuracy(y: np.ndarray, pred: np.ndarray) -> float:
-    pos, neg = y == 1, y == 0
-    tpr = float((pred[pos] == 1).mean()) if pos.any() else float("nan")
-    tnr = float((pred[neg] == 0).mean()) if neg.any() else float("nan")
-    return float(np.nanmean([tpr, tnr]))
-
-
-def expected_calibration_error(y: np.ndarray, p: np.ndarray, bins: int = 15) -> float:
-    edges = np.linspace(0.0, 1.0, bins + 1)
-    idx = np.clip(np.digitize(p, edges[1:-1]), 0, bins - 1)
-    ece = 0.0
-    for b in range(bins):
-        m = idx == b
-        if m.any():
-            ece += m.mean() * abs(float(y[m].mean()) - float(p[m].mean()))
-    return float(ece)
-
-
 def size_stratum(n_present: int) -> str:
     if n_present <= 2:
         return "2"
@@ -202,7 +189,7 @@ def metric_table(data: SplitData, p: np.ndarray, threshold: float) -> dict[str, 
         out: dict[str, Any] = {
             "n": int(m.sum()),
             "speak_rate": float(data.y[m].mean()) if m.any() else None,
-            "balanced_accuracy": balanced_accuracy(data.y[m], pred[m]) if m.any() else None,
+            "balanced_accuracy": balanced_accuracy_binary(data.y[m], pred[m]) if m.any() else None,
             "ece": expected_calibration_error(data.y[m], p[m]) if m.any() else None,
         }
         for c in ("I1", "I2", "S1", "S2"):
@@ -222,21 +209,7 @@ def metric_table(data: SplitData, p: np.ndarray, threshold: float) -> dict[str, 
 
 def choose_threshold(data: SplitData, p: np.ndarray) -> float:
     """The threshold maximising the mean over corpora of balanced accuracy."""
-    corpora = sorted(set(data.corpus.tolist()))
-    best_t, best = 0.5, -1.0
-    for t in np.round(np.arange(0.05, 0.80, 0.01), 2):
-        pred = (p >= t).astype(np.int8)
-        score = float(
-            np.mean(
-                [
-                    balanced_accuracy(data.y[data.corpus == c], pred[data.corpus == c])
-                    for c in corpora
-                ]
-            )
-        )
-        if score > best:
-            best_t, best = float(t), score
-    return best_t
+    return best_mean_balanced_accuracy_threshold(data.y, p, data.corpus)
 
 
 # ----------------------------------------------------------------------------- training

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import hashlib
 import json
 import os
 import re
@@ -39,9 +40,17 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from polylogue.errors import PolylogueInputError
 from polylogue.models.base import Prediction, PredictionError, Predictor
 from polylogue.prompts.builder import PromptOptions, build_messages, prompt_fingerprint
-from polylogue.runs import write_json_atomic
+from polylogue.runs import (
+    JsonlAppender,
+    canonical_json,
+    new_manifest,
+    read_records,
+    resume_manifest,
+    write_json_atomic,
+)
 from polylogue.turntaking.types import Decision, DecisionPoint
 
 REASONING_FILE = "reasoning.jsonl"
@@ -59,7 +68,7 @@ _LEAK = re.compile(
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
 
 
-class DistillError(RuntimeError):
+class DistillError(PolylogueInputError):
     """The distillation folder or teacher cannot be used as configured."""
 
 
@@ -179,25 +188,6 @@ def judge(
 # ----------------------------------------------------------------------------- files
 
 
-def _read_jsonl(path: Path, repair: bool) -> list[dict[str, Any]]:
-    """Records of a JSONL file; a last line without newline (a killed write) is dropped."""
-    if not path.exists():
-        return []
-    data = path.read_bytes()
-    end = data.rfind(b"\n") + 1
-    if end < len(data) and repair:
-        with open(path, "r+b") as f:
-            f.truncate(end)
-    out = []
-    for lineno, line in enumerate(data[:end].splitlines(), 1):
-        if line.strip():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise DistillError(f"{path}:{lineno}: malformed record: {exc}") from exc
-    return out
-
-
 def load_reasoning(folders: Iterable[str | Path]) -> dict[str, str]:
     """point_id -> reasoning from distillation folders (successes only; first wins)."""
     out: dict[str, str] = {}
@@ -205,15 +195,10 @@ def load_reasoning(folders: Iterable[str | Path]) -> dict[str, str]:
         path = Path(folder) / REASONING_FILE
         if not path.is_file():
             raise FileNotFoundError(f"{folder} has no {REASONING_FILE}: run `polylogue distill`")
-        for rec in _read_jsonl(path, repair=False):
+        for rec in read_records(path, key=None):
             if rec.get("status") == "ok" and rec.get("reasoning"):
                 out.setdefault(str(rec["point_id"]), str(rec["reasoning"]))
     return out
-
-
-def _append(f: Any, rec: Mapping[str, Any]) -> None:
-    f.write(json.dumps(rec, ensure_ascii=False) + "\n")
-    f.flush()
 
 
 # ----------------------------------------------------------------------------- rate limit
@@ -276,6 +261,63 @@ def _check_manifest(path: Path, manifest: dict[str, Any]) -> None:
             )
 
 
+def _distill_manifest(
+    config: DistillConfig,
+    predictor: Predictor,
+    prompts: Mapping[Decision, PromptOptions],
+    data_hashes: Mapping[str, str] | None,
+    path: Path,
+) -> dict[str, Any]:
+    """The run manifest; refuses a folder made with another teacher, prompt or split."""
+    manifest = {
+        **new_manifest("polylogue.training.distill", "", ("torch", "transformers", "httpx")),
+        "teacher": _identity(predictor),
+        "teacher_spec": config.teacher,
+        "prompts": {label.value: prompt_fingerprint(p) for label, p in prompts.items()},
+        "split": config.split,
+        "data": list(config.data),
+        "data_hashes": dict(data_hashes or {}),
+    }
+    # The key: what makes a justification reusable (teacher, prompts, split).
+    manifest["run_key"] = hashlib.sha256(
+        canonical_json([manifest[k] for k in ("teacher", "prompts", "split")]).encode()
+    ).hexdigest()
+    _check_manifest(path, manifest)
+    earlier = resume_manifest(path, manifest["run_key"])
+    if earlier is not None:  # same run: keep its creation time, note this session
+        manifest.update(created=earlier.get("created"), resumed_at=earlier["resumed_at"])
+    return manifest
+
+
+def _judge_chunk(
+    predictor: Predictor,
+    chunk: Sequence[DecisionPoint],
+    label: Decision,
+    unbudgeted: PromptOptions,
+) -> list[tuple[DecisionPoint, Prediction | None, str | None, str | None]]:
+    """(point, teacher answer, accepted reasoning or None, why not) for each point of a chunk."""
+    error = None
+    try:
+        preds = predictor.predict([p.input for p in chunk])
+    except PredictionError as exc:
+        preds, error = exc.completed, f"{type(exc).__name__}: {exc}"
+    by_id = {pred.point_id: pred for pred in preds}
+    out: list[tuple[DecisionPoint, Prediction | None, str | None, str | None]] = []
+    for point in chunk:
+        pred = by_id.get(point.point_id)
+        reasoning: str | None
+        why: str | None
+        if pred is None:
+            reasoning, why = None, error or "the teacher returned no answer"
+        else:
+            # The whole history: a superset of what any budget let through.
+            shown = build_messages(point.input, unbudgeted)
+            text = "\n".join(m["content"] for m in shown)
+            reasoning, why = judge(pred, label, text)
+        out.append((point, pred, reasoning, why))
+    return out
+
+
 def distill(
     config: DistillConfig,
     points: Sequence[DecisionPoint],
@@ -295,23 +337,14 @@ def distill(
         for label in (Decision.SPEAK, Decision.SILENT)
     }
     unbudgeted = {k: dataclasses.replace(p, max_prompt_tokens=None) for k, p in prompts.items()}
-    manifest = {
-        "kind": "polylogue.training.distill",
-        "teacher": _identity(predictor),
-        "teacher_spec": config.teacher,
-        "prompts": {label.value: prompt_fingerprint(p) for label, p in prompts.items()},
-        "split": config.split,
-        "data": list(config.data),
-        "data_hashes": dict(data_hashes or {}),
-    }
     manifest_path = out / MANIFEST_FILE
-    _check_manifest(manifest_path, manifest)
+    manifest = _distill_manifest(config, predictor, prompts, data_hashes, manifest_path)
 
     ids = [p.point_id for p in points]
     if len(set(ids)) != len(ids):
         raise DistillError("duplicate point ids in the points to distill")
-    done = {str(r["point_id"]) for r in _read_jsonl(out / REASONING_FILE, repair=True)}
-    _read_jsonl(out / ATTEMPTS_FILE, repair=True)
+    done = {str(r["point_id"]) for r in read_records(out / REASONING_FILE, None, repair=True)}
+    read_records(out / ATTEMPTS_FILE, None, repair=True)
     pending = [p for p in points if p.point_id not in done]
     n_done_before = len(points) - len(pending)
     failures: dict[str, str] = {}
@@ -340,8 +373,8 @@ def distill(
 
     save_state()
     with (
-        open(out / REASONING_FILE, "a", encoding="utf-8") as ok_file,
-        open(out / ATTEMPTS_FILE, "a", encoding="utf-8") as log_file,
+        JsonlAppender(out / REASONING_FILE) as ok_file,
+        JsonlAppender(out / ATTEMPTS_FILE) as log_file,
     ):
         for attempt in range(1, config.attempts + 1):
             if not pending:
@@ -358,25 +391,9 @@ def distill(
                     chunk = group[start : start + config.chunk_size]
                     limiter.acquire(len(chunk))
                     calls += len(chunk)
-                    error = None
-                    try:
-                        preds = predictor.predict([p.input for p in chunk])
-                    except PredictionError as exc:
-                        preds, error = exc.completed, f"{type(exc).__name__}: {exc}"
-                    by_id = {pred.point_id: pred for pred in preds}
-                    for point in chunk:
-                        pred = by_id.get(point.point_id)
-                        reasoning: str | None
-                        why: str | None
-                        if pred is None:
-                            reasoning, why = None, error or "the teacher returned no answer"
-                        else:
-                            # The whole history: a superset of what any budget let through.
-                            shown = build_messages(point.input, unbudgeted[label])
-                            text = "\n".join(m["content"] for m in shown)
-                            reasoning, why = judge(pred, label, text)
-                        _append(
-                            log_file,
+                    judged = _judge_chunk(predictor, chunk, label, unbudgeted[label])
+                    for point, pred, reasoning, why in judged:
+                        log_file.append(
                             {
                                 "point_id": point.point_id,
                                 "session": session,
@@ -387,8 +404,7 @@ def distill(
                             },
                         )
                         if reasoning:
-                            _append(
-                                ok_file,
+                            ok_file.append(
                                 {
                                     "point_id": point.point_id,
                                     "status": "ok",
@@ -403,7 +419,7 @@ def distill(
                         else:
                             failures[point.point_id] = why or "unknown"
                             still.append(point)
-                    os.fsync(ok_file.fileno())
+                    ok_file.sync()
                     save_state()
                     if on_chunk is not None:
                         on_chunk(n_done_before + n_new, len(points))
@@ -420,8 +436,7 @@ def distill_from_benchmarks(
     """Load the split's points and a teacher from ``config`` and run :func:`distill`."""
     from polylogue.models.base import load_predictor
     from polylogue.training.data import stratified_subset
-    from polylogue.training.sft import load_split_points
-    from polylogue.turntaking.dataset import load_benchmark
+    from polylogue.turntaking.dataset import load_benchmark, load_split_points
 
     points = stratified_subset(
         load_split_points(config.data, config.split), config.max_points, config.seed

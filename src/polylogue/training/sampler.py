@@ -26,13 +26,14 @@ import random
 from collections.abc import Iterator, Sequence
 from typing import Literal
 
+from polylogue.errors import PolylogueInputError
 from polylogue.turntaking.types import CATEGORIES
 
 EpochSize = Literal["dataset", "largest"]
 FOUR_WAY: tuple[str, ...] = tuple(c.value for c in CATEGORIES)
 
 
-class SamplerError(ValueError):
+class SamplerError(PolylogueInputError):
     """The data cannot be sampled as configured (e.g. an empty category)."""
 
 

@@ -41,8 +41,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from polylogue.errors import PolylogueInputError
 from polylogue.evaluation.metrics import compute_metrics
-from polylogue.models.hf_local import HFLocalPredictor, resolve_model_path
+from polylogue.llm.hf import resolve_model_path
+from polylogue.models.hf_local import HFLocalPredictor
 from polylogue.prompts.builder import PromptOptions
 from polylogue.training.config import TrainConfig
 from polylogue.training.data import (
@@ -54,6 +56,7 @@ from polylogue.training.data import (
     stratified_subset,
     to_hf_dataset,
 )
+from polylogue.turntaking.dataset import load_split_points
 from polylogue.turntaking.types import DecisionPoint
 
 ADAPTER_META = "polylogue_adapter.json"
@@ -69,7 +72,7 @@ LOGGED_METRICS = (
 )
 
 
-class TrainingDataError(ValueError):
+class TrainingDataError(PolylogueInputError):
     """The benchmark folders cannot provide the requested training data."""
 
 
@@ -89,25 +92,6 @@ class TrainResult:
 
 
 # ----------------------------------------------------------------------------- data
-
-
-def load_split_points(folders: Sequence[str], split: str) -> list[DecisionPoint]:
-    """Points of ``split`` from every benchmark folder (combined-corpus training)."""
-    from polylogue.turntaking.dataset import load_benchmark
-
-    points: list[DecisionPoint] = []
-    for folder in folders:
-        bench = load_benchmark(folder)
-        if split not in bench.splits:
-            raise TrainingDataError(f"{folder} has no {split!r} split (has {bench.splits})")
-        points.extend(bench.points(split))
-    ids = [p.point_id for p in points]
-    if len(set(ids)) != len(ids):
-        raise TrainingDataError(
-            f"duplicate point ids across {list(folders)} ({split}); "
-            "combine benchmarks of different corpora"
-        )
-    return points
 
 
 def _preview(examples: Sequence[SFTExample], n: int = 4) -> str:
@@ -363,8 +347,6 @@ def train(config: TrainConfig, *, resume: bool = False) -> TrainResult:
     from transformers import AutoModelForCausalLM, AutoTokenizer, EarlyStoppingCallback
     from trl import SFTConfig
 
-    from polylogue.training.distill import load_reasoning
-
     if not config.data:
         raise TrainingDataError("no benchmark folder given (data=...)")
     run_dir = Path(config.output_dir)
@@ -375,33 +357,9 @@ def train(config: TrainConfig, *, resume: bool = False) -> TrainResult:
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
 
-    train_points = stratified_subset(
-        load_split_points(config.data, config.train_split), config.max_train_points, config.seed
-    )
-    val_points = stratified_subset(
-        load_split_points(config.data, config.validation_split), config.eval_max_points, config.seed
-    )
-    if not train_points or not val_points:
-        raise TrainingDataError("the training or validation split is empty")
-    reasoning = load_reasoning(config.reasoning) if config.mode == "reasoning" else None
-    train_examples, report = build_examples(
-        train_points, tokenizer, prompt, reasoning, config.max_seq_length
-    )
-    if not train_examples:
-        raise TrainingDataError(
-            f"no training examples left ({json.dumps(report.to_dict())}); in reasoning mode run "
-            "`polylogue distill` on the training split first"
-        )
-    for ex in train_examples[:256]:  # the mask is verified, not assumed
-        check_example(ex, tokenizer)
-    loss_on_eval = config.mode == "decision"
-    if loss_on_eval:
-        val_examples, _ = build_examples(val_points, tokenizer, prompt, None, None)
-        eval_dataset = to_hf_dataset(val_examples)
-    else:  # reasoning targets exist for train only; validation is decoded, not teacher-forced
-        from datasets import Dataset
-
-        eval_dataset = Dataset.from_dict({"point_id": [p.point_id for p in val_points]})
+    data = _training_data(config, tokenizer, prompt)
+    train_points, val_points, train_examples = data.train_points, data.val_points, data.examples
+    report, eval_dataset, loss_on_eval = data.report, data.eval_dataset, data.loss_on_eval
 
     if int(os.environ.get("RANK", "0")) == 0:  # accelerate sets RANK on every process
         config.save(run_dir)
@@ -419,40 +377,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> TrainResult:
         bias="none",
         task_type="CAUSAL_LM",
     )
-    trainer_options: dict[str, Any] = dict(
-        output_dir=str(run_dir / "checkpoints"),
-        per_device_train_batch_size=config.per_device_batch_size,
-        per_device_eval_batch_size=config.eval_batch_size,
-        gradient_accumulation_steps=config.gradient_accumulation_steps,
-        learning_rate=config.learning_rate,
-        lr_scheduler_type=config.lr_scheduler,
-        warmup_steps=config.warmup_steps,
-        weight_decay=config.weight_decay,
-        optim=config.optimizer,
-        num_train_epochs=config.epochs,
-        max_steps=config.max_steps if config.max_steps is not None else -1,
-        bf16=bf16,
-        fp16=fp16,
-        use_cpu=not torch.cuda.is_available(),
-        logging_steps=config.logging_steps,
-        eval_strategy="steps",
-        eval_steps=config.eval_steps,
-        save_strategy="steps",
-        save_steps=config.eval_steps,
-        save_total_limit=config.save_total_limit,
-        load_best_model_at_end=True,
-        metric_for_best_model=f"eval_{config.metric_for_best_model}",
-        greater_is_better=True,
-        seed=config.seed,
-        data_seed=config.seed,
-        dataloader_num_workers=config.dataloader_workers,
-        report_to=[],
-        remove_unused_columns=False,
-        dataset_kwargs={"skip_prepare_dataset": True},
-        max_length=None,
-        include_num_input_tokens_seen="non_padding",
-        disable_tqdm=not os.isatty(2),
-    )
+    trainer_options = _trainer_options(config, run_dir, bf16, fp16, torch.cuda.is_available())
     trainer_options.update(_checkpointing_option(SFTConfig, config.gradient_checkpointing))
     args = SFTConfig(**trainer_options)
     validation_tok = AutoTokenizer.from_pretrained(str(model_path))  # its own padding side
@@ -519,6 +444,94 @@ def train(config: TrainConfig, *, resume: bool = False) -> TrainResult:
         if not config.keep_checkpoints:
             shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
     return result
+
+
+@dataclass
+class _TrainingData:
+    train_points: list[DecisionPoint]
+    val_points: list[DecisionPoint]
+    examples: list[SFTExample]
+    report: ExampleReport
+    eval_dataset: Any
+    #: Decision mode scores validation loss; reasoning mode decodes validation instead.
+    loss_on_eval: bool
+
+
+def _training_data(config: TrainConfig, tokenizer: Any, prompt: PromptOptions) -> _TrainingData:
+    """The (subsampled) splits, checked training examples and the validation dataset."""
+    from polylogue.training.distill import load_reasoning
+
+    train_points = stratified_subset(
+        load_split_points(config.data, config.train_split), config.max_train_points, config.seed
+    )
+    val_points = stratified_subset(
+        load_split_points(config.data, config.validation_split), config.eval_max_points, config.seed
+    )
+    if not train_points or not val_points:
+        raise TrainingDataError("the training or validation split is empty")
+    reasoning = load_reasoning(config.reasoning) if config.mode == "reasoning" else None
+    train_examples, report = build_examples(
+        train_points, tokenizer, prompt, reasoning, config.max_seq_length
+    )
+    if not train_examples:
+        raise TrainingDataError(
+            f"no training examples left ({json.dumps(report.to_dict())}); in reasoning mode run "
+            "`polylogue distill` on the training split first"
+        )
+    for ex in train_examples[:256]:  # the mask is verified, not assumed
+        check_example(ex, tokenizer)
+    loss_on_eval = config.mode == "decision"
+    if loss_on_eval:
+        val_examples, _ = build_examples(val_points, tokenizer, prompt, None, None)
+        eval_dataset = to_hf_dataset(val_examples)
+    else:  # reasoning targets exist for train only; validation is decoded, not teacher-forced
+        from datasets import Dataset
+
+        eval_dataset = Dataset.from_dict({"point_id": [p.point_id for p in val_points]})
+
+    return _TrainingData(
+        train_points, val_points, train_examples, report, eval_dataset, loss_on_eval
+    )
+
+
+def _trainer_options(
+    config: TrainConfig, run_dir: Path, bf16: bool, fp16: bool, cuda: bool
+) -> dict[str, Any]:
+    """``SFTConfig`` arguments from the training config (checkpointing added by the caller)."""
+    return dict(
+        output_dir=str(run_dir / "checkpoints"),
+        per_device_train_batch_size=config.per_device_batch_size,
+        per_device_eval_batch_size=config.eval_batch_size,
+        gradient_accumulation_steps=config.gradient_accumulation_steps,
+        learning_rate=config.learning_rate,
+        lr_scheduler_type=config.lr_scheduler,
+        warmup_steps=config.warmup_steps,
+        weight_decay=config.weight_decay,
+        optim=config.optimizer,
+        num_train_epochs=config.epochs,
+        max_steps=config.max_steps if config.max_steps is not None else -1,
+        bf16=bf16,
+        fp16=fp16,
+        use_cpu=not cuda,
+        logging_steps=config.logging_steps,
+        eval_strategy="steps",
+        eval_steps=config.eval_steps,
+        save_strategy="steps",
+        save_steps=config.eval_steps,
+        save_total_limit=config.save_total_limit,
+        load_best_model_at_end=True,
+        metric_for_best_model=f"eval_{config.metric_for_best_model}",
+        greater_is_better=True,
+        seed=config.seed,
+        data_seed=config.seed,
+        dataloader_num_workers=config.dataloader_workers,
+        report_to=[],
+        remove_unused_columns=False,
+        dataset_kwargs={"skip_prepare_dataset": True},
+        max_length=None,
+        include_num_input_tokens_seen="non_padding",
+        disable_tqdm=not os.isatty(2),
+    )
 
 
 def _validations(

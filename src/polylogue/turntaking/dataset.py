@@ -612,3 +612,20 @@ def render_point(p: DecisionPoint, max_context: int = 8, show_gold: bool = True)
             f"  next: {names.get(g.next_speaker or '', g.next_speaker)}"
         )
     return "\n".join(lines)
+
+
+def load_split_points(folders: Sequence[str | Path], split: str) -> list[DecisionPoint]:
+    """Points of ``split`` from every benchmark folder (combined-corpus training)."""
+    points: list[DecisionPoint] = []
+    for folder in folders:
+        bench = load_benchmark(folder)
+        if split not in bench.splits:
+            raise BenchmarkFormatError(f"{folder} has no {split!r} split (has {bench.splits})")
+        points.extend(bench.points(split))
+    ids = [p.point_id for p in points]
+    if len(set(ids)) != len(ids):
+        raise BenchmarkFormatError(
+            f"duplicate point ids across {[str(f) for f in folders]} ({split}); "
+            "combine benchmarks of different corpora"
+        )
+    return points

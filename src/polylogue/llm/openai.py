@@ -1,0 +1,334 @@
+"""One OpenAI-compatible chat-completions client (vLLM, llama.cpp server, Ollama, OpenAI, ...).
+
+* Async requests with bounded concurrency (:meth:`OpenAIClient.generate_many`), or one at a
+  time (:meth:`OpenAIClient.generate`).
+* Retries with exponential backoff, honouring ``Retry-After``, on 408/409/425/429, 5xx,
+  timeouts, connection errors and malformed bodies; :class:`RetriesExhausted` when they run out.
+* 400/413/422 (e.g. a prompt over the context size) raise :class:`RequestRejected`: a property
+  of that input, which a task records as an unparseable answer. 401/403/404 raise
+  :class:`ServerConfigError`: the configuration is wrong, stop.
+* A server that refuses ``logprobs`` is asked again without them, and not asked for them again.
+* The API key is read from the environment variable ``api_key_env`` and sent only in the
+  ``Authorization`` header: it never enters payloads, cache keys, descriptions or run folders.
+* With a :class:`~polylogue.llm.cache.ResponseCache`, deterministic replies (temperature 0) are
+  stored by a hash of (base URL, request payload).
+
+:func:`answer_probabilities` is the ``score`` primitive over an API: it turns the
+``top_logprobs`` at one position into the probability of two answers' first tokens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from polylogue.llm.cache import ResponseCache, request_key
+
+RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+FATAL_STATUS = frozenset({401, 403, 404})
+
+Messages = Sequence[Mapping[str, Any]]
+
+
+class RequestRejected(Exception):
+    """The server rejected this request as invalid for its input (400/413/422)."""
+
+
+class ServerConfigError(RuntimeError):
+    """Authentication, permission or not-found: the run's configuration is wrong (401/403/404)."""
+
+
+class RetriesExhausted(RuntimeError):
+    """Every attempt failed with a retryable error (server down, overloaded, garbage)."""
+
+
+class _Retryable(Exception):
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True, slots=True)
+class ChatResult:
+    """One chat completion: the response body and how it was obtained."""
+
+    body: Mapping[str, Any]
+    attempts: int = 0
+    cached: bool = False
+
+    @property
+    def choice(self) -> Mapping[str, Any]:
+        choice: Mapping[str, Any] = self.body["choices"][0]
+        return choice
+
+    @property
+    def text(self) -> str:
+        return str((self.choice.get("message") or {}).get("content") or "")
+
+    @property
+    def reasoning(self) -> str | None:
+        """A server-side reasoning channel (``reasoning_content``), when the server has one."""
+        return (self.choice.get("message") or {}).get("reasoning_content") or None
+
+    @property
+    def finish_reason(self) -> str | None:
+        return self.choice.get("finish_reason")
+
+    @property
+    def usage(self) -> Mapping[str, Any] | None:
+        return self.body.get("usage")
+
+    @property
+    def token_logprobs(self) -> list[dict[str, Any]]:
+        """Per generated token: ``token``, ``logprob`` and ``top_logprobs`` (empty if absent)."""
+        return list(((self.choice.get("logprobs") or {}).get("content")) or [])
+
+
+def _parse_retry_after(value: str | None) -> float | None:
+    return float(value) if value and value.replace(".", "", 1).isdigit() else None
+
+
+@dataclass
+class OpenAIClient:
+    """A chat-completions client for one model on one server."""
+
+    model: str
+    base_url: str
+    api_key_env: str = "OPENAI_API_KEY"
+    concurrency: int = 8
+    timeout_s: float = 120.0
+    max_retries: int = 5
+    backoff_s: float = 1.0
+    cache: ResponseCache | None = None
+    _logprobs_ok: bool = field(default=True, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.base_url = self.base_url.rstrip("/")
+        if self.concurrency < 1:
+            raise ValueError("concurrency must be >= 1")
+
+    @property
+    def root_url(self) -> str:
+        """The server root (``base_url`` without ``/v1``), for llama.cpp's ``/tokenize``."""
+        return self.base_url.removesuffix("/v1")
+
+    def payload(
+        self,
+        messages: Messages,
+        *,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        top_logprobs: int = 0,
+    ) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "messages": list(messages),
+            "temperature": temperature,
+        }
+        if max_tokens is not None:
+            payload["max_tokens"] = max_tokens
+        if self._logprobs_ok and top_logprobs > 0:
+            payload["logprobs"] = True
+            payload["top_logprobs"] = top_logprobs
+        return payload
+
+    # ------------------------------------------------------------------ sessions
+
+    def session(self) -> Any:
+        """An ``httpx.AsyncClient`` sized to the concurrency, with the key in its headers."""
+        import httpx
+
+        # No keep-alive: xllamacpp drops pooled connections after some responses
+        # (offline-models.md), and one TCP handshake per LLM call costs nothing in comparison.
+        limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=0)
+        key = os.environ.get(self.api_key_env)
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        return httpx.AsyncClient(timeout=self.timeout_s, limits=limits, headers=headers)
+
+    def generate(self, messages: Messages, **options: Any) -> ChatResult:
+        """One chat completion, synchronously (see :meth:`agenerate` for the options)."""
+
+        async def run() -> ChatResult:
+            async with self.session() as http:
+                return await self.agenerate(http, messages, **options)
+
+        return asyncio.run(run())
+
+    def generate_many(
+        self, requests: Sequence[Messages], **options: Any
+    ) -> list[ChatResult | BaseException]:
+        """Chat completions for many message lists, ``concurrency`` at a time, in order.
+
+        Each slot holds the result or the exception of that request, so one failure never
+        discards the others.
+        """
+
+        async def run() -> list[ChatResult | BaseException]:
+            sem = asyncio.Semaphore(self.concurrency)
+            async with self.session() as http:
+
+                async def one(messages: Messages) -> ChatResult:
+                    async with sem:
+                        return await self.agenerate(http, messages, **options)
+
+                return await asyncio.gather(*(one(m) for m in requests), return_exceptions=True)
+
+        return asyncio.run(run())
+
+    async def agenerate(
+        self,
+        http: Any,
+        messages: Messages,
+        *,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        top_logprobs: int = 0,
+    ) -> ChatResult:
+        """One chat completion on an open session (:meth:`session`), cached when deterministic."""
+        payload = self.payload(
+            messages, temperature=temperature, max_tokens=max_tokens, top_logprobs=top_logprobs
+        )
+        cache = self.cache if temperature == 0 else None
+        key = request_key({"url": self.base_url, "payload": payload}) if cache is not None else None
+        if cache is not None and key is not None:
+            hit = cache.get(key)
+            if hit is not None:
+                return ChatResult(hit, 0, True)
+        body, attempts = await self._post_with_retries(http, payload)
+        if cache is not None and key is not None:
+            cache.put(key, body)
+        return ChatResult(body, attempts, False)
+
+    async def tokenize_first_piece(self, http: Any, text: str) -> str | None:
+        """The first token piece of ``text`` from a llama.cpp-style ``/tokenize`` (else None)."""
+        import httpx
+
+        try:
+            r = await http.post(
+                f"{self.root_url}/tokenize", json={"content": text, "with_pieces": True}, timeout=10
+            )
+            toks = r.json()["tokens"] if r.status_code == 200 else None
+            piece = toks[0]["piece"] if toks and isinstance(toks[0], dict) else None
+        except (httpx.HTTPError, ValueError, KeyError, TypeError, IndexError):
+            piece = None
+        return str(piece).strip() if piece else None
+
+    # ------------------------------------------------------------------ HTTP
+
+    async def _post_with_retries(
+        self, http: Any, payload: dict[str, Any]
+    ) -> tuple[dict[str, Any], int]:
+        url = f"{self.base_url}/chat/completions"
+        last: Exception | None = None
+        for attempt in range(1, self.max_retries + 2):
+            try:
+                return await self._post_once(http, url, payload), attempt
+            except _Retryable as exc:
+                last = exc
+                retry_after = exc.retry_after
+            if attempt > self.max_retries:
+                break
+            delay = retry_after if retry_after is not None else self.backoff_s * 2 ** (attempt - 1)
+            await asyncio.sleep(min(60.0, delay) * (1 + 0.1 * random.random()))
+        raise RetriesExhausted(f"gave up after {self.max_retries + 1} attempts: {last}")
+
+    async def _post_once(self, http: Any, url: str, payload: dict[str, Any]) -> dict[str, Any]:
+        import httpx
+
+        try:
+            r = await http.post(url, json=payload)
+        except (httpx.TimeoutException, httpx.TransportError) as exc:
+            raise _Retryable(f"{type(exc).__name__}: {exc}") from exc
+        if r.status_code in RETRY_STATUS or r.status_code >= 500:
+            raise _Retryable(
+                f"HTTP {r.status_code}: {r.text[:200]}",
+                _parse_retry_after(r.headers.get("retry-after")),
+            )
+        if r.status_code in FATAL_STATUS:
+            raise ServerConfigError(f"HTTP {r.status_code} from {url}: {r.text[:300]}")
+        if r.status_code >= 400:
+            text = r.text[:500]
+            if self._logprobs_ok and "logprob" in text.lower() and "logprobs" in payload:
+                # Some servers/models refuse logprobs: drop them for the rest of the run.
+                self._logprobs_ok = False
+                payload = {
+                    k: v for k, v in payload.items() if k not in ("logprobs", "top_logprobs")
+                }
+                return await self._post_once(http, url, payload)
+            raise RequestRejected(f"HTTP {r.status_code}: {text}")
+        try:
+            body = r.json()
+            if not isinstance(body, dict) or not body.get("choices"):
+                raise ValueError("no choices in response")
+        except ValueError as exc:
+            raise _Retryable(f"malformed response ({exc}): {r.text[:200]!r}") from exc
+        return body
+
+
+# ----------------------------------------------------------------------------- scoring
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerTokens:
+    """The first token of each answer word as the model generates it (pieces, no whitespace)."""
+
+    speak: str
+    silent: str
+
+
+def answer_probabilities(
+    top: Sequence[Mapping[str, Any]], speak_word: str, silent_word: str, first: AnswerTokens | None
+) -> tuple[float, float, bool]:
+    """(P(first token of answer 1), P(first token of answer 2), whether pieces were ambiguous).
+
+    With known first tokens a candidate counts when its stripped text equals that token. Without
+    them a candidate counts for a word it is a prefix of; a piece that is a prefix of both ("S"
+    for SPEAK/SILENT) is given to the word whose longer prefix does *not* appear, else left out.
+    """
+    probs = [(str(t.get("token", "")).strip(), math.exp(float(t["logprob"]))) for t in top]
+    p_speak = p_silent = 0.0
+    ambiguous = 0.0
+    if first is not None:
+        for tok, p in probs:
+            if tok and tok == first.speak:
+                p_speak += p
+            elif tok and tok == first.silent:
+                p_silent += p
+        return p_speak, p_silent, False
+    sw, lw = speak_word.upper(), silent_word.upper()
+    longer_speak = longer_silent = False
+    for tok, p in probs:
+        u = tok.upper()
+        if not u:
+            continue
+        a, b = sw.startswith(u), lw.startswith(u)
+        if a and b:
+            ambiguous += p
+        elif a:
+            p_speak += p
+            longer_speak = True
+        elif b:
+            p_silent += p
+            longer_silent = True
+    if ambiguous and longer_speak != longer_silent:
+        if longer_speak:
+            p_silent += ambiguous
+        else:
+            p_speak += ambiguous
+        return p_speak, p_silent, False
+    return p_speak, p_silent, ambiguous > 0
+
+
+def token_index_at(tokens: Sequence[Mapping[str, Any]], offset: int) -> int | None:
+    """Index of the generated token covering character ``offset`` of the reply."""
+    pos = 0
+    for i, t in enumerate(tokens):
+        pos += len(str(t.get("token", "")))
+        if pos > offset:
+            return i
+    return None

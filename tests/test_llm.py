@@ -1,0 +1,166 @@
+"""The shared LLM layer: spec parser, OpenAI-compatible client (against a real local HTTP server
+that scripts the replies), and how the MeetingToM backend maps its errors."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from polylogue.errors import PolylogueInputError
+from polylogue.llm.cache import ResponseCache
+from polylogue.llm.openai import (
+    OpenAIClient,
+    RequestRejected,
+    RetriesExhausted,
+    ServerConfigError,
+)
+from polylogue.llm.spec import LLMSpec, parse_llm_spec
+
+OK = {
+    "choices": [{"message": {"role": "assistant", "content": "hello"}, "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+}
+MESSAGES = [{"role": "user", "content": "hi"}]
+
+
+class Scripted:
+    """A chat-completions server answering from a list of (status, body, headers)."""
+
+    def __init__(self) -> None:
+        self.replies: list[tuple[int, Any, dict[str, str]]] = []
+        self.bodies: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+
+        script = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with script.lock:
+                    script.bodies.append(body)
+                    status, reply, headers = (
+                        script.replies.pop(0) if script.replies else (200, OK, {})
+                    )
+                data = reply.encode() if isinstance(reply, str) else json.dumps(reply).encode()
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def server() -> Iterator[Scripted]:
+    s = Scripted()
+    yield s
+    s.httpd.shutdown()
+    s.httpd.server_close()
+
+
+def test_spec_parser() -> None:
+    assert parse_llm_spec("hf:smollm2") == LLMSpec("hf", "smollm2")
+    assert parse_llm_spec("hf:", default_hf="smollm2") == LLMSpec("hf", "smollm2")
+    # The URL has ':' and may have '@' in a path: the model ends at the last '@'.
+    spec = parse_llm_spec("openai:org/model@2@http://h:8000/v1/")
+    assert spec == LLMSpec("openai", "org/model@2", "http://h:8000/v1")
+    assert spec.text == "openai:org/model@2@http://h:8000/v1"
+    for bad in ("hf:", "openai:m", "openai:m@h:8000", "vllm:m"):
+        with pytest.raises(PolylogueInputError):
+            parse_llm_spec(bad)
+
+
+def test_retries_honour_retry_after_then_succeed(server: Scripted) -> None:
+    server.replies = [
+        (429, {"error": "slow"}, {"Retry-After": "0.01"}),
+        (503, {"error": "busy"}, {}),
+        (200, "<html>not json", {}),
+    ]
+    client = OpenAIClient("m", server.url, backoff_s=0.01)
+    result = client.generate(MESSAGES, max_tokens=4)
+    assert result.text == "hello" and result.attempts == 4 and not result.cached
+    assert result.usage == {"prompt_tokens": 3, "completion_tokens": 1}
+
+
+def test_error_classes(server: Scripted) -> None:
+    client = OpenAIClient("m", server.url, max_retries=1, backoff_s=0.01)
+    server.replies = [(413, {"error": "prompt too long"}, {})]
+    with pytest.raises(RequestRejected, match="413"):
+        client.generate(MESSAGES)
+    server.replies = [(401, {"error": "no key"}, {})]
+    with pytest.raises(ServerConfigError, match="401"):
+        client.generate(MESSAGES)
+    server.replies = [(500, "boom", {}), (500, "boom", {})]
+    with pytest.raises(RetriesExhausted, match="2 attempts"):
+        client.generate(MESSAGES)
+
+
+def test_logprobs_dropped_when_refused_and_many_in_order(server: Scripted) -> None:
+    server.replies = [(400, {"error": "logprobs are not supported"}, {})]
+    client = OpenAIClient("m", server.url, concurrency=3)
+    results = client.generate_many([MESSAGES] * 5, top_logprobs=5)
+    assert all(not isinstance(r, BaseException) and r.text == "hello" for r in results)
+    assert "logprobs" in server.bodies[0] and "logprobs" not in server.bodies[-1]
+    assert len(server.bodies) == 6  # the refused request was asked again without logprobs
+
+
+def test_cache_keys_ignore_the_api_key(
+    server: Scripted, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    monkeypatch.setenv("LLM_TEST_KEY", "secret-1")
+    first = OpenAIClient("m", server.url, api_key_env="LLM_TEST_KEY", cache=cache)
+    assert not first.generate(MESSAGES).cached
+    monkeypatch.setenv("LLM_TEST_KEY", "secret-2")
+    again = OpenAIClient("m", server.url, api_key_env="LLM_TEST_KEY", cache=cache)
+    assert again.generate(MESSAGES).cached and len(server.bodies) == 1
+    assert not again.generate(MESSAGES, temperature=0.7).cached  # sampling is never cached
+    assert "secret" not in (tmp_path / "c.sqlite").read_bytes().decode("latin-1")
+    cache.close()
+
+
+def test_tom_backend_maps_client_errors(server: Scripted) -> None:
+    from polylogue.paths import corpus_dir
+    from polylogue.tom.backends import (
+        GenerationError,
+        GenerationRequest,
+        OpenAIChatGenerator,
+        TransientGenerationError,
+    )
+    from polylogue.tom.prompts import build_prompt, parse_variant
+    from polylogue.tom.records import load_benchmark
+    from polylogue.tom.transcript import AmiSessions, transcript_window
+
+    record = next(iter(load_benchmark().all_records()))
+    options = parse_variant("noprompt+utter")
+    window = transcript_window(
+        AmiSessions(corpus_dir("ami")),
+        record.item.session_id,
+        record.item.window,
+        options.transcript_options(),
+    )
+    request = GenerationRequest(build_prompt(record.item, options, window), record.item, window)
+    gen = OpenAIChatGenerator("m", server.url, max_retries=1, backoff_s=0.01)
+    assert gen.generate(request).text == "hello"
+    server.replies = [(400, {"error": "bad image"}, {})]
+    with pytest.raises(GenerationError):  # this record only: recorded, the run goes on
+        gen.generate(request)
+    server.replies = [(404, {"error": "no such model"}, {})]
+    with pytest.raises(TransientGenerationError):  # configuration: stop, resumable
+        gen.generate(request)
+    server.replies = [(502, "down", {}), (502, "down", {})]
+    with pytest.raises(TransientGenerationError):
+        gen.generate(request)
