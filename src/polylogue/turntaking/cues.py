@@ -287,9 +287,9 @@ def _patterns(terms: list[str]) -> _Patterns | None:
         rf"|{alt}\s*\?"  # "Ross?"
         # "Rachel you have to read this", "Okay look, Rachel I know": no comma, but a word
         # that only an addressee can be followed by.
-        rf"|^\W*(?:(?i:{_OPENERS})\W+)*{alt}\s+(?i:{_AFTER_VOCATIVE})(?![\w'])"
+        rf"|(?:^|[.!?]\s+)\W*(?:(?i:{_OPENERS})\W+)*{alt}\s+(?i:{_AFTER_VOCATIVE})(?![\w'])"
         # "Run Phoebe run.", "Go Ross go!": a word repeated around the name.
-        rf"|^\W*(?P<rep>[A-Za-z]+)\s+{alt}\s+(?i:(?P=rep))(?![\w'])"
+        rf"|(?:^|[.!?]\s+)\W*(?P<rep>[A-Za-z]+)\s+{alt}\s+(?i:(?P=rep))(?![\w'])"
     )
     return _Patterns(mention=re.compile(alt), vocative=re.compile(voc))
 

@@ -159,7 +159,7 @@ def utterance_boundaries(conv: Conversation, backchannels: bool = True) -> list[
         # Only the next utterance is known to follow the boundary; the one after it tells
         # whether the previous speaker went on after a backchannel.
         after = list(range(i + 1, min(n, i + 3)))
-        out.append(_outcomes(i, utts[i].end, None, utts, after, after[:1], bc, annotated))
+        out.append(_outcomes(i, None, None, utts, after, after[:1], bc, annotated))
     return out
 
 
