@@ -97,11 +97,12 @@ def test_store_keeps_gold_away_from_annotators(tmp_path: Path, test_items: list[
         ["h1", "h2"],
         adjudicators=["adj"],
     )
-    assert len(store.items(study)) == 8 and study.plan["drawn"] == dict.fromkeys(
-        ("I1", "I2", "S1", "S2"), 2
+    # Benchmark v2: five categories (SA = silent although individually addressed).
+    assert len(store.items(study)) == 10 and study.plan["drawn"] == dict.fromkeys(
+        ("I1", "I2", "S1", "S2", "SA"), 2
     )
     h1 = store.annotator_by_key(keys["h1"])
-    assert h1 is not None and h1.role is Role.ANNOTATOR and len(h1.order) == 8
+    assert h1 is not None and h1.role is Role.ANNOTATOR and len(h1.order) == 10
     assert store.annotator_by_key("nope") is None
     view = store.item_view(h1, 0)
     assert view.gold == {} and view.category == ""
@@ -123,7 +124,7 @@ def test_store_keeps_gold_away_from_annotators(tmp_path: Path, test_items: list[
     h2 = store.annotator_by_key(keys["h2"])
     assert h2 is not None and store.own_answers(h2) == []
     p = store.progress(h1)
-    assert (p.done, p.total, p.next_position) == (1, 8, 1)
+    assert (p.done, p.total, p.next_position) == (1, 10, 1)
     with pytest.raises(StoreError, match="already exists"):
         store.create_study("s1", StudyKind.TURNTAKING, test_items[:2], seed=1, plan={}, source={})
 
