@@ -149,7 +149,7 @@ def test_label_reload_resume_and_revise(study_env: dict[str, Any], browser: Any)
     expect(page.locator(".participant.is-target .badge")).to_have_text("target")
     expect(page.locator(".turn.is-current")).to_have_count(1)
     expect(page.locator(".pause")).to_have_count(1)
-    expect(page.locator(".question .qtext")).to_contain_text("speak now?")
+    expect(page.locator(".question .qtext")).to_contain_text("take the floor now?")
     _shot(page, env, "annotate-item")
 
     _answer(page, "s", 1, total)

@@ -152,14 +152,16 @@ def test_two_writer_processes_lose_nothing(tmp_path: Path, test_items: list[Stud
         proc.join(60)
         assert proc.exitcode == 0
     answers = store.answers(study)
-    assert len(answers) == 2 * 20
+    n_items = len(store.items(study))  # 5 per category; v2 has five categories (with SA)
+    assert n_items == 25
+    assert len(answers) == 2 * n_items
     # Five rounds alternate SILENT/SPEAK: the last one is SILENT, and 4 of 5 writes changed it.
     assert {a.label for a in answers} == {"SILENT"}
     assert {a.revisions for a in answers} == {4}
     with store._connect() as con:
         (logged,) = con.execute("SELECT COUNT(*) FROM answer_log").fetchone()
         (check,) = con.execute("PRAGMA integrity_check").fetchone()
-    assert logged == 2 * 20 * 5 and check == "ok"
+    assert logged == 2 * n_items * 5 and check == "ok"
 
 
 def test_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
@@ -237,11 +239,15 @@ def test_relabel_derives_the_category_from_decision_and_cues(bench: Path) -> Non
         assert relabel(g, g.label) is g  # agreement with the corpus keeps everything
         flipped = relabel(g, Decision.SILENT if g.label is Decision.SPEAK else Decision.SPEAK)
         assert flipped.category.decision is flipped.label
+        # v2: individual address is I1/SA, a group address I2/S1, a reference alone S2.
+        singled_out = g.addressed and not g.group_address
         if flipped.label is Decision.SPEAK:
-            assert flipped.category is (Category.I1 if g.addressed else Category.I2)
+            assert flipped.category is (Category.I1 if singled_out else Category.I2)
+        elif singled_out:
+            assert flipped.category is Category.SA
         else:
-            singled_out = g.addressed and not g.group_address
-            assert flipped.category is (Category.S2 if g.referenced or singled_out else Category.S1)
+            s2 = g.referenced and not g.addressed
+            assert flipped.category is (Category.S2 if s2 else Category.S1)
         assert (flipped.addressed, flipped.referenced, flipped.next_speaker) == (
             g.addressed,
             g.referenced,

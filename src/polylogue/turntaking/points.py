@@ -286,8 +286,15 @@ def relabel(gold: DecisionGold, label: Decision) -> DecisionGold:
         return gold
     category = coarse_category(label, gold.addressed, gold.referenced, not gold.group_address)
     outcome = Outcome.TAKE_FLOOR if label is Decision.SPEAK else Outcome.SILENT
+    # The authors' mapping needs the turn history for a silent target; not kept here.
+    paper = ("I1" if gold.addressed else "I2") if label is Decision.SPEAK else None
     return replace(
-        gold, label=label, category=category, fine_category=category.value, outcome=outcome
+        gold,
+        label=label,
+        category=category,
+        fine_category=category.value,
+        outcome=outcome,
+        paper_category=paper,
     )
 
 
