@@ -16,8 +16,9 @@ Outcomes per listener at a pause (see docs/benchmark.md):
 
 * ``TAKE_FLOOR``: the listener is the first to start speech after the pause that is not a
   backchannel.
-* ``BACKCHANNEL``: the listener's first speech after the pause (before the next pause) is only
-  an acknowledgement and somebody else holds the floor.
+* ``BACKCHANNEL``: the listener's first speech after the pause is only an acknowledgement, it
+  starts before the first stretch of the floor holder after the pause ends (and before the
+  next pause), and somebody else holds the floor.
 * ``SILENT``: anything else.
 
 Backchannels are AMI dialogue acts of type ``bck`` where the corpus annotates dialogue-act
@@ -190,8 +191,14 @@ def _outcomes(
     holder = utts[first_real].speaker if first_real is not None else None
     if holder is not None and holder != current:
         outcomes[holder] = Outcome.TAKE_FLOOR
+    # A backchannel answers this pause only if it starts before the first stretch of the
+    # floor holder ends; later ones acknowledge that new speech, not the pause.
+    deadline = utts[first_real].end if first_real is not None else None
     seen: set[str] = set()
     for j in window:
+        start = utts[j].start
+        if deadline is not None and start is not None and start > deadline:
+            break
         spk = utts[j].speaker
         if spk in seen or spk == current:
             continue
