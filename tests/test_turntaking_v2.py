@@ -251,3 +251,43 @@ def test_paper_protocol_build(ami) -> None:
         assert (p.gold.label is Decision.SPEAK) == (
             conv.utterances[p.index + 1].speaker == p.input.target.id
         )
+
+
+def test_cli_paper_protocol_and_inspect_by_outcome(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from polylogue.cli import app as cli
+
+    runner = CliRunner()
+    out = tmp_path / "paper"
+    r = runner.invoke(
+        cli,
+        ["build", "--corpus", "friends", "--limit-conversations", "60", "--protocol", "paper",
+         "--out", str(out)],
+        catch_exceptions=False,
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["protocol"] == "paper" and manifest["class_ratio"] == "balanced"
+    assert (
+        manifest["options"]["seed"] == 42 and manifest["options"]["points"]["timing"] == "utterance"
+    )
+    assert {r["dataset"] for r in manifest["table1_paper_mapping"]} == {"friends"}
+    default = tmp_path / "default"
+    r = runner.invoke(
+        cli,
+        ["build", "--corpus", "friends", "--limit-conversations", "60", "--out", str(default)],
+        catch_exceptions=False,
+    )
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(
+        cli,
+        ["inspect", str(default), "--split", "train", "--outcome", "backchannel", "-n", "2"],
+        catch_exceptions=False,
+    )
+    assert r.exit_code == 0, r.output
+    assert r.output.count("(BACKCHANNEL)") == 2 and "TAKE_FLOOR" in r.output
+    bad = runner.invoke(
+        cli, ["build", "--corpus", "friends", "--protocol", "nope", "--out", str(out)]
+    )
+    assert bad.exit_code == 2
