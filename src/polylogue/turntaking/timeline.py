@@ -132,16 +132,14 @@ def pause_boundaries(
     out: list[Boundary] = []
     for k, i in enumerate(pauses):
         window_end = pauses[k + 1] + 1 if k + 1 < len(pauses) else n
-        after = start_order[i + 1 :]
-        window = start_order[i + 1 : window_end]
         out.append(
             _outcomes(
                 i,
                 ends[i],
                 suffix_min[i + 1] - ends[i],
                 utts,
-                after,
-                window,
+                start_order,
+                (i + 1, n, window_end),
                 bc,
                 annotated,
             )
@@ -156,11 +154,13 @@ def utterance_boundaries(conv: Conversation, backchannels: bool = True) -> list[
     annotated = has_dialogue_act_types(conv)
     bc = backchannel_candidates(conv, timed=False) if backchannels else [False] * n
     out: list[Boundary] = []
+    order = range(n)
     for i in range(n - 1):
         # Only the next utterance is known to follow the boundary; the one after it tells
         # whether the previous speaker went on after a backchannel.
-        after = list(range(i + 1, min(n, i + 3)))
-        out.append(_outcomes(i, None, None, utts, after, after[:1], bc, annotated))
+        out.append(
+            _outcomes(i, None, None, utts, order, (i + 1, min(n, i + 3), i + 2), bc, annotated)
+        )
     return out
 
 
@@ -169,24 +169,28 @@ def _outcomes(
     time: float | None,
     silence: float | None,
     utts: Sequence[Utterance],
-    after: Sequence[int],
-    window: Sequence[int],
+    order: Sequence[int],
+    span: tuple[int, int, int],
     bc: Sequence[bool],
     annotated: bool,
 ) -> Boundary:
+    """Outcomes at boundary ``i``. ``order[lo:hi]`` is the speech after it in start order and
+    ``order[lo:window_hi]`` the part before the next decision moment (indices, not copies:
+    slicing per boundary would make long transcripts quadratic)."""
+    lo, hi, window_hi = span
     current = utts[i].speaker
-    first_real = next((j for j in after if not bc[j]), None)
-    is_bc = bc
+    first_real = next((order[k] for k in range(lo, hi) if not bc[order[k]]), None)
+    backchannels_count = True
     if (
         not annotated
-        and after
+        and hi > lo
         and (first_real is None or utts[first_real].speaker != current)
-        and bc[after[0]]
+        and bc[order[lo]]
     ):
         # Lexical rule: an acknowledgement only counts as a backchannel when the previous
         # speaker goes on; otherwise the first speech after the pause takes the floor.
-        first_real = after[0]
-        is_bc = [False] * len(bc)
+        first_real = order[lo]
+        backchannels_count = False
     outcomes: dict[str, Outcome] = {}
     holder = utts[first_real].speaker if first_real is not None else None
     if holder is not None and holder != current:
@@ -195,7 +199,8 @@ def _outcomes(
     # floor holder ends; later ones acknowledge that new speech, not the pause.
     deadline = utts[first_real].end if first_real is not None else None
     seen: set[str] = set()
-    for j in window:
+    for k in range(lo, window_hi):
+        j = order[k]
         start = utts[j].start
         if deadline is not None and start is not None and start > deadline:
             break
@@ -203,7 +208,7 @@ def _outcomes(
         if spk in seen or spk == current:
             continue
         seen.add(spk)
-        if spk not in outcomes and is_bc[j]:
+        if spk not in outcomes and backchannels_count and bc[j]:
             outcomes[spk] = Outcome.BACKCHANNEL
     return Boundary(index=i, time=time, silence=silence, outcomes=outcomes, next_speaker=holder)
 
