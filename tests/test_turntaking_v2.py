@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -291,3 +292,29 @@ def test_cli_paper_protocol_and_inspect_by_outcome(tmp_path: Path) -> None:
         cli, ["build", "--corpus", "friends", "--protocol", "nope", "--out", str(out)]
     )
     assert bad.exit_code == 2
+
+
+def test_ami_ipu_pieces_partition_each_act_at_silences() -> None:
+    das = {u.id: u for u in next(read_ami(corpus_dir("ami"), meetings=["IS1006d"])).utterances}
+    pieces = next(read_ami(corpus_dir("ami"), meetings=["IS1006d"], unit="ipu", ipu_gap=0.2))
+    assert pieces.metadata["unit"] == "ipu" and pieces.metadata["ipu_gap_s"] == 0.2
+    by_act: dict[str, list] = {}
+    for u in pieces.utterances:
+        by_act.setdefault((u.id or "").split("+")[0], []).append(u)
+    assert set(by_act) == set(das)
+    split = {k: v for k, v in by_act.items() if len(v) > 1}
+    assert len(split) > 10
+    for act_id, parts in by_act.items():
+        da = das[act_id]
+        parts.sort(key=lambda u: u.start)  # type: ignore[arg-type,return-value]
+        # Same words, same annotation; pieces lie inside the act, separated by >= 0.2 s.
+        assert " ".join(p.text for p in parts).split() == da.text.split()
+        assert all(
+            p.addressees == da.addressees and p.dialogue_act == da.dialogue_act for p in parts
+        )
+        assert parts[0].start == da.start and parts[-1].end == da.end
+        for a, b in itertools.pairwise(parts):
+            assert b.start - a.end >= 0.2 - 1e-9  # type: ignore[operator]
+        assert [p.id for p in parts] == [act_id] + [f"{act_id}+{k}" for k in range(1, len(parts))]
+    with pytest.raises(ValueError, match="ipu_gap"):
+        next(read_ami(corpus_dir("ami"), meetings=["IS1006d"], unit="ipu", ipu_gap=float("nan")))
