@@ -27,11 +27,11 @@ if hasattr(os, "sched_setaffinity"):
 t0 = time.perf_counter()
 from polylogue.corpora import load_corpus
 from polylogue.turntaking.dataset import (
-    BuildOptions, build_benchmark, paper_protocol_options, save_benchmark,
+    BuildOptions, build_benchmark, paper_protocol_options, reader_options, save_benchmark,
 )
 t_import = time.perf_counter()
 paper = sys.argv[3] == "paper"
-opts = {"unit": "da" if paper else "ipu"} if sys.argv[1] == "ami" else {}
+opts = reader_options(sys.argv[1], protocol=sys.argv[3])
 options = paper_protocol_options() if paper else BuildOptions()
 build = build_benchmark(load_corpus(sys.argv[1], **opts), options)
 t_build = time.perf_counter()

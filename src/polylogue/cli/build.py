@@ -90,6 +90,7 @@ def build(
         BuildOptions,
         build_benchmark,
         hash_tree,
+        reader_options,
         save_benchmark,
         stats_markdown,
     )
@@ -97,7 +98,8 @@ def build(
 
     if protocol not in ("default", "paper"):
         raise typer.BadParameter(f"--protocol must be 'default' or 'paper', not {protocol!r}")
-    ami_unit = unit or ("da" if protocol == "paper" else "ipu")
+    paper = protocol == "paper"
+    ami_unit = unit or ("da" if paper else "ipu")
     if ami_unit not in ("ipu", "da", "turn"):
         raise typer.BadParameter(f"--unit must be 'ipu', 'da' or 'turn', not {ami_unit!r}")
 
@@ -115,10 +117,11 @@ def build(
         for name in corpora:
             folder = corpus_dir(READERS[name][1], data_root)
             inputs[name] = {"path": str(folder), "sha256": hash_tree(folder)}
-            opts: dict[str, object] = {}
-            if name == "ami":
-                # Acts are split at the same silence that makes a pause: every pause is a boundary.
-                opts = {"unit": ami_unit, "ipu_gap": gap}
+            # AMI acts are split at the same silence that makes a pause: every pause is a
+            # boundary (reader_options); --unit overrides the unit.
+            opts = reader_options(name, gap, "paper" if paper else "default")
+            if name == "ami" and unit is not None:
+                opts = {"unit": ami_unit, **({"ipu_gap": gap} if ami_unit == "ipu" else {})}
             yield from itertools.islice(load_corpus(name, folder, **opts), limit_conversations)
         if not transcripts:
             return
@@ -136,7 +139,6 @@ def build(
             seen.add(conv.id)
             yield conv
 
-    paper = protocol == "paper"
     options = BuildOptions(
         points=PointOptions(
             timing="utterance" if paper else "auto",

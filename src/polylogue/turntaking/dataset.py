@@ -45,6 +45,7 @@ from polylogue.turntaking.splits import (
     grouped_split,
     stratified_subsample,
 )
+from polylogue.turntaking.timeline import DEFAULT_GAP_S
 from polylogue.turntaking.types import (
     CATEGORIES,
     OUTCOMES,
@@ -92,6 +93,22 @@ class BuildOptions:
     protocol: Protocol = "default"
     #: Addressee-annotated groups (AMI series = teams) each of validation and test must hold.
     min_annotated_groups: int = 2
+
+
+def reader_options(
+    corpus: str, gap: float = DEFAULT_GAP_S, protocol: Protocol = "default"
+) -> dict[str, Any]:
+    """Reader options a benchmark build uses for a shared corpus.
+
+    AMI is read as dialogue acts split at the speaker's own silences of at least ``gap``
+    (``unit="ipu"``), so every pause is a boundary and context is cut at word level; the paper
+    protocol keeps whole dialogue acts. Other readers need no options.
+    """
+    if corpus != "ami":
+        return {}
+    if protocol == "paper":
+        return {"unit": "da"}
+    return {"unit": "ipu", "ipu_gap": gap}
 
 
 def paper_protocol_options(seed: int = 42, **overrides: Any) -> BuildOptions:
