@@ -1,6 +1,6 @@
 """Reports from finished runs, in the layout of the paper's Tables 2, 3 and 5.
 
-Rows are (model, dataset); columns I1, I2, S1, S2, Acc, F1avg, BalAcc (in %), the balanced
+Rows are (model, dataset); columns I1, I2, S1, S2, SA, Acc, F1avg, BalAcc (in %), the balanced
 accuracy's 95% group-bootstrap interval, the unparseable rate and N. With reference runs, each
 value is followed by its change in points against the reference run on the same dataset and
 split, as the paper prints deltas in parentheses. Every table states the class ratio its runs
@@ -36,6 +36,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("I2", "I2"),
     ("S1", "S1"),
     ("S2", "S2"),
+    ("SA", "SA"),  # benchmark v2: silent although individually addressed
     ("accuracy", "Acc"),
     ("f1_avg", "F1avg"),
     ("balanced_accuracy", "BalAcc"),
@@ -79,7 +80,7 @@ class RunSummary:
         return name + (f" ({', '.join(extras)})" if extras else "")
 
     def value(self, key: str) -> float | None:
-        if key in ("I1", "I2", "S1", "S2"):
+        if key in ("I1", "I2", "S1", "S2", "SA"):
             v = (self.metrics.get("per_category") or {}).get(key)
         else:
             v = self.metrics.get(key)
