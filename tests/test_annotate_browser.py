@@ -33,7 +33,8 @@ ARGS = [
     "--disable-sync",
 ]
 DOCS_SHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
-N_PER_CATEGORY = 3  # 12 items: I1, I2, S1, S2 x 3
+N_PER_CATEGORY = 3  # 15 items: I1, I2, S1, S2 and (benchmark v2) SA x 3
+N_CATEGORIES = 5
 
 if not Path(CHROMIUM).exists():
     # scripts/setup.sh installs it; in CI a missing browser is a set-up failure, not a skip.
@@ -71,7 +72,7 @@ def study_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
         source=src.source,
         instructions="Decide whether the highlighted target should take the turn now.",
     )
-    assert sum(report.drawn.values()) == 4 * N_PER_CATEGORY
+    assert sum(report.drawn.values()) == N_CATEGORIES * N_PER_CATEGORY
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -138,7 +139,7 @@ def _order(env: dict[str, Any], annotator: str) -> tuple[str, ...]:
 def test_label_reload_resume_and_revise(study_env: dict[str, Any], browser: Any) -> None:
     env = study_env
     expect = playwright_api.expect
-    total = 4 * N_PER_CATEGORY
+    total = N_CATEGORIES * N_PER_CATEGORY
     ctx = browser.new_context(viewport={"width": 1280, "height": 800})
     page = ctx.new_page()
     page.goto(f"{env['url']}/a/{env['keys']['h1']}")
@@ -149,7 +150,7 @@ def test_label_reload_resume_and_revise(study_env: dict[str, Any], browser: Any)
     expect(page.locator(".participant.is-target .badge")).to_have_text("target")
     expect(page.locator(".turn.is-current")).to_have_count(1)
     expect(page.locator(".pause")).to_have_count(1)
-    expect(page.locator(".question .qtext")).to_contain_text("speak now?")
+    expect(page.locator(".question .qtext")).to_contain_text("take the floor now?")
     _shot(page, env, "annotate-item")
 
     _answer(page, "s", 1, total)
@@ -187,7 +188,7 @@ def test_two_annotators_concurrently_then_adjudicate_and_export(
 ) -> None:
     env = study_env
     expect = playwright_api.expect
-    total = 4 * N_PER_CATEGORY
+    total = N_CATEGORIES * N_PER_CATEGORY
     pages = {}
     for name in ("h1", "h2"):
         ctx = browser.new_context(viewport={"width": 1280, "height": 800})

@@ -24,7 +24,7 @@ from polylogue.cli import app as cli
 from polylogue.paths import corpus_dir
 
 runner = CliRunner()
-TOTAL = 4 * 4  # 4 per category
+TOTAL = 4 * 5  # 4 per category (I1, I2, S1, S2 and, since benchmark v2, SA)
 
 
 @pytest.fixture(scope="module")
@@ -148,23 +148,23 @@ def test_status_and_agreement(answered: dict[str, Any]) -> None:
 
     res = _invoke("status", "--db", str(answered["db"]))
     assert res.exit_code == 0
-    assert "h1: 16/16" in res.stdout and "h3: 15/16" in res.stdout
+    assert f"h1: {TOTAL}/{TOTAL}" in res.stdout and f"h3: {TOTAL - 1}/{TOTAL}" in res.stdout
     out_json = answered["tmp"] / "agreement.json"
     res = _invoke(
         "agreement", "--db", str(answered["db"]), "--study", "friends-h", "--json", str(out_json)
     )
     assert res.exit_code == 0, res.output
     rows = {r["slice"]: r for r in json.loads(out_json.read_text())}
-    assert set(rows) == {"decision/all", "decision/I1", "decision/I2", "decision/S1", "decision/S2"}
+    assert set(rows) == {f"decision/{c}" for c in ("all", "I1", "I2", "S1", "S2", "SA")}
     a = answered["answers"]
     common = sorted(set(a["h1"]) & set(a["h3"]))
     pair = next(p for p in rows["decision/all"]["pairwise"] if (p["a"], p["b"]) == ("h1", "h3"))
-    assert pair["n_items"] == 15
+    assert pair["n_items"] == TOTAL - 1
     assert pair["kappa"] == pytest.approx(
         cohen_kappa_score([a["h1"][i] for i in common], [a["h3"][i] for i in common])
     )
-    assert rows["decision/all"]["fleiss_items"] == 15
-    assert rows["decision/all"]["alpha_items"] == 16
+    assert rows["decision/all"]["fleiss_items"] == TOTAL - 1
+    assert rows["decision/all"]["alpha_items"] == TOTAL
     assert "Fleiss" in res.stdout
 
 
@@ -205,20 +205,21 @@ def test_score_table4_layout_and_model_rows(answered: dict[str, Any], bench: Pat
     )
     assert res.exit_code == 0, res.output
     lines = [ln for ln in md.read_text().splitlines() if ln.startswith("| ")]
-    assert lines[0] == "| Rater | I1 | I2 | S1 | S2 | Acc | F1avg | BalAcc | missing |"
+    assert lines[0] == "| Rater | I1 | I2 | S1 | S2 | SA | Acc | F1avg | BalAcc | missing |"
     rows = {ln.split(" | ")[0][2:]: ln.strip("| ").split(" | ") for ln in lines[1:]}
     assert list(rows) == ["h1", "h2", "h3", "Average", "Majority", "model"]
-    assert rows["h1"][1:8] == ["100.00"] * 7  # follows gold
-    # h2 always says SPEAK: I1 = I2 = 100, S1 = S2 = 0, BalAcc = 50.
-    assert rows["h2"][1:5] == ["100.00", "100.00", "0.00", "0.00"] and rows["h2"][7] == "50.00"
+    assert rows["h1"][1:9] == ["100.00"] * 8  # follows gold
+    # h2 always says SPEAK: I1 = I2 = 100, S1 = S2 = SA = 0, BalAcc = 50.
+    assert rows["h2"][1:6] == ["100.00", "100.00", "0.00", "0.00", "0.00"]
+    assert rows["h2"][8] == "50.00"
     # h3 against the harness's metric functions directly (the missing answer counts as wrong).
     gold, ans = answered["gold"], answered["answers"]["h3"]
     ids = sorted(gold)
     acc = metrics.accuracy([gold[i] for i in ids], [ans.get(i) for i in ids])
-    assert rows["h3"][5] == f"{100 * acc:.2f}" and rows["h3"][8] == "1"
+    assert rows["h3"][6] == f"{100 * acc:.2f}" and rows["h3"][9] == "1"
     # Average is the mean of the annotator rows, as in the paper's Table 4.
-    assert float(rows["Average"][5]) == pytest.approx(
-        (float(rows["h1"][5]) + float(rows["h2"][5]) + float(rows["h3"][5])) / 3, abs=0.01
+    assert float(rows["Average"][6]) == pytest.approx(
+        (float(rows["h1"][6]) + float(rows["h2"][6]) + float(rows["h3"][6])) / 3, abs=0.01
     )
     # The harness's always-speak baseline answers like h2 did, so it scores exactly the same.
     assert rows["model"][1:] == rows["h2"][1:]
@@ -240,7 +241,7 @@ def test_adjudicate_export_answers_and_adjudicated_set(answered: dict[str, Any])
     assert res.exit_code == 0
     with open(csv_path, newline="") as f:
         rows = list(csv.DictReader(f))
-    assert len(rows) == 16 + 16 + 15
+    assert len(rows) == TOTAL + TOTAL + TOTAL - 1
     assert {(r["annotator"], r["item_id"], r["label"]) for r in rows} == {
         (n, i, lab) for n, d in a.items() for i, lab in d.items()
     }

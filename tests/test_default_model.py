@@ -15,7 +15,7 @@ from polylogue.engine.extract import FeatureExtractor
 from polylogue.engine.features import FEATURE_NAMES
 from polylogue.engine.model import DEFAULT_MODEL_DIR, load_model
 from polylogue.models.base import Predictor, load_predictor
-from polylogue.turntaking.points import conversation_points
+from polylogue.turntaking.points import conversation_points, prepare_conversation
 from polylogue.turntaking.types import Decision, DecisionInput, DecisionPoint
 
 pytestmark = pytest.mark.slow
@@ -97,7 +97,8 @@ def test_vocative_to_target_raises_p_speak(predictor: Predictor) -> None:
 def test_engine_streaming_matches_batch_features() -> None:
     """One feature implementation: the live engine and the batch extractor agree exactly."""
     model = load_model()
-    conv = _first_conversation("earnings21")
+    # Points index the prepared conversation (end-ordered where the call is fully timed).
+    conv = prepare_conversation(_first_conversation("earnings21"))
     points = list(itertools.islice(conversation_points(conv), 200))
     batch = FeatureExtractor(model.yield_model, model.relation_model).features(
         [p.input for p in points]

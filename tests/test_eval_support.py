@@ -41,6 +41,17 @@ def test_benchmark_has_real_varied_points(tmp_path: Path) -> None:
     bench = load_benchmark(friends_benchmark(tmp_path / "bench"))
     points = bench.points("test")
     assert len(points) > 200
-    assert {p.gold.category.value for p in points} == {"I1", "I2", "S1", "S2"}
+    # v2 adds SA (silent although individually addressed) next to the paper's four.
+    assert (
+        {"I1", "I2", "S1", "S2"}
+        <= {p.gold.category.value for p in points}
+        <= {
+            "I1",
+            "I2",
+            "S1",
+            "S2",
+            "SA",
+        }
+    )
     assert len({p.group for p in points}) >= 2
     assert all(p.input.context and p.input.current.text.strip() for p in points[:50])

@@ -17,7 +17,8 @@ def categories(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     from polylogue.turntaking.dataset import load_benchmark
 
     folder = tiny_friends(tmp_path_factory.mktemp("bench") / "friends")
-    cats = [p.gold.category.value for p in load_benchmark(folder).points("train")]
+    # As the trainer does: SA (silent although addressed) shares S2's pool (Category.four_way).
+    cats = [p.gold.category.four_way.value for p in load_benchmark(folder).points("train")]
     counts = Counter(cats)
     assert set(counts) == {"I1", "I2", "S1", "S2"}
     assert max(counts.values()) > 10 * min(counts.values())  # a real imbalance to correct

@@ -22,6 +22,7 @@ def test_tiny_friends_has_all_four_categories_in_train(tmp_path: Path) -> None:
     from polylogue.turntaking.dataset import load_benchmark
 
     bench = load_benchmark(tiny_friends(tmp_path / "friends"))
-    counts = Counter(p.gold.category.value for p in bench.points("train"))
+    # The paper's four (SA, silent although addressed, joins S2 for balanced batches).
+    counts = Counter(p.gold.category.four_way.value for p in bench.points("train"))
     assert set(counts) == {"I1", "I2", "S1", "S2"}
     assert bench.points("validation")

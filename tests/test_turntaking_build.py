@@ -31,8 +31,8 @@ from polylogue.turntaking.dataset import (
     load_benchmark,
     save_benchmark,
 )
-from polylogue.turntaking.points import conversation_points
-from polylogue.turntaking.types import Category, Decision
+from polylogue.turntaking.points import conversation_points, prepare_conversation
+from polylogue.turntaking.types import Category, Decision, Outcome
 
 # Meetings of four AMI series; ES2008a and IS1008a carry addressee annotation.
 AMI_MEETINGS = ["ES2008a", "ES2011a", "IS1008a", "TS3005a", "ES2016a"]
@@ -40,7 +40,8 @@ AMI_MEETINGS = ["ES2008a", "ES2011a", "IS1008a", "TS3005a", "ES2016a"]
 
 @pytest.fixture(scope="module")
 def ami_convs() -> list[Conversation]:
-    return list(read_ami(corpus_dir("ami"), meetings=AMI_MEETINGS))
+    # The benchmark's AMI unit: acts split at word gaps, so pauses are cut at word level.
+    return list(read_ami(corpus_dir("ami"), meetings=AMI_MEETINGS, unit="ipu"))
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +50,9 @@ def ami_build(ami_convs):
 
 
 def test_ami_annotated_addressee_gives_i1(ami_convs) -> None:
-    conv = next(c for c in ami_convs if c.id == "IS1008a")
+    # v2: points index the end-ordered conversation; I1 = individually addressed and takes
+    # the floor; a sole addressee who stays silent is SA (was S2); one of a group is S1/I2.
+    conv = prepare_conversation(next(c for c in ami_convs if c.id == "IS1008a"))
     pts = list(conversation_points(conv))
     i1 = [p for p in pts if p.gold.category is Category.I1]
     assert i1, "IS1008a has addressee annotation, so some addressees answer"
@@ -57,19 +60,18 @@ def test_ami_annotated_addressee_gives_i1(ami_convs) -> None:
     assert len(by_annotation) > 10
     for p in i1:
         raw = conv.utterances[p.index]
-        assert conv.utterances[p.index + 1].speaker == p.input.target.id
+        assert p.gold.outcome is Outcome.TAKE_FLOOR
+        assert p.gold.next_speaker == p.input.target.id
         if p.gold.address_evidence == "annotation":
-            assert raw.addressees is not None and p.input.target.id in raw.addressees
+            assert raw.addressees == (p.input.target.id,)
         else:  # e.g. "Industrial designer." addresses C by role
             assert p.gold.address_evidence == "role"
             assert (p.input.target.role or "").lower() in raw.text.lower()
-    # A sole addressee who stays silent is S2; one of an addressed group may be S1.
     silent_addressed = [p for p in pts if p.gold.addressed and p.gold.label is Decision.SILENT]
     sole = [p for p in silent_addressed if len(conv.utterances[p.index].addressees or ()) == 1]
     group = [p for p in silent_addressed if len(conv.utterances[p.index].addressees or ()) > 1]
-    assert sole and all(p.gold.category is Category.S2 for p in sole)
-    assert group and {p.gold.category for p in group} <= {Category.S1, Category.S2}
-    assert any(p.gold.category is Category.S1 for p in group)
+    assert sole and all(p.gold.category is Category.SA for p in sole)
+    assert group and {p.gold.category for p in group} == {Category.S1}
 
 
 def test_ami_single_letter_ids_never_match_articles(ami_convs) -> None:
@@ -82,7 +84,7 @@ def test_ami_single_letter_ids_never_match_articles(ami_convs) -> None:
                 n_with_article += 1
                 assert p.gold.reference_evidence in (None, "role")
             assert p.gold.reference_evidence != "name"
-    assert n_with_article > 100
+    assert n_with_article > 20
 
 
 def test_ami_role_mention_is_referenced_not_addressed(ami_convs) -> None:
@@ -93,9 +95,10 @@ def test_ami_role_mention_is_referenced_not_addressed(ami_convs) -> None:
         if p.gold.reference_evidence == "role"
     ]
     assert hits
-    p = hits[0]
-    role = p.input.target.role
-    assert role and role.lower() in p.input.current.text.lower()
+    for p in hits:
+        # The role name ("marketing expert") or its code ("ME") is in the text.
+        terms = [p.input.target.role or "", *p.input.target.aliases]
+        assert any(t and t.lower() in p.input.current.text.lower() for t in terms)
 
 
 def test_friends_to_note_is_explicit_address() -> None:
@@ -113,11 +116,11 @@ def test_friends_to_note_is_explicit_address() -> None:
         assert p.input.target.id in (raw.addressees or ())
         # The note is a label: it never reaches the model-visible text.
         assert "(to " not in p.input.current.text
-        if p.gold.label is Decision.SPEAK:
-            assert p.gold.category is Category.I1
-        else:  # silent: S2 if singled out, else (one of a group) S1 unless named
-            sole = len(raw.addressees or ()) == 1
-            assert p.gold.category is (Category.S2 if sole or p.gold.referenced else Category.S1)
+        sole = len(raw.addressees or ()) == 1
+        if p.gold.label is Decision.SPEAK:  # v2: a group address is not individual address
+            assert p.gold.category is (Category.I1 if sole else Category.I2)
+        else:  # silent: SA if singled out, else (one of a group) S1
+            assert p.gold.category is (Category.SA if sole else Category.S1)
 
 
 def test_friends_referenced_not_addressed_real_example() -> None:
@@ -172,7 +175,7 @@ def test_earnings_shared_first_name_resolved_by_recency() -> None:
 def test_no_group_in_two_splits_and_determinism(ami_convs, tmp_path: Path) -> None:
     b1 = build_benchmark(ami_convs, BuildOptions(seed=7))
     b2 = build_benchmark(
-        list(read_ami(corpus_dir("ami"), meetings=AMI_MEETINGS)), BuildOptions(seed=7)
+        list(read_ami(corpus_dir("ami"), meetings=AMI_MEETINGS, unit="ipu")), BuildOptions(seed=7)
     )
     split_of: dict[str, set[str]] = {}
     for p in b1.points:
@@ -199,19 +202,28 @@ def test_saved_benchmark_round_trip_and_causality(ami_build, tmp_path: Path) -> 
         conv = convs[p.input.conversation_id]
         assert len(p.input.context) == p.index + 1
         assert p.input.current.text == conv.utterances[p.index].text
-        # Nothing after the pause is visible, and the label agrees with the real next speaker.
-        assert p.gold.next_speaker == conv.utterances[p.index + 1].speaker
-        assert (p.gold.label is Decision.SPEAK) == (p.gold.next_speaker == p.input.target.id)
-        # Model inputs carry no annotation: no addressees, dialogue acts or notes.
+        # Nothing after the pause is visible: all context ends by the pause, everything after
+        # starts at least the gap later. The label is the floor decision of the outcome.
+        pause = p.gold.pause_time
+        assert pause is not None and p.gold.pause_s is not None and p.gold.pause_s >= 0.2 - 1e-6
+        assert all(u.end is not None and u.end <= pause for u in p.input.context)
+        assert all(u.start >= pause + 0.2 - 1e-6 for u in conv.utterances[p.index + 1 :])
+        assert (p.gold.label is Decision.SPEAK) == (p.gold.outcome is Outcome.TAKE_FLOOR)
+        if p.gold.outcome is Outcome.TAKE_FLOOR:
+            assert p.gold.next_speaker == p.input.target.id
+        # Model inputs carry no annotation: no addressees, dialogue acts, notes or ids.
         assert all(
-            u.addressees is None and u.dialogue_act is None and u.note is None
+            u.addressees is None and u.dialogue_act is None and u.note is None and u.id is None
             for u in p.input.context[-5:]
         )
     manifest = bench.manifest
     assert manifest["options"]["seed"] == 7
     assert manifest["table1"][0]["total"] == len(ami_build.points)
-    # Table 1 for all splits + train/validation/test, then the fine 8-way table.
-    assert (folder / "stats.md").read_text().count("| ami |") == 5
+    # Table 1 (ours + the paper mapping) for all splits + train/validation/test, then the
+    # outcome table and the fine 8-way table.
+    assert (folder / "stats.md").read_text().count("| ami |") == 10
+    assert manifest["format_version"] == 2
+    assert manifest["decision_moments"] == dict.fromkeys(AMI_MEETINGS, "pause")
 
 
 def test_balanced_view_and_subsample(ami_build, tmp_path: Path) -> None:
@@ -221,11 +233,11 @@ def test_balanced_view_and_subsample(ami_build, tmp_path: Path) -> None:
     labels = [p.gold.label for p in bal]
     assert labels.count(Decision.SPEAK) == labels.count(Decision.SILENT)
     small = build_benchmark(
-        list(read_ami(corpus_dir("ami"), meetings=AMI_MEETINGS)),
-        BuildOptions(seed=7, max_points={"train": 500}),
+        list(read_ami(corpus_dir("ami"), meetings=AMI_MEETINGS, unit="ipu")),
+        BuildOptions(seed=7, max_points={"train": 300}),
     )
     train = small.split("train")
-    assert len(train) == 500
+    assert len(train) == 300
     full = ami_build.split("train")
     for cat in ("I2", "S1"):
         share_full = sum(p.gold.category.value == cat for p in full) / len(full)

@@ -12,7 +12,7 @@ from polylogue.turntaking.cues import (
     looks_incomplete,
     utterance_cues,
 )
-from polylogue.turntaking.points import conversation_points
+from polylogue.turntaking.points import PointOptions, conversation_points
 from polylogue.turntaking.types import Category, Decision
 
 PEOPLE = (
@@ -116,7 +116,9 @@ def test_points_categories_and_causal_presence() -> None:
         ),
         roster_known=False,
     )
-    pts = {p.point_id: p for p in conversation_points(conv)}
+    # The first utterance has no earlier context: dropped by default (as in the paper).
+    assert "demo:0:B" not in {p.point_id for p in conversation_points(conv)}
+    pts = {p.point_id: p for p in conversation_points(conv, PointOptions(keep_no_context=True))}
     # Bob is addressed at t=0 and answers: I1 (presence established by the vocative).
     assert pts["demo:0:B"].gold.category is Category.I1
     # Will is talked about at t=1 but has not spoken or been addressed: not yet present.

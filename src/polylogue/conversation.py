@@ -24,6 +24,20 @@ from typing import Any
 
 from polylogue.errors import PolylogueInputError
 
+#: First words that make a multi-word name a description ("The Teacher", "Big Bully"), whose
+#: first word is not what anybody is called.
+DESCRIPTOR_WORDS = frozenset(
+    {
+        "the", "a", "an", "another", "her", "his", "my", "our", "their", "some", "big",
+        "little", "old", "older", "young", "younger", "fake", "male", "female", "drunken",
+        "drunk", "other", "first", "second", "third", "new", "tall", "short", "fat", "cute",
+        "stage", "security", "tour", "air", "wedding", "tattoo", "answering", "hypnosis",
+        "gym", "kitchen", "sleep", "health", "party", "blackjack", "bass", "matress",
+        "mattress", "pbs", "museum", "dry", "cooking", "potential", "whole", "head", "aunt",
+        "uncle", "grandma", "grandpa", "cousin",
+    }
+)  # fmt: skip
+
 
 class ConversationFormatError(PolylogueInputError):
     """Raised for malformed transcripts or conversation files; names the file and record."""

@@ -27,6 +27,7 @@ from polylogue.annotate.store import (
     StudyItem,
     StudyKind,
 )
+from polylogue.turntaking.types import CATEGORIES
 
 #: Predictions of one rater (human or model) per item id; ``None`` = no answer.
 Predictions = Mapping[str, str | None]
@@ -143,7 +144,8 @@ def baseline_tables(
         if not asked:
             continue
         if study.kind is StudyKind.TURNTAKING:
-            categories: tuple[str, ...] = ("I1", "I2", "S1", "S2")
+            # The paper's four plus SA (silent although individually addressed; benchmark v2).
+            categories: tuple[str, ...] = tuple(c.value for c in CATEGORIES)
         else:
             categories = tuple(sorted({it.category for it in asked}))
 

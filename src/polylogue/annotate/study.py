@@ -130,7 +130,12 @@ def annotator_order(item_ids: Sequence[str], seed: int, annotator: str) -> list[
 def decision_question(target_name: str) -> Question:
     return Question(
         id=DECISION_QUESTION_ID,
-        text=f"Should {target_name} speak now?",
+        # The floor decision of benchmark v2: a brief acknowledgement while the speaker goes on
+        # ("mm-hmm") is a backchannel, which counts as staying silent.
+        text=(
+            f"Should {target_name} take the floor now? "
+            "(A brief 'mm-hmm' while the speaker goes on counts as SILENT.)"
+        ),
         options=("SPEAK", "SILENT"),
         keys=DECISION_KEYS,
     )
@@ -167,6 +172,7 @@ def turntaking_item(point: DecisionPoint, context_turns: int = DEFAULT_CONTEXT_T
     }
     gold = {
         "answers": {DECISION_QUESTION_ID: point.gold.label.value},
+        "outcome": point.gold.floor_outcome.value,
         "record": point_to_record(point),
     }
     return StudyItem(

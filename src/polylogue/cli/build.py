@@ -39,7 +39,13 @@ def build(
     data_root: Annotated[
         Path | None, typer.Option(help="Folder holding the corpora (default: ../shared/data).")
     ] = None,
-    unit: Annotated[str, typer.Option(help="AMI unit: 'da' (dialogue acts) or 'turn'.")] = "da",
+    unit: Annotated[
+        str | None,
+        typer.Option(
+            help="AMI unit: 'ipu' (acts split at word gaps: pauses cut at word level; default), "
+            "'da' (dialogue acts; the paper protocol's default) or 'turn'."
+        ),
+    ] = None,
     merge_turns: Annotated[
         bool, typer.Option(help="Merge consecutive same-speaker utterances of every corpus.")
     ] = False,
@@ -58,6 +64,23 @@ def build(
         bool,
         typer.Option(help="Keep only conversations with addressee annotation (AMI: 22 meetings)."),
     ] = False,
+    gap: Annotated[
+        float,
+        typer.Option(
+            help="Silence in seconds after speech that makes a pause (timed corpora).", min=0.0
+        ),
+    ] = 0.2,
+    protocol: Annotated[
+        str,
+        typer.Option(
+            help="'default' (real pauses, three outcomes, grouped causal splits) or 'paper' "
+            "(the authors' utterance boundaries, per-sample category-stratified split, 50/50 "
+            "classes; leaks context across splits, for comparison with the paper only)."
+        ),
+    ] = "default",
+    keep_no_context: Annotated[
+        bool, typer.Option(help="Keep points with no earlier context (the paper drops them).")
+    ] = False,
 ) -> None:
     """Build a turn-taking benchmark (decision points, categories, grouped splits)."""
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -68,9 +91,18 @@ def build(
         BuildOptions,
         build_benchmark,
         hash_tree,
+        reader_options,
         save_benchmark,
         stats_markdown,
     )
+    from polylogue.turntaking.points import PointOptions
+
+    if protocol not in ("default", "paper"):
+        raise typer.BadParameter(f"--protocol must be 'default' or 'paper', not {protocol!r}")
+    paper = protocol == "paper"
+    ami_unit = unit or ("da" if paper else "ipu")
+    if ami_unit not in ("ipu", "da", "turn"):
+        raise typer.BadParameter(f"--unit must be 'ipu', 'da' or 'turn', not {ami_unit!r}")
 
     corpora = corpus or []
     transcripts = transcript or []
@@ -86,7 +118,11 @@ def build(
         for name in corpora:
             folder = corpus_dir(READERS[name][1], data_root)
             inputs[name] = {"path": str(folder), "sha256": hash_tree(folder)}
-            opts = {"unit": unit} if name == "ami" else {}
+            # AMI acts are split at the same silence that makes a pause: every pause is a
+            # boundary (reader_options); --unit overrides the unit.
+            opts = reader_options(name, gap, "paper" if paper else "default")
+            if name == "ami" and unit is not None:
+                opts = {"unit": ami_unit, **({"ipu_gap": gap} if ami_unit == "ipu" else {})}
             yield from itertools.islice(load_corpus(name, folder, **opts), limit_conversations)
         if not transcripts:
             return
@@ -105,9 +141,16 @@ def build(
             yield conv
 
     options = BuildOptions(
+        points=PointOptions(
+            timing="utterance" if paper else "auto",
+            gap=gap,
+            backchannels=not paper,
+            keep_no_context=keep_no_context,
+        ),
+        protocol="paper" if paper else "default",
+        seed=42 if paper and seed == 13 else seed,
         merge_turns=merge_turns,
         dedup=not no_dedup,
-        seed=seed,
         max_points={"train": max_train} if max_train else {},
         context_turns=context_turns,
         require_addressee_annotation=annotated_only,
@@ -139,7 +182,11 @@ def inspect(
     folder: Annotated[Path, typer.Argument(help="A benchmark folder.")],
     split: Annotated[str, typer.Option(help="train, validation or test.")] = "test",
     category: Annotated[
-        str | None, typer.Option(help="Only this category (I1, I2, S1, S2).")
+        str | None, typer.Option(help="Only this category (I1, I2, S1, S2, SA).")
+    ] = None,
+    outcome: Annotated[
+        str | None,
+        typer.Option(help="Only this outcome (TAKE_FLOOR, BACKCHANNEL, SILENT)."),
     ] = None,
     n: Annotated[int, typer.Option("-n", help="How many points.")] = 5,
     context: Annotated[int, typer.Option(help="Earlier utterances to show.")] = 8,
@@ -162,6 +209,8 @@ def inspect(
             raise typer.BadParameter(f"no point {point_id!r} in split {split}")
     if category:
         pts = [p for p in pts if p.gold.category.value == category.upper()]
+    if outcome:
+        pts = [p for p in pts if p.gold.floor_outcome.value == outcome.upper()]
     if seed is not None:
         pts = random.Random(seed).sample(pts, min(n, len(pts)))
     out = Console()
@@ -172,10 +221,19 @@ def inspect(
             highlight=False,
         )
         out.print()
+    from collections import Counter
+
+    from polylogue.turntaking.types import CATEGORIES, OUTCOMES
+
     table = Table(title=escape(f"{bench.name}/{split}"))
-    for col in ("points", "I1", "I2", "S1", "S2"):
+    cats = [c.value for c in CATEGORIES]
+    outs = [o.value for o in OUTCOMES]
+    for col in ("points", *cats, *outs):
         table.add_column(col, justify="right")
     allp = bench.points(split)
-    counts = {c: sum(p.gold.category.value == c for p in allp) for c in ("I1", "I2", "S1", "S2")}
-    table.add_row(f"{len(allp):,}", *(f"{counts[c]:,}" for c in ("I1", "I2", "S1", "S2")))
+    by_cat = Counter(p.gold.category.value for p in allp)
+    by_out = Counter(p.gold.floor_outcome.value for p in allp)
+    table.add_row(
+        f"{len(allp):,}", *(f"{by_cat[c]:,}" for c in cats), *(f"{by_out[o]:,}" for o in outs)
+    )
     out.print(table)

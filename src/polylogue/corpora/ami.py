@@ -65,7 +65,13 @@ _MEETING_ID = re.compile(r"^(?P<series>[A-Z]{2}\d{4})(?P<session>[a-z]?)$")
 _DA_FILE = re.compile(r"^(?P<meeting>[^.]+)\.(?P<speaker>[A-Z])\.dialog-act\.xml$")
 _WORDS_FILE = re.compile(r"^(?P<meeting>[^.]+)\.(?P<speaker>[A-Z])\.words\.xml$")
 
-Unit = Literal["da", "turn"]
+Unit = Literal["da", "turn", "ipu"]
+
+#: Default silence (s) between one speaker's words that splits a dialogue act (``unit="ipu"``).
+DEFAULT_IPU_GAP = 0.2
+#: The shortest silence that counts at all (AMI times are in hundredths of a second), so a
+#: gap of 0 means "any measurable silence", not "every touching word boundary".
+MIN_SILENCE_S = 0.005
 
 
 # ----------------------------------------------------------------------------- public types
@@ -414,6 +420,8 @@ def read_ami_topics(folder: str | Path, meeting: str) -> list[AmiTopic]:
 class _Da:
     sort_key: tuple[float, float, str, int]
     utterance: Utterance
+    #: Word-level timing for ``unit="ipu"``: (token, is_punct, start, end) in document order.
+    tokens: tuple[tuple[str, bool, float | None, float | None], ...] = ()
 
 
 def _read_dialogue_acts(
@@ -423,6 +431,7 @@ def _read_dialogue_acts(
     da_types: dict[str, str],
     words: _WordsCache,
     participants: frozenset[str],
+    keep_tokens: bool = False,
 ) -> tuple[list[_Da], int]:
     """One speaker's dialogue acts with words, and the number dropped for having none.
 
@@ -443,6 +452,7 @@ def _read_dialogue_acts(
         punct: list[bool] = []
         starts: list[float] = []
         ends: list[float] = []
+        timed: list[tuple[str, bool, float | None, float | None]] = []
         anchor: float | None = None
         for ref in element_refs(el, path):
             wf, span = words.resolve(ref, path, where)
@@ -457,6 +467,8 @@ def _read_dialogue_acts(
                     starts.append(s)
                 if (e := wf.ends[i]) is not None:
                     ends.append(e)
+                if keep_tokens:
+                    timed.append((wf.texts[i], wf.punct[i], wf.starts[i], wf.ends[i]))
         if not any(has_word(t) and not p for t, p in zip(tokens, punct, strict=True)):
             dropped += 1  # only non-verbal sounds, gaps or punctuation
             continue
@@ -493,8 +505,65 @@ def _read_dialogue_acts(
             note=(el.get("comment") or "").strip() or None,
         )
         key_start = start if start is not None else (anchor or 0.0)
-        out.append(_Da((key_start, end if end is not None else key_start, letter, seq), utt))
+        out.append(
+            _Da((key_start, end if end is not None else key_start, letter, seq), utt, tuple(timed))
+        )
     return out, dropped
+
+
+def split_dialogue_act(da: _Da, gap: float) -> list[_Da]:
+    """Pieces of a dialogue act split wherever its speaker is silent for at least ``gap`` s.
+
+    A pause in the conversation can fall inside a dialogue act (the speaker stops, nobody
+    else speaks, the speaker goes on): splitting at the speaker's own word gaps makes every
+    such pause a boundary between pieces, so context can be cut at word level. Pieces keep the
+    act's addressees, type and note; ids get ``+k`` suffixes (k >= 1) for the second piece on.
+    Punctuation and untimed tokens stay with the preceding word.
+    """
+    u = da.utterance
+    pieces: list[list[tuple[str, bool, float | None, float | None]]] = [[]]
+    last_end: float | None = None
+    for tok in da.tokens:
+        _, punct, start, end = tok
+        if (
+            not punct
+            and start is not None
+            and last_end is not None
+            and start - last_end >= max(gap, MIN_SILENCE_S) - 1e-9
+            and any(not p for _, p, _, _ in pieces[-1])
+        ):
+            pieces.append([])
+        pieces[-1].append(tok)
+        if end is not None and not punct:
+            last_end = end
+    if len(pieces) == 1:
+        return [_Da(da.sort_key, u)]
+    out: list[_Da] = []
+    for k, toks in enumerate(pieces):
+        words_only = [(t, p) for t, p, _, _ in toks]
+        if not any(has_word(t) and not p for t, p in words_only):
+            continue  # a piece of only vocal noise/punctuation carries no speech
+        starts = [s for _, p, s, _ in toks if s is not None and not p]
+        ends = [e for _, p, _, e in toks if e is not None and not p]
+        start = starts[0] if starts else None
+        end = ends[-1] if ends else None
+        piece = Utterance(
+            speaker=u.speaker,
+            text=detokenize([t for t, _ in words_only], [p for _, p in words_only]),
+            start=start,
+            end=end,
+            addressees=u.addressees,
+            dialogue_act=u.dialogue_act,
+            id=u.id if k == 0 else f"{u.id}+{k}",
+            note=u.note,
+        )
+        key_start = start if start is not None else da.sort_key[0]
+        out.append(
+            _Da(
+                (key_start, end if end is not None else key_start, u.speaker, da.sort_key[3]), piece
+            )
+        )
+    return out
 
 
 def _addressees(value: str | None) -> tuple[str, ...] | None:
@@ -512,6 +581,7 @@ def _read_meeting(
     letters: Sequence[str],
     info: AmiMeetingInfo | None,
     da_types: dict[str, str],
+    ipu_gap: float | None = None,
 ) -> Conversation:
     words = _WordsCache(rel)
     das: list[_Da] = []
@@ -519,9 +589,13 @@ def _read_meeting(
     roster = {s.letter: s for s in info.speakers} if info else {}
     agents = frozenset(roster) | frozenset(letters)
     for letter in letters:
-        part, n = _read_dialogue_acts(rel, meeting, letter, da_types, words, agents)
+        part, n = _read_dialogue_acts(
+            rel, meeting, letter, da_types, words, agents, keep_tokens=ipu_gap is not None
+        )
         das.extend(part)
         dropped += n
+    if ipu_gap is not None:
+        das = [piece for d in das for piece in split_dialogue_act(d, ipu_gap)]
     das.sort(key=lambda d: d.sort_key)
     utterances = tuple(d.utterance for d in das)
 
@@ -536,7 +610,7 @@ def _read_meeting(
         for letter in sorted(agents)
     )
     metadata: dict[str, Any] = {
-        "unit": "da",
+        "unit": "da" if ipu_gap is None else "ipu",
         "series": ami_series(meeting),
         "meeting_type": info.meeting_type if info else None,
         "seen_type": info.seen_type if info else None,
@@ -552,6 +626,8 @@ def _read_meeting(
             for s in (info.speakers if info else ())
         },
     }
+    if ipu_gap is not None:
+        metadata["ipu_gap_s"] = ipu_gap
     if unlisted:
         metadata["speakers_not_in_roster"] = unlisted
     return Conversation(
@@ -585,6 +661,7 @@ def read_ami(
     meetings: Iterable[str] | None = None,
     unit: Unit = "da",
     include_unannotated: bool = True,
+    ipu_gap: float = DEFAULT_IPU_GAP,
 ) -> Iterator[Conversation]:
     """Yield one conversation per AMI meeting, in meeting-id order.
 
@@ -595,6 +672,9 @@ def read_ami(
       annotated), ``id`` the ``dact`` id and ``note`` the annotator's comment. Acts of all
       speakers are sorted by (start, end, speaker).
     * ``unit="turn"``: consecutive acts of one speaker merged (:func:`merge_turns`).
+    * ``unit="ipu"``: dialogue acts split at every silence of at least ``ipu_gap`` seconds
+      between the speaker's own words (:func:`split_dialogue_act`); used by the turn-taking
+      benchmark so that a pause inside an act is a boundary and context is cut at word level.
     * Participants are the ``meetings.xml`` roster (``roster_known=True``): ``id`` = agent letter,
       ``role`` = e.g. ``"project manager"`` with the code (``"PM"``) as alias, ``name=None``.
     * ``group`` is the meeting series (``ES2008`` for ES2008a-d), so splits keep series apart.
@@ -603,8 +683,10 @@ def read_ami(
     Raises :class:`ConversationFormatError` for malformed XML or a dangling word reference,
     ``ValueError`` for a requested meeting that this copy does not have.
     """
-    if unit not in ("da", "turn"):
-        raise ValueError(f"unit must be 'da' or 'turn', not {unit!r}")
+    if unit not in ("da", "turn", "ipu"):
+        raise ValueError(f"unit must be 'da', 'turn' or 'ipu', not {unit!r}")
+    if unit == "ipu" and not (ipu_gap >= 0):  # also rejects NaN
+        raise ValueError(f"ipu_gap must be a non-negative number of seconds, not {ipu_gap!r}")
     rel = release_dir(folder)
     files = _speaker_files(rel)
     if isinstance(meetings, str):  # one id, not an iterable of characters
@@ -618,7 +700,14 @@ def read_ami(
     info = ami_meeting_info(rel)
     da_types = ontology_names(rel / "ontologies" / "da-types.xml")
     for meeting in wanted:
-        conv = _read_meeting(rel, meeting, files[meeting], info.get(meeting), da_types)
+        conv = _read_meeting(
+            rel,
+            meeting,
+            files[meeting],
+            info.get(meeting),
+            da_types,
+            ipu_gap=ipu_gap if unit == "ipu" else None,
+        )
         if not include_unannotated and not conv.metadata["addressee_annotated"]:
             continue
         yield merge_turns(conv) if unit == "turn" else conv
@@ -665,5 +754,6 @@ __all__ = [
     "read_ami_topics",
     "read_ami_words",
     "release_dir",
+    "split_dialogue_act",
     "words_to_text",
 ]

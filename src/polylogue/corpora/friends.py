@@ -42,7 +42,13 @@ from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any, Literal
 
-from polylogue.conversation import Conversation, ConversationFormatError, Participant, Utterance
+from polylogue.conversation import (
+    DESCRIPTOR_WORDS,
+    Conversation,
+    ConversationFormatError,
+    Participant,
+    Utterance,
+)
 from polylogue.corpora._text import csv_records, read_text
 
 CORPUS = "friends"
@@ -286,13 +292,15 @@ def split_notes(text: str) -> tuple[str, list[str]]:
 
 
 def display_name(canonical: str) -> str:
-    """What characters call each other: "Ross Geller" -> "Ross"; roles stay whole."""
+    """What characters call each other: "Ross Geller" -> "Ross"; roles and descriptions
+    ("The Teacher", "Big Bully") stay whole."""
     words = canonical.split()
     if len(words) < 2:
         return canonical
     low = [w.lower().strip(".#") for w in words]
     if (
         low[0] in _TITLES
+        or low[0] in DESCRIPTOR_WORDS  # "The Teacher", "Big Bully": a description, not a name
         or any(w in _ROLE_WORDS for w in low)
         or any(ch.isdigit() or ch in "#'" for ch in canonical)
         or not all(w[:1].isupper() for w in words)

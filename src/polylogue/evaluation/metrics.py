@@ -477,3 +477,88 @@ def compute_metrics(
 
 def _nan_to_none(x: float) -> float | None:
     return None if math.isnan(x) else x
+
+
+# ----------------------------------------------------------------------------- three outcomes
+
+#: Gold outcomes at a pause (benchmark v2) and the prediction columns of their confusion.
+OUTCOME_LABELS: tuple[str, ...] = ("TAKE_FLOOR", "BACKCHANNEL", "SILENT")
+OUTCOME_PRED_LABELS: tuple[str, ...] = (*OUTCOME_LABELS, "UNPARSEABLE")
+#: Below this many resampling groups a bootstrap interval is reported with a warning.
+MIN_BOOTSTRAP_GROUPS = 10
+
+
+def _outcome_pred(p: Label | None) -> str:
+    """A binary SPEAK/SILENT answer or a three-way one, as an outcome prediction."""
+    if p is None:
+        return "UNPARSEABLE"
+    s = str(p)
+    if s == "SPEAK":
+        return "TAKE_FLOOR"
+    if s in OUTCOME_LABELS:
+        return s
+    raise ValueError(
+        f"predictions must be SPEAK, SILENT, TAKE_FLOOR, BACKCHANNEL or None, got {p!r}"
+    )
+
+
+def outcome_metrics(outcome: Sequence[str], pred: Sequence[Label | None]) -> dict[str, Any]:
+    """Metrics over the three gold outcomes (TAKE_FLOOR, BACKCHANNEL, SILENT).
+
+    ``pred`` may be binary (SPEAK = TAKE_FLOOR) or three-way. Returns the confusion matrix
+    ``{gold: {pred: n}}``; ``recall`` per outcome (exact: a binary model never predicts
+    BACKCHANNEL, so its BACKCHANNEL recall is 0 and ``three_way`` is False); ``floor_recall``
+    per outcome (the floor decision is right: TAKE_FLOOR taken, BACKCHANNEL/SILENT not taken;
+    unparseable answers are wrong); ``floor_balanced_accuracy`` = mean of the floor recall of
+    TAKE_FLOOR and of the not-taking outcomes pooled (equal to the binary balanced accuracy
+    when the binary label is the floor decision); ``backchannel_floor_take_rate`` = share of
+    BACKCHANNEL points where the model took the floor (an interruption where a "mm-hmm" was
+    all that was due).
+    """
+    _check_lengths(outcome, pred)
+    gold = [str(o) for o in outcome]
+    bad = sorted(set(gold) - set(OUTCOME_LABELS))
+    if bad:
+        raise ValueError(f"gold outcomes must be {', '.join(OUTCOME_LABELS)}, got {bad[0]!r}")
+    preds = [_outcome_pred(p) for p in pred]
+    conf = {g: dict.fromkeys(OUTCOME_PRED_LABELS, 0) for g in OUTCOME_LABELS}
+    for g, p in zip(gold, preds, strict=True):
+        conf[g][p] += 1
+    n_of = {g: sum(conf[g].values()) for g in OUTCOME_LABELS}
+
+    def share(num: int, den: int) -> float | None:
+        return num / den if den else None
+
+    recall = {g: share(conf[g][g], n_of[g]) for g in OUTCOME_LABELS}
+    not_taken = {g: conf[g]["BACKCHANNEL"] + conf[g]["SILENT"] for g in OUTCOME_LABELS}
+    floor_recall = {
+        "TAKE_FLOOR": share(conf["TAKE_FLOOR"]["TAKE_FLOOR"], n_of["TAKE_FLOOR"]),
+        "BACKCHANNEL": share(not_taken["BACKCHANNEL"], n_of["BACKCHANNEL"]),
+        "SILENT": share(not_taken["SILENT"], n_of["SILENT"]),
+    }
+    rest = share(
+        not_taken["BACKCHANNEL"] + not_taken["SILENT"], n_of["BACKCHANNEL"] + n_of["SILENT"]
+    )
+    parts = [v for v in (floor_recall["TAKE_FLOOR"], rest) if v is not None]
+    return {
+        "n": len(gold),
+        "n_per_outcome": n_of,
+        "confusion": conf,
+        "three_way": any(p == "BACKCHANNEL" for p in preds),
+        "recall": recall,
+        "floor_recall": floor_recall,
+        "floor_balanced_accuracy": sum(parts) / len(parts) if parts else None,
+        "backchannel_floor_take_rate": share(
+            conf["BACKCHANNEL"]["TAKE_FLOOR"], n_of["BACKCHANNEL"]
+        ),
+    }
+
+
+def bootstrap_warning(n_groups: int | None) -> str | None:
+    """A warning to print next to a bootstrap interval drawn from too few groups."""
+    if n_groups is None or n_groups >= MIN_BOOTSTRAP_GROUPS:
+        return None
+    return (
+        f"bootstrap over only {n_groups} group{'s' if n_groups != 1 else ''} "
+        f"(< {MIN_BOOTSTRAP_GROUPS}): the interval is unreliable"
+    )

@@ -1,6 +1,6 @@
 """Reports from finished runs, in the layout of the paper's Tables 2, 3 and 5.
 
-Rows are (model, dataset); columns I1, I2, S1, S2, Acc, F1avg, BalAcc (in %), the balanced
+Rows are (model, dataset); columns I1, I2, S1, S2, SA, Acc, F1avg, BalAcc (in %), the balanced
 accuracy's 95% group-bootstrap interval, the unparseable rate and N. With reference runs, each
 value is followed by its change in points against the reference run on the same dataset and
 split, as the paper prints deltas in parentheses. Every table states the class ratio its runs
@@ -23,6 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from polylogue.errors import PolylogueInputError
+from polylogue.evaluation.metrics import (
+    MIN_BOOTSTRAP_GROUPS,
+    OUTCOME_LABELS,
+    OUTCOME_PRED_LABELS,
+    bootstrap_warning,
+    outcome_metrics,
+)
 from polylogue.evaluation.runner import RUN_KIND, metrics_from_records, read_predictions
 
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -30,6 +37,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("I2", "I2"),
     ("S1", "S1"),
     ("S2", "S2"),
+    ("SA", "SA"),  # benchmark v2: silent although individually addressed
     ("accuracy", "Acc"),
     ("f1_avg", "F1avg"),
     ("balanced_accuracy", "BalAcc"),
@@ -73,7 +81,7 @@ class RunSummary:
         return name + (f" ({', '.join(extras)})" if extras else "")
 
     def value(self, key: str) -> float | None:
-        if key in ("I1", "I2", "S1", "S2"):
+        if key in ("I1", "I2", "S1", "S2", "SA"):
             v = (self.metrics.get("per_category") or {}).get(key)
         else:
             v = self.metrics.get(key)
@@ -145,6 +153,7 @@ def table_rows(
             "complete": run.metrics.get("complete", True),
             "unparseable_rate": run.metrics.get("unparseable_rate"),
             "balanced_accuracy_ci95": ci,
+            "bootstrap_groups": (run.metrics.get("bootstrap") or {}).get("n_units"),
             "reference": None if ref is None else ref.label,
         }
         for key, _ in COLUMNS:
@@ -179,7 +188,13 @@ def _row_cells(r: dict[str, Any], with_ratio: bool) -> list[str]:
         d = r[f"delta_{key}"]
         cells.append(_pct(r[key]) + ("" if d is None else f" ({100 * d:+.2f})"))
     ci = r["balanced_accuracy_ci95"]
-    cells.append("–" if not ci else f"{100 * ci[0]:.1f}–{100 * ci[1]:.1f}")
+    few = bootstrap_warning(r.get("bootstrap_groups")) if ci else None
+    cells.append(
+        "–"
+        if not ci
+        else f"{100 * ci[0]:.1f}–{100 * ci[1]:.1f}"
+        + (f" ⚠ {r['bootstrap_groups']} groups" if few else "")
+    )
     cells.append(_pct(r["unparseable_rate"]))
     cells.append(f"{r['n']}" + ("" if r["complete"] else " (partial)"))
     return cells
@@ -200,6 +215,13 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
     ]
     if any(r["reference"] for r in rows):
         notes.append("Parentheses: change in points vs the reference run on the same dataset.")
+    if any(
+        bootstrap_warning(r.get("bootstrap_groups")) for r in rows if r["balanced_accuracy_ci95"]
+    ):
+        notes.append(
+            f"⚠ N groups: the interval resamples fewer than {MIN_BOOTSTRAP_GROUPS} "
+            "meetings/episodes/calls and is unreliable."
+        )
     return "\n".join(lines) + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
 
 
@@ -358,6 +380,9 @@ def write_report(
     md = f"# {title}\n\n" + markdown_table(rows)
     if refs:
         md += "\nReference runs:\n\n" + markdown_table(table_rows(refs))
+    outcomes = outcome_markdown([*runs, *refs])
+    if outcomes:
+        md += "\n" + outcomes
     (out / "report.md").write_text(md, encoding="utf-8")
     write_csv(rows, out / "report.csv")
 
@@ -388,8 +413,89 @@ def write_report(
     page = (
         f'<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
         f"<style>{style}</style></head><body>\n<h1>{html.escape(title)}</h1>"
-        f"{_html_table(rows)}<ul>{notes}</ul>\n{ref_table}\n{figures}\n"
+        f"{_html_table(rows)}<ul>{notes}</ul>\n{ref_table}\n"
+        + (f"<pre>{html.escape(outcomes)}</pre>\n" if outcomes else "")
+        + f"{figures}\n"
         f"<h2>Confusion matrices</h2><div>{confusions}</div></body></html>\n"
     )
     (out / "report.html").write_text(page, encoding="utf-8")
     return [out / "report.md", out / "report.csv", out / "report.html"]
+
+
+# ----------------------------------------------------------------------------- three outcomes
+
+
+def run_outcomes(run: RunSummary) -> dict[str, Any] | None:
+    """Three-outcome metrics of a run (benchmark v2), or None when gold outcomes are unknown.
+
+    Outcomes come from the prediction records when they carry an ``outcome`` field, else from
+    the run's benchmark folder (``manifest.dataset.path``) when its data hash still matches.
+    """
+    path = run.folder / "predictions.jsonl"
+    if not path.is_file():
+        return None
+    records = read_predictions(path)
+    if not records:
+        return None
+    gold: dict[str, str] = {}
+    if all(r.get("outcome") for r in records):
+        gold = {str(r["point_id"]): str(r["outcome"]) for r in records}
+    else:
+        ds = run.manifest.get("dataset") or {}
+        bench_path = ds.get("path")
+        if not bench_path or not (Path(bench_path) / "manifest.json").is_file():
+            return None
+        from polylogue.turntaking.dataset import load_benchmark
+
+        bench = load_benchmark(bench_path)
+        if bench.data_hash != ds.get("data_hash") or bench.manifest.get("format_version", 1) < 2:
+            return None
+        gold = {
+            p.point_id: p.gold.floor_outcome.value
+            for p in bench.points(str(ds.get("split")))
+            if p.gold.outcome is not None
+        }
+    pairs = [
+        (gold[str(r["point_id"])], r.get("decision")) for r in records if str(r["point_id"]) in gold
+    ]
+    if not pairs:
+        return None
+    return outcome_metrics([g for g, _ in pairs], [p for _, p in pairs])
+
+
+def outcome_markdown(runs: Sequence[RunSummary]) -> str:
+    """Per run: confusion of gold outcomes vs predictions, per-outcome and floor recall."""
+    parts: list[str] = []
+    for run in runs:
+        om = run_outcomes(run)
+        if om is None:
+            continue
+        head = ["Gold \\ predicted", *OUTCOME_PRED_LABELS, "Recall", "Floor recall"]
+        lines = [
+            f"### {run.label} — {run.dataset}/{run.split}",
+            "",
+            "| " + " | ".join(head) + " |",
+            "|---|" + "---:|" * (len(head) - 1),
+        ]
+        for g in OUTCOME_LABELS:
+            row = om["confusion"][g]
+            lines.append(
+                f"| {g} | "
+                + " | ".join(f"{row[p]:,}" for p in OUTCOME_PRED_LABELS)
+                + f" | {_pct(om['recall'][g])} | {_pct(om['floor_recall'][g])} |"
+            )
+        lines += [
+            "",
+            f"- Floor-decision BalAcc: {_pct(om['floor_balanced_accuracy'])} "
+            f"(TAKE_FLOOR vs BACKCHANNEL+SILENT); took the floor at "
+            f"{_pct(om['backchannel_floor_take_rate'])}% of BACKCHANNEL points.",
+        ]
+        if not om["three_way"]:
+            lines.append(
+                "- Binary model (SPEAK = TAKE_FLOOR): it never predicts BACKCHANNEL, so that "
+                "recall is 0; its floor recall is what counts."
+            )
+        parts.append("\n".join(lines) + "\n")
+    if not parts:
+        return ""
+    return "## Three outcomes (benchmark v2)\n\n" + "\n".join(parts)

@@ -205,7 +205,8 @@ def build_examples(
 def stratified_subset(
     points: Sequence[DecisionPoint], n: int | None, seed: int
 ) -> list[DecisionPoint]:
-    """At most ``n`` points with the categories' shares kept (every present category >= 1).
+    """At most ``n`` points with the categories' shares kept (every present category >= 1
+    while ``n`` allows; with fewer slots than categories the rarest are left out).
 
     Deterministic for a seed; the original order is kept so runs are reproducible.
     """
@@ -223,6 +224,12 @@ def stratified_subset(
         if quota[biggest] <= 1:
             break
         quota[biggest] -= 1
+    # More categories than n (five since benchmark v2 added SA): keep "at most n" by leaving
+    # out the rarest categories.
+    for c in sorted(quota, key=lambda c: (len(by_cat[c]), c)):
+        if sum(quota.values()) <= n:
+            break
+        quota[c] = 0
     chosen: set[int] = set()
     for c in sorted(by_cat):
         chosen.update(rng.sample(by_cat[c], min(quota[c], len(by_cat[c]))))

@@ -365,6 +365,7 @@ def build_benchmarks(
         BuildOptions,
         build_benchmark,
         load_benchmark,
+        reader_options,
         save_benchmark,
     )
 
@@ -373,7 +374,8 @@ def build_benchmarks(
         folder = work_dir / f"bench-{name}"
         if not (folder / "manifest.json").is_file():
             root = None if data_root is None else data_root / READERS[name][1]
-            convs = load_corpus(name, root)
+            # The benchmark's own reader options (AMI: acts split at word gaps, v2).
+            convs = load_corpus(name, root, **reader_options(name))
             if limit_conversations is not None:
                 convs = itertools.islice(convs, limit_conversations)
             build = build_benchmark(convs, BuildOptions(seed=seed))

@@ -27,10 +27,10 @@ from collections.abc import Iterator, Sequence
 from typing import Literal
 
 from polylogue.errors import PolylogueInputError
-from polylogue.turntaking.types import CATEGORIES
+from polylogue.turntaking.types import PAPER_CATEGORIES
 
 EpochSize = Literal["dataset", "largest"]
-FOUR_WAY: tuple[str, ...] = tuple(c.value for c in CATEGORIES)
+FOUR_WAY: tuple[str, ...] = tuple(c.value for c in PAPER_CATEGORIES)
 
 
 class SamplerError(PolylogueInputError):

@@ -222,7 +222,8 @@ def _trainer_class() -> type:
                 return super().get_train_dataloader()
             data: Any = self.train_dataset  # a datasets.Dataset built by to_hf_dataset
             if self._sampler_kind == "four_way":
-                groups = list(data["category"])
+                # SA (addressed but silent) shares S2's pool: the paper's four-way batches.
+                groups = ["S2" if c == "SA" else c for c in data["category"]]
                 names: tuple[str, ...] = ("I1", "I2", "S1", "S2")
             else:  # "label": SPEAK/SILENT halves
                 groups = ["SPEAK" if c.startswith("I") else "SILENT" for c in data["category"]]

@@ -2,18 +2,24 @@
 
 from polylogue.turntaking.types import (
     CATEGORIES,
+    OUTCOMES,
+    PAPER_CATEGORIES,
     Category,
     Decision,
     DecisionGold,
     DecisionInput,
     DecisionPoint,
+    Outcome,
 )
 
 __all__ = [
     "CATEGORIES",
+    "OUTCOMES",
+    "PAPER_CATEGORIES",
     "Category",
     "Decision",
     "DecisionGold",
     "DecisionInput",
     "DecisionPoint",
+    "Outcome",
 ]

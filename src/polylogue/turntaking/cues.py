@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from polylogue.conversation import Participant, Utterance
+from polylogue.conversation import DESCRIPTOR_WORDS, Participant, Utterance
 
 # Names that are also ordinary words; in lower-cased transcripts they are ambiguous.
 COMMON_WORD_NAMES = frozenset(
@@ -95,6 +95,14 @@ _OPENERS = (
     r"morning|bye|goodbye|great|cool|sure|wait"
 )
 _GREETERS = r"hey|hi|hello|thanks|thank\s+you|bye|goodbye|morning|good\s+morning|welcome|sorry"
+# Words that follow a vocative name said without a comma ("Rachel you have to read this",
+# "Okay look, Rachel I know"). Verbs like "is"/"can" are left out: "Rachel is here" is about
+# Rachel, not to her.
+_AFTER_VOCATIVE = (
+    r"you|you're|you've|you'll|your|I|I'm|I've|I'll|we|we're|let's|please|listen|look|wait|"
+    r"stop|don't|why|what|how|where|when|who|honey|sweetie|come|hold|guess|tell|give|get"
+)
+
 
 FILLER_WORDS = frozenset(
     {
@@ -148,6 +156,31 @@ def is_filler_only(text: str) -> bool:
     )
 
 
+#: Words an acknowledgement may consist of ("mm-hmm", "yeah right", "okay", "I see").
+BACKCHANNEL_WORDS = frozenset(
+    {
+        "yeah", "yes", "yep", "yup", "yea", "right", "okay", "ok", "sure", "alright",
+        "exactly", "true", "really", "wow", "cool", "great", "gotcha", "i", "see", "indeed",
+        "absolutely", "definitely", "totally", "uh-huh", "mm-hmm", "mhm", "aha", "ah-ha",
+    }
+)  # fmt: skip
+#: The longest acknowledgement, in words.
+BACKCHANNEL_MAX_WORDS = 4
+
+
+def is_lexical_backchannel(text: str) -> bool:
+    """Only acknowledgement words and fillers ("Mm-hmm.", "Yeah, right.", "Oh, I see")."""
+    words = [w.strip("-'") for w in _WORD.findall(text.lower())]
+    words = [w for w in words if w]
+    if not words or len(words) > BACKCHANNEL_MAX_WORDS:
+        return False
+    if words in (["i"], ["see"]):
+        return False
+    return all(
+        w in BACKCHANNEL_WORDS or w in FILLER_WORDS or bool(_FILLER_TOKEN.match(w)) for w in words
+    )
+
+
 def is_too_short(text: str, min_chars: int = 3) -> bool:
     """Fewer than ``min_chars`` characters after removing punctuation (the paper's filter)."""
     return len(strip_punctuation(text).replace(" ", "")) < min_chars
@@ -195,8 +228,8 @@ def _name_variants(p: Participant) -> list[str]:
         n = n.strip()
         names.append(n)
         parts = n.split()
-        if len(parts) > 1 and p.name == n:
-            names.append(parts[0])  # first name: "Larry Culp" -> "Larry"
+        if len(parts) > 1 and p.name == n and parts[0].lower().strip(".") not in DESCRIPTOR_WORDS:
+            names.append(parts[0])  # first name: "Larry Culp" -> "Larry"; not "The Teacher"
     out = []
     for n in dict.fromkeys(names):
         if len(n) < 2 or (n == p.id and len(p.id) < 2):
@@ -239,6 +272,11 @@ def _patterns(terms: list[str]) -> _Patterns | None:
         rf"|[,;.!?]\s*{alt}\s*[,!?]"  # "... . Ross, what ..."
         rf"|(?i:{_GREETERS})[\s,]+{alt}(?![\w'])"  # "thanks Ross" / "hi Ross"
         rf"|{alt}\s*\?"  # "Ross?"
+        # "Rachel you have to read this", "Okay look, Rachel I know": no comma, but a word
+        # that only an addressee can be followed by.
+        rf"|(?:^|[.!?]\s+)\W*(?:(?i:{_OPENERS})\W+)*{alt}\s+(?i:{_AFTER_VOCATIVE})(?![\w'])"
+        # "Run Phoebe run.", "Go Ross go!": a word repeated around the name.
+        rf"|(?:^|[.!?]\s+)\W*(?P<rep>[A-Za-z]+)\s+{alt}\s+(?i:(?P=rep))(?![\w'])"
     )
     return _Patterns(mention=re.compile(alt), vocative=re.compile(voc))
 

@@ -6,7 +6,8 @@ A benchmark folder holds::
     conversations.parquet  the conversations points refer to (full annotations, for audit)
     train.parquet/.jsonl   decision points of each split; "input" and "gold" are separate
     validation.*  test.*   columns, so nothing label-bearing sits among the model inputs
-    stats.md, stats.csv    Table-1 counts (total, I1, I2, S1, S2) per corpus and split
+    stats.md, stats.csv    Table-1 counts per corpus and split: our categories (I1, I2, S1,
+                           S2, SA), the authors' four-way mapping, the 8-way scheme, outcomes
 
 Points store their context *by reference* (conversation id + utterance index) because full
 contexts repeated per point would be quadratic in meeting length; :class:`Benchmark` rebuilds
@@ -25,7 +26,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from polylogue.conversation import Conversation, Participant, read_parquet, write_parquet
 from polylogue.conversation import merge_turns as merge_conversation_turns
@@ -36,6 +37,7 @@ from polylogue.turntaking.points import (
     conversation_points,
     model_visible,
     prefix_hashes,
+    prepare_conversation,
 )
 from polylogue.turntaking.splits import (
     SPLITS,
@@ -43,14 +45,20 @@ from polylogue.turntaking.splits import (
     grouped_split,
     stratified_subsample,
 )
+from polylogue.turntaking.timeline import DEFAULT_GAP_S
 from polylogue.turntaking.types import (
     CATEGORIES,
+    OUTCOMES,
+    PAPER_CATEGORIES,
     DecisionGold,
     DecisionInput,
     DecisionPoint,
 )
 
-FORMAT_VERSION = 1
+#: 2: decision points at real pauses, three outcomes, SA, paper_category (issue 11).
+FORMAT_VERSION = 2
+
+Protocol = Literal["default", "paper"]
 
 #: A group counts as addressee-annotated for split stratification when at least this share of
 #: its utterances is annotated (AMI has series with 1-3 stray annotations; they are "plain").
@@ -79,6 +87,39 @@ class BuildOptions:
     #: Keep only conversations with at least one annotated addressee (e.g. the 22 AMI
     #: meetings with addressee annotation, as in the paper's AMI set).
     require_addressee_annotation: bool = False
+    #: "default": grouped, causal splits at natural class ratios. "paper": the authors'
+    #: protocol (per-sample split stratified by their four-way category, 50/50 classes); it
+    #: leaks context across splits and exists only to put numbers next to the paper's.
+    protocol: Protocol = "default"
+    #: Addressee-annotated groups (AMI series = teams) each of validation and test must hold.
+    min_annotated_groups: int = 2
+
+
+def reader_options(
+    corpus: str, gap: float = DEFAULT_GAP_S, protocol: Protocol = "default"
+) -> dict[str, Any]:
+    """Reader options a benchmark build uses for a shared corpus.
+
+    AMI is read as dialogue acts split at the speaker's own silences of at least ``gap``
+    (``unit="ipu"``), so every pause is a boundary and context is cut at word level; the paper
+    protocol keeps whole dialogue acts. Other readers need no options.
+    """
+    if corpus != "ami":
+        return {}
+    if protocol == "paper":
+        return {"unit": "da"}
+    return {"unit": "ipu", "ipu_gap": gap}
+
+
+def paper_protocol_options(seed: int = 42, **overrides: Any) -> BuildOptions:
+    """Build options of the authors' protocol (reference notes D.4/A.5).
+
+    Utterance-boundary decision points with the next-speaker label (no backchannel outcome),
+    exact de-duplication, no-context points dropped, a per-sample 80/10/10 split stratified by
+    their four-way category with seed 42, and 50/50 SPEAK/SILENT classes.
+    """
+    points = PointOptions(timing="utterance", backchannels=False)
+    return BuildOptions(points=points, seed=seed, protocol="paper", **overrides)
 
 
 @dataclass
@@ -117,6 +158,8 @@ def build_benchmark(
         conv_ids.add(conv.id)
         if options.merge_turns:
             conv = merge_conversation_turns(conv)
+        conv = prepare_conversation(conv, options.points)
+        counts[f"decision_moments_{conv.metadata['decision_moments']}"] += 1
         n_annotated = sum(u.addressees is not None for u in conv.utterances)
         if options.require_addressee_annotation and not n_annotated:
             counts["conversations_without_annotation_skipped"] += 1
@@ -141,7 +184,10 @@ def build_benchmark(
     annotated_groups = {
         g for g, (n_ann, n) in annotation.items() if n and n_ann / n >= ANNOTATED_GROUP_MIN_SHARE
     }
-    points = _assign_splits(points, options, annotated_groups)
+    if options.protocol == "paper":
+        points = _paper_splits(points, options)
+    else:
+        points = _assign_splits(points, options, annotated_groups)
     counts["points"] = len(points)
     return BenchmarkBuild(conversations=convs, points=points, options=options, counts=dict(counts))
 
@@ -164,7 +210,12 @@ def _assign_splits(
                 g: ("annotated" if g in annotated_groups else "plain") for g in set(groups)
             }
             assignment = grouped_split(
-                groups, strata, options.fractions, options.seed, group_strata
+                groups,
+                strata,
+                options.fractions,
+                options.seed,
+                group_strata,
+                min_groups={"annotated": options.min_annotated_groups},
             )
         for i in idx:
             split_of[i] = assignment[points[i].group]
@@ -182,58 +233,128 @@ def _assign_splits(
     return out
 
 
+def _paper_splits(points: list[DecisionPoint], options: BuildOptions) -> list[DecisionPoint]:
+    """The authors' protocol: per corpus, 50/50 classes, then a per-sample split stratified by
+    their four-way category (so neighbouring points of one meeting land in every split)."""
+    import random
+
+    out: list[DecisionPoint] = []
+    by_corpus: dict[str, list[DecisionPoint]] = {}
+    for p in points:
+        by_corpus.setdefault(p.input.corpus, []).append(p)
+    for corpus in sorted(by_corpus):
+        pts = by_corpus[corpus]
+        cats = [p.gold.paper_category or p.gold.category.value for p in pts]
+        keep = balanced_indices([p.gold.label.value for p in pts], cats, options.seed)
+        by_cat: dict[str, list[DecisionPoint]] = {}
+        for i in keep:
+            by_cat.setdefault(cats[i], []).append(pts[i])
+        rng = random.Random(options.seed)
+        for cat in sorted(by_cat):
+            members = by_cat[cat]
+            rng.shuffle(members)
+            n_train = int(options.fractions[0] * len(members))
+            n_val = int(options.fractions[1] * len(members))
+            for j, p in enumerate(members):
+                split = "train" if j < n_train else "validation" if j < n_train + n_val else "test"
+                out.append(replace(p, split=split))
+    return out
+
+
 # ----------------------------------------------------------------------------- stats
 
 
-def table1(points: Sequence[DecisionPoint]) -> list[dict[str, Any]]:
-    """Rows in the layout of the paper's Table 1: corpus, Total, I1, I2, S1, S2 (+ SPEAK %)."""
+def table1(points: Sequence[DecisionPoint], scheme: str = "ours") -> list[dict[str, Any]]:
+    """Rows in the layout of the paper's Table 1: corpus, Total, categories (+ SPEAK %).
+
+    ``scheme="ours"``: I1, I2, S1, S2, SA (this benchmark's definitions).
+    ``scheme="paper"``: the authors' released four-way mapping (``gold.paper_category``).
+    """
+    cats = [c.value for c in (CATEGORIES if scheme == "ours" else PAPER_CATEGORIES)]
     rows: list[dict[str, Any]] = []
     by_corpus: dict[str, Counter[str]] = {}
     for p in points:
-        by_corpus.setdefault(p.input.corpus, Counter())[p.gold.category.value] += 1
+        key = p.gold.category.value if scheme == "ours" else _paper_cat(p.gold)
+        by_corpus.setdefault(p.input.corpus, Counter())[key] += 1
     total: Counter[str] = Counter()
     for corpus in sorted(by_corpus):
         c = by_corpus[corpus]
         total.update(c)
-        rows.append(_row(corpus, c))
+        rows.append(_row(corpus, c, cats))
     if len(by_corpus) > 1:
-        rows.append(_row("Total", total))
+        rows.append(_row("Total", total, cats))
     return rows
 
 
-def _row(name: str, c: Counter[str]) -> dict[str, Any]:
+def _paper_cat(g: DecisionGold) -> str:
+    return g.paper_category or g.category.four_way.value
+
+
+def _row(name: str, c: Counter[str], cats: Sequence[str]) -> dict[str, Any]:
     n = sum(c.values())
     speak = c["I1"] + c["I2"]
     return {
         "dataset": name,
         "total": n,
-        **{cat.value: c[cat.value] for cat in CATEGORIES},
+        **{cat: c[cat] for cat in cats},
         "speak_pct": round(100 * speak / n, 2) if n else 0.0,
     }
+
+
+def outcome_table(points: Sequence[DecisionPoint]) -> list[dict[str, Any]]:
+    """Per corpus: points per outcome (TAKE_FLOOR, BACKCHANNEL, SILENT)."""
+    by_corpus: dict[str, Counter[str]] = {}
+    for p in points:
+        by_corpus.setdefault(p.input.corpus, Counter())[p.gold.floor_outcome.value] += 1
+    return [
+        {"dataset": corpus, "total": sum(c.values()), **{o.value: c[o.value] for o in OUTCOMES}}
+        for corpus, c in sorted(by_corpus.items())
+    ]
+
+
+def _markdown_table(rows: list[dict[str, Any]], cats: Sequence[str]) -> list[str]:
+    lines = [
+        "| Dataset | Total | " + " | ".join(cats) + " | SPEAK % |",
+        "|---|---:|" + "---:|" * len(cats) + "---:|",
+    ]
+    for r in rows:
+        cells = " | ".join(f"{r[c]:,}" for c in cats)
+        lines.append(f"| {r['dataset']} | {r['total']:,} | {cells} | {r['speak_pct']:.1f} |")
+    return lines
 
 
 def stats_markdown(points: Sequence[DecisionPoint]) -> str:
     lines = [
         "Decision points per corpus and category (natural class ratios; Table 1 layout).",
+        "SA = silent although individually addressed. 'Paper mapping' = the authors' released",
+        "four-way categories (their S2 includes targets who spoke in the last two turns).",
         "",
     ]
+    ours = [c.value for c in CATEGORIES]
+    paper = [c.value for c in PAPER_CATEGORIES]
     for title, subset in [("All splits", list(points))] + [
         (s, [p for p in points if p.split == s]) for s in SPLITS
     ]:
         if not subset:
             continue
-        lines += [
-            f"### {title}",
-            "",
-            "| Dataset | Total | I1 | I2 | S1 | S2 | SPEAK % |",
-            "|---|---:|---:|---:|---:|---:|---:|",
-        ]
-        for r in table1(subset):
-            lines.append(
-                f"| {r['dataset']} | {r['total']:,} | {r['I1']:,} | {r['I2']:,} | {r['S1']:,} | "
-                f"{r['S2']:,} | {r['speak_pct']:.1f} |"
-            )
+        lines += [f"### {title}", ""]
+        lines += _markdown_table(table1(subset, "ours"), ours)
+        lines += ["", f"Paper mapping, {title.lower()}:", ""]
+        lines += _markdown_table(table1(subset, "paper"), paper)
         lines.append("")
+    lines += [
+        "### Outcomes, all splits (SPEAK = TAKE_FLOOR; a backchannel is SILENT for the floor)",
+        "",
+        "| Dataset | Total | " + " | ".join(o.value for o in OUTCOMES) + " |",
+        "|---|---:|" + "---:|" * len(OUTCOMES),
+    ]
+    for r in outcome_table(points):
+        lines.append(
+            f"| {r['dataset']} | {r['total']:,} | "
+            + " | ".join(f"{r[o.value]:,}" for o in OUTCOMES)
+            + " |"
+        )
+    lines.append("")
     lines += fine_table_markdown(points)
     return "\n".join(lines)
 
@@ -333,6 +454,10 @@ def _points_schema() -> Any:
             ("reference_evidence", pa.string()),
             ("next_speaker", pa.string()),
             ("group_address", pa.bool_()),
+            ("outcome", pa.string()),
+            ("paper_category", pa.string()),
+            ("pause_time", pa.float64()),
+            ("pause_s", pa.float64()),
         ]
     )
     return pa.schema(
@@ -410,7 +535,11 @@ def save_benchmark(
         "counts": {**build.counts, "splits": split_counts},
         "corpora": sorted({c.corpus for c in build.conversations}),
         "table1": stats,
-        "class_ratio": "natural",
+        "table1_paper_mapping": table1(build.points, "paper"),
+        "outcomes": outcome_table(build.points),
+        "protocol": build.options.protocol,
+        "decision_moments": {c.id: c.metadata.get("decision_moments") for c in build.conversations},
+        "class_ratio": "natural" if build.options.protocol == "default" else "balanced",
         "data_hash": data_hash.hexdigest(),
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
@@ -422,22 +551,22 @@ def _write_stats_csv(points: Sequence[DecisionPoint], path: Path) -> None:
 
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
-        w.writerow(["split", "dataset", "total", "I1", "I2", "S1", "S2", "speak_pct"])
-        for split in ("all", *SPLITS):
-            subset = points if split == "all" else [p for p in points if p.split == split]
-            for r in table1(subset):
-                w.writerow(
-                    [
-                        split,
-                        r["dataset"],
-                        r["total"],
-                        r["I1"],
-                        r["I2"],
-                        r["S1"],
-                        r["S2"],
-                        r["speak_pct"],
-                    ]
-                )
+        cats = [c.value for c in CATEGORIES]
+        w.writerow(["scheme", "split", "dataset", "total", *cats, "speak_pct"])
+        for scheme in ("ours", "paper"):
+            for split in ("all", *SPLITS):
+                subset = points if split == "all" else [p for p in points if p.split == split]
+                for r in table1(subset, scheme):
+                    w.writerow(
+                        [
+                            scheme,
+                            split,
+                            r["dataset"],
+                            r["total"],
+                            *(r.get(c, "") for c in cats),
+                            r["speak_pct"],
+                        ]
+                    )
 
 
 def _options_dict(o: BuildOptions) -> dict[str, Any]:
@@ -606,10 +735,11 @@ def render_point(p: DecisionPoint, max_context: int = 8, show_gold: bool = True)
     if show_gold:
         g = p.gold
         ev = g.address_evidence or g.reference_evidence or "-"
+        pause = "" if g.pause_s is None else f"  pause {g.pause_s:.2f} s at {g.pause_time:.2f}"
         lines.append(
-            f"gold: {g.label.value}  category {g.category.value} "
-            f"(fine {g.fine_category}, evidence {ev})"
-            f"  next: {names.get(g.next_speaker or '', g.next_speaker)}"
+            f"gold: {g.label.value} ({g.floor_outcome.value})  category {g.category.value} "
+            f"(paper {_paper_cat(g)}, fine {g.fine_category}, evidence {ev})"
+            f"  next: {names.get(g.next_speaker or '', g.next_speaker)}{pause}"
         )
     return "\n".join(lines)
 

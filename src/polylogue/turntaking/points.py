@@ -1,16 +1,22 @@
 """Decision points from conversations (speak-or-stay-silent §3.1-3.2, done causally).
 
-At every utterance boundary t (after utterance u_t, before u_{t+1}) one point is made for each
-participant present at that moment other than the speaker of u_t. The label is SPEAK iff that
-participant produces u_{t+1}. Context is u_1..u_t exactly as they happened.
+Where a conversation is fully timed, decision points are *real pauses* (see
+:mod:`polylogue.turntaking.timeline`): the end of a stretch of speech after which nobody speaks
+for at least ``PointOptions.gap`` seconds. The conversation is put in end order, so the context
+at a pause (``utterances[:index + 1]``) is exactly what was said by then and its last
+utterance is the speech that just ended. Untimed conversations keep the paper's utterance
+boundaries. At each decision point one point is made for each participant present other than
+the current speaker; the gold outcome is TAKE_FLOOR, BACKCHANNEL or SILENT and the floor
+decision (``label``) is SPEAK iff TAKE_FLOOR.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import overload
+from typing import Literal, overload
 
 from polylogue.conversation import Conversation, Participant, Utterance
 from polylogue.turntaking.cues import (
@@ -22,13 +28,24 @@ from polylogue.turntaking.cues import (
     looks_incomplete,
     utterance_cues,
 )
+from polylogue.turntaking.timeline import (
+    DEFAULT_GAP_S,
+    Boundary,
+    end_ordered,
+    is_timed,
+    pause_boundaries,
+    utterance_boundaries,
+)
 from polylogue.turntaking.types import (
     Category,
     Decision,
     DecisionGold,
     DecisionInput,
     DecisionPoint,
+    Outcome,
 )
+
+Timing = Literal["auto", "pause", "utterance"]
 
 #: Participant role that marks a pseudo-speaker (several people at once); never a target.
 GROUP_ROLE = "group"
@@ -42,9 +59,20 @@ class PointOptions:
     min_chars: int = 3
     #: Drop boundaries whose current utterance is only fillers/backchannels.
     drop_fillers: bool = True
-    #: Look-back (utterances before the current one) for the fine categories I2/S3.
+    #: Look-back (speaker turns before the current one) for the fine categories I2/S3 and
+    #: the paper-compatible S2 ("spoke in the last two turns").
     fine_recent_speak: int = 3
     fine_recent_silent: int = 2
+    #: Decision moments: real pauses ("pause", needs every utterance timed), utterance
+    #: boundaries ("utterance") or pauses where the conversation is fully timed ("auto").
+    timing: Timing = "auto"
+    #: Silence (seconds) after a stretch of speech that makes a pause.
+    gap: float = DEFAULT_GAP_S
+    #: Tell backchannels apart from taking the floor (False: the paper's next-speaker label).
+    backchannels: bool = True
+    #: Keep points whose current utterance is the first of the conversation (the paper drops
+    #: them: no earlier context).
+    keep_no_context: bool = False
 
 
 class ContextView(Sequence[Utterance]):
@@ -84,11 +112,67 @@ class ContextView(Sequence[Utterance]):
 
 
 def model_visible(conv: Conversation) -> tuple[Utterance, ...]:
-    """The conversation as a model may see it: speaker, text and timing only."""
+    """The conversation as a model may see it: speaker, text and timing only.
+
+    No utterance ids (AMI's ``+1`` piece suffixes would reveal that a speaker goes on), and no
+    times unless they are consistent (:func:`visible_times`): a model's timing features must
+    never go negative.
+    """
+    keep_times = visible_times(conv)
     return tuple(
-        Utterance(speaker=u.speaker, text=u.text, start=u.start, end=u.end, id=u.id)
+        Utterance(
+            speaker=u.speaker,
+            text=u.text,
+            start=u.start if keep_times else None,
+            end=u.end if keep_times else None,
+        )
         for u in conv.utterances
     )
+
+
+def visible_times(conv: Conversation) -> bool:
+    """Times are shown to models when no utterance ends before an earlier one did.
+
+    End-ordered (pause-mode) conversations always qualify; an utterance-boundary conversation
+    with overlapping or missing times (AMI dialogue acts, partly aligned Earnings-21 calls)
+    does not, since "time since X spoke" could then be negative or undefined.
+    """
+    last = -math.inf
+    for u in conv.utterances:
+        if u.start is None or u.end is None or u.end < u.start or u.end < last:
+            return False
+        last = u.end
+    return True
+
+
+def timing_mode(conv: Conversation, opts: PointOptions) -> Literal["pause", "utterance"]:
+    if opts.timing == "utterance":
+        return "utterance"
+    if is_timed(conv):
+        return "pause"
+    if opts.timing == "pause":
+        raise ValueError(
+            f"conversation {conv.id} ({conv.source or conv.corpus}): timing='pause' needs a "
+            "start and end time on every utterance"
+        )
+    return "utterance"
+
+
+def prepare_conversation(conv: Conversation, opts: PointOptions | None = None) -> Conversation:
+    """``conv`` as decision points index it: end-ordered when its pauses are used."""
+    opts = opts or PointOptions()
+    mode = timing_mode(conv, opts)
+    if mode == "pause":
+        ordered = end_ordered(conv)
+        return replace(ordered, metadata={**ordered.metadata, "decision_moments": "pause"})
+    return replace(conv, metadata={**conv.metadata, "decision_moments": "utterance"})
+
+
+def decision_boundaries(conv: Conversation, opts: PointOptions) -> list[Boundary]:
+    """Decision moments of a prepared conversation (:func:`prepare_conversation`)."""
+    if conv.metadata.get("decision_moments") == "pause":
+        return pause_boundaries(conv, opts.gap, opts.backchannels)
+    return utterance_boundaries(conv, opts.backchannels)
 
 
 def present_at(
@@ -124,48 +208,74 @@ def fine_category(
     addressed: bool,
     referenced: bool,
     target: str,
-    history_speakers: Sequence[str],
+    recent_turn_speakers: Sequence[str],
     current: Utterance,
     someone_else_addressed: bool,
     opts: PointOptions,
-    singled_out: bool = True,
 ) -> str:
     """The authors' 8-way scheme (reference notes A.4), with sound mention detection.
 
-    SPEAK: I1 addressed; I2 spoke within the last ``fine_recent_speak`` earlier utterances;
-    I3 otherwise. SILENT: S2 referenced or singled out; S4 incomplete current utterance;
-    S3 spoke within the last ``fine_recent_silent`` earlier utterances; S5 someone else
-    explicitly addressed; S1 otherwise.
+    ``addressed`` is the authors' notion: the target is among the addressees (alone or in a
+    group). SPEAK: I1 addressed; I2 spoke within the last ``fine_recent_speak`` turns; I3
+    otherwise. SILENT: S2 referenced and not addressed; S4 incomplete current utterance; S3
+    spoke within the last ``fine_recent_silent`` turns; S5 someone else explicitly addressed;
+    S1 otherwise. ``recent_turn_speakers`` are the speakers of the turns before the current
+    one, oldest first.
     """
     if label is Decision.SPEAK:
         if addressed:
             return "I1"
-        if target in history_speakers[-opts.fine_recent_speak :]:
+        if target in recent_turn_speakers[-opts.fine_recent_speak :]:
             return "I2"
         return "I3"
-    if referenced or (addressed and singled_out):
+    if referenced and not addressed:
         return "S2"
     if looks_incomplete(current.text):
         return "S4"
-    if target in history_speakers[-opts.fine_recent_silent :]:
+    if target in recent_turn_speakers[-opts.fine_recent_silent :]:
         return "S3"
     if someone_else_addressed:
         return "S5"
     return "S1"
 
 
+def paper_category(
+    label: Decision,
+    addressed: bool,
+    referenced: bool,
+    target: str,
+    recent_turn_speakers: Sequence[str],
+    opts: PointOptions,
+) -> str:
+    """The authors' released four-way mapping (reference notes D.4).
+
+    I1 = SPEAK and among the addressees (a group address included); I2 = any other SPEAK;
+    S2 = SILENT and (referenced but not addressed, *or* spoke in the last two turns);
+    S1 = any other SILENT (an addressee who stays silent included).
+    """
+    if label is Decision.SPEAK:
+        return "I1" if addressed else "I2"
+    if (referenced and not addressed) or target in recent_turn_speakers[-opts.fine_recent_silent :]:
+        return "S2"
+    return "S1"
+
+
 def coarse_category(
     label: Decision, addressed: bool, referenced: bool, singled_out: bool = True
 ) -> Category:
-    """The paper's four categories.
+    """The benchmark's categories.
 
-    A target addressed *on their own* who stays silent was referenced in the strongest way, so
-    it is S2. A target addressed only as one of a group (AMI "A,C,D", "(to all)") who stays
-    silent is an audience member: S1 unless also named or role-mentioned.
+    Individual, explicit address gives I1 when the target takes the floor and SA when not. A
+    group address ("A,C,D", "(to all)") is not individual address on either side: I2 when the
+    target takes the floor, S1 when not (S2 if also named). A silent target who is referenced
+    (named, role mentioned) without being addressed is S2.
     """
+    individually = addressed and singled_out
     if label is Decision.SPEAK:
-        return Category.I1 if addressed else Category.I2
-    if referenced or (addressed and singled_out):
+        return Category.I1 if individually else Category.I2
+    if individually:
+        return Category.SA
+    if referenced and not addressed:
         return Category.S2
     return Category.S1
 
@@ -175,7 +285,17 @@ def relabel(gold: DecisionGold, label: Decision) -> DecisionGold:
     if label is gold.label:
         return gold
     category = coarse_category(label, gold.addressed, gold.referenced, not gold.group_address)
-    return replace(gold, label=label, category=category, fine_category=category.value)
+    outcome = Outcome.TAKE_FLOOR if label is Decision.SPEAK else Outcome.SILENT
+    # The authors' mapping needs the turn history for a silent target; not kept here.
+    paper = ("I1" if gold.addressed else "I2") if label is Decision.SPEAK else None
+    return replace(
+        gold,
+        label=label,
+        category=category,
+        fine_category=category.value,
+        outcome=outcome,
+        paper_category=paper,
+    )
 
 
 def boundary_is_decision_point(u: Utterance, opts: PointOptions) -> bool:
@@ -186,11 +306,37 @@ def boundary_is_decision_point(u: Utterance, opts: PointOptions) -> bool:
     return not is_too_short(u.text, opts.min_chars)
 
 
+def _turn_starts(speakers: Sequence[str]) -> list[int]:
+    """For each utterance, the index where its speaker's run (turn) began."""
+    out: list[int] = []
+    for i, spk in enumerate(speakers):
+        out.append(out[i - 1] if i and speakers[i - 1] == spk else i)
+    return out
+
+
+def _recent_turn_speakers(
+    speakers: Sequence[str], turn_start: Sequence[int], index: int, k: int
+) -> list[str]:
+    """Speakers of the ``k`` turns before the one holding utterance ``index``, oldest first."""
+    out: list[str] = []
+    j = turn_start[index] - 1
+    while j >= 0 and len(out) < k:
+        out.append(speakers[j])
+        j = turn_start[j] - 1
+    return out[::-1]
+
+
 def conversation_points(
     conv: Conversation, opts: PointOptions | None = None
 ) -> Iterator[DecisionPoint]:
-    """Yield every decision point of one conversation, in order."""
+    """Yield every decision point of one conversation, in order.
+
+    ``conv`` is prepared first (:func:`prepare_conversation`); the points' ``index`` and
+    context refer to the prepared conversation, which the benchmark folder stores.
+    """
     opts = opts or PointOptions()
+    if conv.metadata.get("decision_moments") is None:
+        conv = prepare_conversation(conv, opts)
     n = len(conv.utterances)
     if n < 2:
         return
@@ -205,8 +351,13 @@ def conversation_points(
     presence = present_at(conv, [c.addressed for c in all_cues])
     by_id: dict[str, Participant] = {p.id: p for p in conv.participants}
     speakers = [u.speaker for u in conv.utterances]
-    for t in range(n - 1):  # the last utterance has no observed "next"
+    turn_start = _turn_starts(speakers)
+    look_back = max(opts.fine_recent_speak, opts.fine_recent_silent)
+    for b in decision_boundaries(conv, opts):
+        t = b.index
         current = conv.utterances[t]
+        if t == 0 and not opts.keep_no_context:
+            continue  # nothing was said before: the paper drops these
         if not boundary_is_decision_point(current, opts):
             continue
         present_ids = presence[t]
@@ -214,35 +365,38 @@ def conversation_points(
         if not targets:
             continue
         cues: UtteranceCues = all_cues[t]
-        someone_addressed = bool(cues.addressed)
-        nxt = speakers[t + 1]
+        singled_out = len(cues.addressed) == 1
         present_participants = tuple(by_id[p] for p in sorted(present_ids))
         context = ContextView(visible, t + 1)
-        history = speakers[max(0, t - max(opts.fine_recent_speak, opts.fine_recent_silent)) : t]
+        recent = _recent_turn_speakers(speakers, turn_start, t, look_back)
         for target in targets:
-            label = Decision.SPEAK if nxt == target else Decision.SILENT
+            outcome = b.outcomes.get(target, Outcome.SILENT)
+            label = outcome.decision
             addressed = target in cues.addressed
             referenced = target in cues.referenced
             gold = DecisionGold(
                 label=label,
-                category=coarse_category(label, addressed, referenced, len(cues.addressed) == 1),
+                category=coarse_category(label, addressed, referenced, singled_out),
                 fine_category=fine_category(
                     label,
                     addressed,
                     referenced,
                     target,
-                    history,
+                    recent,
                     current,
-                    someone_addressed and not addressed,
+                    bool(cues.addressed) and not addressed,
                     opts,
-                    len(cues.addressed) == 1,
                 ),
                 addressed=addressed,
                 referenced=referenced,
                 address_evidence=cues.addressed.get(target),
                 reference_evidence=cues.referenced.get(target),
-                next_speaker=nxt,
-                group_address=addressed and len(cues.addressed) > 1,
+                next_speaker=b.next_speaker,
+                group_address=addressed and not singled_out,
+                outcome=outcome,
+                paper_category=paper_category(label, addressed, referenced, target, recent, opts),
+                pause_time=b.time,
+                pause_s=None if b.silence is None else round(b.silence, 3),
             )
             inp = DecisionInput(
                 point_id=f"{conv.id}:{t}:{target}",

@@ -22,13 +22,16 @@ def grouped_split(
     fractions: tuple[float, float, float] = (0.8, 0.1, 0.1),
     seed: int = 13,
     group_strata: dict[str, str] | None = None,
+    min_groups: dict[str, int] | None = None,
 ) -> dict[str, str]:
     """Assign each group to train/validation/test; returns ``{group: split}``.
 
     Groups are first partitioned by ``group_strata`` (e.g. whether a meeting series carries
     addressee annotation, which is what makes I1 points possible), and each partition is split
     on its own with ``StratifiedGroupKFold`` over the per-point ``strata``, using
-    ``round(1/min(fraction))`` folds. Deterministic for a given seed and input.
+    ``round(1/min(fraction))`` folds. ``min_groups`` asks for at least that many groups of a
+    partition in each of validation and test (AMI: annotated series from two teams each), by
+    using fewer, larger folds. Deterministic for a given seed and input.
     """
     if abs(sum(fractions) - 1.0) > 1e-6:
         raise ValueError(f"split fractions must sum to 1, got {fractions}")
@@ -55,19 +58,30 @@ def grouped_split(
     for key in sorted(partitions):
         idx = partitions[key]
         assignment.update(
-            _split_partition([groups[i] for i in idx], [strata[i] for i in idx], fractions, seed)
+            _split_partition(
+                [groups[i] for i in idx],
+                [strata[i] for i in idx],
+                fractions,
+                seed,
+                (min_groups or {}).get(key, 1),
+            )
         )
     return assignment
 
 
 def _split_partition(
-    groups: Sequence[str], strata: Sequence[str], fractions: tuple[float, float, float], seed: int
+    groups: Sequence[str],
+    strata: Sequence[str],
+    fractions: tuple[float, float, float],
+    seed: int,
+    min_groups: int = 1,
 ) -> dict[str, str]:
     from sklearn.model_selection import StratifiedGroupKFold
 
     n_unique = len(set(groups))
     smallest = min(f for f in fractions if f > 0)
-    n_folds = max(3, min(round(1 / smallest), n_unique))
+    # Each fold should hold >= min_groups groups, while validation and test are one fold each.
+    n_folds = max(3, min(round(1 / smallest), n_unique // max(1, min_groups)))
     n_val = max(1, round(fractions[1] * n_folds)) if fractions[1] > 0 else 0
     n_test = max(1, round(fractions[2] * n_folds)) if fractions[2] > 0 else 0
     g = np.asarray(groups)

@@ -20,20 +20,55 @@ class Decision(StrEnum):
     SILENT = "SILENT"
 
 
-class Category(StrEnum):
-    """The paper's four categories (speak-or-stay-silent §3)."""
+class Outcome(StrEnum):
+    """What a listener did at a pause (three outcomes; see docs/benchmark.md)."""
 
-    I1 = "I1"  # SPEAK, explicitly addressed
-    I2 = "I2"  # SPEAK, not addressed: contextual intervention
-    S1 = "S1"  # SILENT, not referenced
-    S2 = "S2"  # SILENT, referenced (named, role mentioned, talked about) but not addressed
+    TAKE_FLOOR = "TAKE_FLOOR"
+    BACKCHANNEL = "BACKCHANNEL"
+    SILENT = "SILENT"
+
+    @property
+    def decision(self) -> Decision:
+        """The floor decision: only taking the floor is SPEAK (a backchannel is SILENT)."""
+        return Decision.SPEAK if self is Outcome.TAKE_FLOOR else Decision.SILENT
+
+
+OUTCOMES: tuple[Outcome, ...] = (Outcome.TAKE_FLOOR, Outcome.BACKCHANNEL, Outcome.SILENT)
+
+
+class Category(StrEnum):
+    """Benchmark categories: the paper's four (speak-or-stay-silent §3) plus SA.
+
+    I1 and SA are the two sides of individual, explicit address; a group address counts as
+    not individually addressed on both sides (I2 when the target takes the floor, S1 when not).
+    """
+
+    I1 = "I1"  # takes the floor, individually and explicitly addressed
+    I2 = "I2"  # takes the floor, not individually addressed: contextual intervention
+    S1 = "S1"  # silent, not referenced
+    S2 = "S2"  # silent, referenced (named, role mentioned, talked about) but not addressed
+    SA = "SA"  # silent although individually and explicitly addressed
 
     @property
     def decision(self) -> Decision:
         return Decision.SPEAK if self.value.startswith("I") else Decision.SILENT
 
+    @property
+    def four_way(self) -> Category:
+        """The paper's four categories: SA is a silence with the strongest reference (S2)."""
+        return Category.S2 if self is Category.SA else self
 
-CATEGORIES: tuple[Category, ...] = (Category.I1, Category.I2, Category.S1, Category.S2)
+
+#: Every category a point can have (per-category metrics, Table 1).
+CATEGORIES: tuple[Category, ...] = (
+    Category.I1,
+    Category.I2,
+    Category.S1,
+    Category.S2,
+    Category.SA,
+)
+#: The paper's four (balanced training batches, paper-protocol builds).
+PAPER_CATEGORIES: tuple[Category, ...] = (Category.I1, Category.I2, Category.S1, Category.S2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +130,12 @@ class DecisionInput:
 
 @dataclass(frozen=True, slots=True)
 class DecisionGold:
-    """Label-bearing fields. Never shown to a model."""
+    """Label-bearing fields. Never shown to a model.
+
+    ``label`` is the floor decision (SPEAK iff ``outcome`` is TAKE_FLOOR). ``paper_category``
+    is the authors' released four-way mapping (reference notes D.4: their S2 also holds
+    targets who spoke in the last two turns), kept so Table 1 can be compared side by side.
+    """
 
     label: Decision
     category: Category
@@ -110,6 +150,20 @@ class DecisionGold:
     next_speaker: str | None
     #: Addressed together with others (a group address) rather than singled out.
     group_address: bool = False
+    #: Three outcomes (v2); builds before v2 only knew SPEAK/SILENT.
+    outcome: Outcome | None = None
+    #: The authors' four-way category (I1/I2/S1/S2 as in their released data).
+    paper_category: str | None = None
+    #: The pause: when it began (s, None untimed) and how long nobody spoke (None untimed).
+    pause_time: float | None = None
+    pause_s: float | None = None
+
+    @property
+    def floor_outcome(self) -> Outcome:
+        """``outcome``, or the label's outcome for builds without one."""
+        if self.outcome is not None:
+            return self.outcome
+        return Outcome.TAKE_FLOOR if self.label is Decision.SPEAK else Outcome.SILENT
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -122,6 +176,10 @@ class DecisionGold:
             "reference_evidence": self.reference_evidence,
             "next_speaker": self.next_speaker,
             "group_address": self.group_address,
+            "outcome": None if self.outcome is None else self.outcome.value,
+            "paper_category": self.paper_category,
+            "pause_time": self.pause_time,
+            "pause_s": self.pause_s,
         }
 
     @classmethod
@@ -136,7 +194,15 @@ class DecisionGold:
             reference_evidence=d.get("reference_evidence"),
             next_speaker=d.get("next_speaker"),
             group_address=bool(d.get("group_address", False)),
+            outcome=Outcome(d["outcome"]) if d.get("outcome") else None,
+            paper_category=d.get("paper_category"),
+            pause_time=_opt(d.get("pause_time")),
+            pause_s=_opt(d.get("pause_s")),
         )
+
+
+def _opt(v: Any) -> float | None:
+    return None if v is None else float(v)
 
 
 @dataclass(frozen=True, slots=True)
