@@ -252,6 +252,11 @@ class LiveConversation:
         return _Agent(spec, spec, provisional=True)
 
     def _register(self, people: Iterable[Participant]) -> None:
+        people = list(people)
+        if self.agent.provisional and any(p.id == self.agent.pid for p in people):
+            # The placeholder's own id arrives with a real description: take that one.
+            self._drop_placeholder()
+            self.agent.provisional = False
         new = [p for p in people if p.id not in self.engine.participants]
         if not new:
             return
@@ -261,15 +266,18 @@ class LiveConversation:
             if len(hits) == 1:
                 # The agent's real participant has arrived: drop the placeholder (it never
                 # spoke, so nothing but its name was recorded) and decide for the real one.
-                placeholder = self.engine.participants[self.agent.pid]
-                self.engine.state.unregister(placeholder.id)
-                self.names.remove(placeholder)
-                self.present.pop(placeholder.id, None)
+                self._drop_placeholder()
                 self.agent.pid = hits[0].id
                 self.agent.provisional = False
         self.engine.add_participants(new)
         for p in new:
             self.names.add(p)
+
+    def _drop_placeholder(self) -> None:
+        placeholder = self.engine.participants[self.agent.pid]
+        self.engine.state.unregister(placeholder.id)
+        self.names.remove(placeholder)
+        self.present.pop(placeholder.id, None)
 
     # ----------------------------------------------------------------- events
 
@@ -339,6 +347,8 @@ class LiveConversation:
         if u.start is not None and u.end is not None and u.end < u.start:
             raise EventError(f"utterance ends ({u.end}) before it starts ({u.start})")
         pid = self.speaker_id(u.speaker)
+        if pid == self.agent.pid:
+            self.agent.provisional = False  # the agent's name is now a speaker's
         u = replace(u, speaker=pid, addressees=None)
         self.interim.pop(pid, None)
         self._tick(u.end if u.end is not None else u.start)
