@@ -22,6 +22,7 @@ app = typer.Typer(
 _COMMAND_MODULES: tuple[str, ...] = (
     "polylogue.cli.build",
     "polylogue.cli.decide",
+    "polylogue.cli.serve",
     "polylogue.cli.eval",
     "polylogue.cli.train",
     "polylogue.cli.tom",
