@@ -34,6 +34,9 @@ def serve(
         float, typer.Option(help="Seconds before an idle session expires.")
     ] = 1800.0,
     max_sessions: Annotated[int, typer.Option(help="Most sessions held at once.")] = 10_000,
+    sweep_interval: Annotated[
+        float, typer.Option(help="Seconds between sweeps for idle sessions.")
+    ] = 30.0,
 ) -> None:
     """Serve turn-taking decisions to live agents over WebSocket and HTTP."""
     try:
@@ -54,7 +57,9 @@ def serve(
 
         asyncio.run(store.ping())  # fail now, with the URL, not at the first event
         store = open_store(state, idle_ttl)  # a fresh client bound to uvicorn's loop
-    app = create_app(store, token=token, idle_s=idle_ttl, max_sessions=max_sessions)
+    app = create_app(
+        store, token=token, idle_s=idle_ttl, max_sessions=max_sessions, sweep_s=sweep_interval
+    )
     typer.echo(f"polylogue serve on http://{host}:{port} (state: {state or 'sqlite default'})")
     uvicorn.run(app, host=host, port=port, log_level="warning", ws_max_size=256 * 1024)
     os.environ.pop("POLYLOGUE_SERVE_TOKEN", None)

@@ -408,6 +408,8 @@ def create_app(
         return PlainTextResponse(metrics.render(), media_type="text/plain; version=0.0.4")
 
     async def stream(ws: WebSocket) -> None:
+        # Accept first so a refused client is told why (close code 4401/4404 and a reason).
+        await ws.accept()
         if not authorised(ws.headers, ws.query_params):
             await ws.close(code=4401, reason="missing or wrong token")
             return
@@ -417,7 +419,6 @@ def create_app(
         except SessionNotFound as e:
             await ws.close(code=4404, reason=str(e)[:120])
             return
-        await ws.accept()
         metrics.sockets.inc()
         try:
             while True:
@@ -428,6 +429,7 @@ def create_app(
                 try:
                     raw = json.loads(msg)
                 except (json.JSONDecodeError, RecursionError) as e:
+                    metrics.errors.inc(kind="NotJSON")
                     await ws.send_json({"ok": False, "seq": None, "error": f"not JSON: {e}"})
                     continue
                 await ws.send_json(await sessions.apply(sid, raw))
