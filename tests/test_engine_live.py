@@ -236,7 +236,9 @@ def test_stream_resolves_first_name_like_full_name(friends: Conversation) -> Non
             text=True,
             check=True,
         )
-        runs[who] = [(j["decision"], j["p_speak"]) for j in map(json.loads, r.stdout.split("\n")[:-1])]
+        runs[who] = [
+            (j["decision"], j["p_speak"]) for j in map(json.loads, r.stdout.split("\n")[:-1])
+        ]
         assert "warning" not in r.stderr
     assert runs[full] == runs[first]
     assert any(d == "SPEAK" for d, _ in runs[first])
@@ -256,6 +258,10 @@ def test_stream_warns_once_for_an_absent_agent(friends: Conversation) -> None:
 # ----------------------------------------------------------------------------- barge-in model
 
 
+def _barge(o):  # type: ignore[no-untyped-def]
+    return load_barge_in_model().decide(o.text, o.speaking_s)
+
+
 def test_barge_in_model_beats_baselines_on_held_out_ami(data_root) -> None:
     root = data_root / "ami" / "ami_public_manual_1.6.2"
     held = [m for m in ami_meetings(root) if held_out_meeting(m)][:6]
@@ -264,10 +270,11 @@ def test_barge_in_model_beats_baselines_on_held_out_ami(data_root) -> None:
     model = load_barge_in_model()
     assert not set(held) - set(model.metadata["held_out_meetings"])  # never trained on
     y = [o.yielded for o in overlaps]
-    acc = sum(model.decide(o.text, o.speaking_s).yield_floor == t for o, t in zip(overlaps, y))
-    any_speech = sum(y)
-    lexical = sum(
-        (not lexical_backchannel(interjection_words(o.text))) == t for o, t in zip(overlaps, y)
-    )
-    assert acc > any_speech and acc > lexical * 0.97
+    model_right = [m.yield_floor == t for m, t in zip(map(_barge, overlaps), y, strict=True)]
+    lexical_right = [
+        (not lexical_backchannel(interjection_words(o.text))) == t
+        for o, t in zip(overlaps, y, strict=True)
+    ]
+    # Better than yielding on any speech and than the lexical backchannel list.
+    assert sum(model_right) > sum(y) and sum(model_right) > sum(lexical_right)
     assert 0.05 < sum(y) / len(y) < 0.8  # real overlaps: both outcomes occur

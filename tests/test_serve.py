@@ -29,8 +29,14 @@ def ami() -> Conversation:
 
 def _events(conv: Conversation, a: int, b: int) -> list[dict]:
     return [
-        {"type": "utterance", "seq": i, "speaker": u.speaker, "text": u.text,
-         "start": u.start, "end": u.end}
+        {
+            "type": "utterance",
+            "seq": i,
+            "speaker": u.speaker,
+            "text": u.text,
+            "start": u.start,
+            "end": u.end,
+        }
         for i, u in enumerate(conv.utterances[a:b], start=a)
     ]
 
@@ -75,12 +81,14 @@ def test_stream_protocol_matches_the_engine_and_survives_bad_input(
         bad = [
             "{not json",
             json.dumps({"type": "dance", "seq": -1}),
-            json.dumps({"type": "utterance", "seq": -2, "speaker": "A", "text": "x",
-                        "start": float("nan")}).replace("NaN", "1e999"),
+            json.dumps(
+                {"type": "utterance", "seq": -2, "speaker": "A", "text": "x", "start": float("nan")}
+            ).replace("NaN", "1e999"),
             json.dumps({"type": "utterance", "seq": -3, "speaker": "A", "text": "hi", "x": 1}),
             json.dumps({"type": "utterance", "seq": -4, "speaker": "A", "text": "w" * 20_000}),
-            json.dumps({"type": "utterance", "seq": -5, "speaker": "A", "text": "so the",
-                        "final": False}),
+            json.dumps(
+                {"type": "utterance", "seq": -5, "speaker": "A", "text": "so the", "final": False}
+            ),
         ]
         ws_url = url.replace("http", "ws") + f"/v1/sessions/{sid}/stream"
         results = []
