@@ -12,7 +12,9 @@ is replaced by an ``LLMMessagesAppendFrame(run_llm=False)`` carrying ``"speaker:
 the words still enter the LLM context but no reply is generated. Interim transcriptions pass
 through untouched and never change polylogue's state; while the bot speaks they produce a
 barge-in decision (yield / continue). ``BotStartedSpeakingFrame``/``BotStoppedSpeakingFrame``
-keep track of the agent's own speech. Decisions are reported through the ``on_decision`` and
+keep track of the agent's own speech; to let polylogue hear the agent's words too, put
+``gate.agent_speech_tap()`` after the TTS service (it collects ``TTSTextFrame`` text and hands
+it over when the bot stops speaking). Decisions are reported through the ``on_decision`` and
 ``on_barge_in`` event handlers.
 """
 
@@ -28,6 +30,7 @@ from pipecat.frames.frames import (
     InterimTranscriptionFrame,
     LLMMessagesAppendFrame,
     TranscriptionFrame,
+    TTSTextFrame,
 )
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
@@ -75,4 +78,26 @@ class PolylogueGate(FrameProcessor):
                 message: Any = {"role": "user", "content": f"{speaker}: {frame.text}"}
                 await self.push_frame(LLMMessagesAppendFrame([message], run_llm=False), direction)
                 return
+        await self.push_frame(frame, direction)
+
+    def agent_speech_tap(self) -> AgentSpeechTap:
+        """A processor for after the TTS: tells the gate what the agent said."""
+        return AgentSpeechTap(self)
+
+
+class AgentSpeechTap(FrameProcessor):
+    """Collects the agent's spoken text (``TTSTextFrame``) and observes it when the bot stops."""
+
+    def __init__(self, gate: PolylogueGate, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.gate = gate
+        self._words: list[str] = []
+
+    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
+        await super().process_frame(frame, direction)
+        if isinstance(frame, TTSTextFrame) and direction == FrameDirection.DOWNSTREAM:
+            self._words.append(frame.text)
+        elif isinstance(frame, BotStoppedSpeakingFrame) and self._words:
+            self.gate.live.agent_speech(False, text=" ".join(self._words))
+            self._words.clear()
         await self.push_frame(frame, direction)

@@ -63,6 +63,7 @@ def _file_steps(
     live = LiveConversation.start(
         who, conv.participants, engine=engine, roster_known=conv.roster_known
     )
+    live.explain = True
     if live.agent.provisional:
         names = ", ".join(p.display_name for p in conv.participants)
         raise typer.BadParameter(
@@ -91,7 +92,7 @@ def _stdin_steps(
     from polylogue.engine.live import EventError, LiveConversation
 
     engine = TurnTakingEngine.load(model_dir=model_dir, threshold=engine_threshold)
-    live = LiveConversation(engine=engine, agent_name=who, strict_roster=True)
+    live = LiveConversation(engine=engine, agent_name=who, strict_roster=True, explain=True)
 
     def steps() -> Iterator[_Step]:
         index = 0

@@ -199,6 +199,9 @@ class LiveConversation:
     point_options: PointOptions = field(default_factory=PointOptions)
     #: With a known roster, is an unknown speaker an error (True) or a newcomer (False)?
     strict_roster: bool = False
+    #: Also compute the top feature contributions of each decision (costs about as much as
+    #: the decision itself; the CLI shows them, a live service usually does not need them).
+    explain: bool = False
 
     def __post_init__(self) -> None:
         self.names = NameBook()
@@ -378,7 +381,7 @@ class LiveConversation:
             if self.roster_known
             else [*self.engine.state.utt_count, self.agent.pid]
         )
-        d = self.engine.decide(self.agent.pid, present=present, explain=True)
+        d = self.engine.decide(self.agent.pid, present=present, explain=self.explain)
         pol = self.policy
         base = self.engine.threshold if pol.threshold is None else pol.threshold
         thr = {
@@ -489,6 +492,7 @@ class LiveConversation:
             "present": list(self.present),
             "roster_known": self.roster_known,
             "strict_roster": self.strict_roster,
+            "explain": self.explain,
             "warned": self._warned,
             "interim": self.interim,
             "clock": self.clock,
@@ -511,6 +515,7 @@ class LiveConversation:
         live.barge_in_model = load_barge_in_model()
         live.point_options = PointOptions()
         live.strict_roster = bool(d.get("strict_roster", False))
+        live.explain = bool(d.get("explain", False))
         live.names = NameBook()
         for p in engine.participants.values():
             live.names.add(p)
