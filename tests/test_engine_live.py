@@ -100,6 +100,21 @@ def test_thousand_speakers_compile_only_mentioned_names(model) -> None:
     assert "addressed by name" in d.engine.cues["active"]
 
 
+def test_everyone_present_fast_path_equals_the_roster_pass(model, friends, ami) -> None:
+    """present=None (counters) gives the features of present=every participant (a pass)."""
+    import numpy as np
+
+    for conv in (friends, ami):  # Friends has a group pseudo-speaker ("ALL")
+        engine = TurnTakingEngine(model, conv.participants)
+        targets = [p.id for p in conv.participants if p.role != "group"]
+        for u in conv.utterances[:80]:
+            engine.observe(Utterance(u.speaker, u.text, u.start, u.end))
+            for t in targets:
+                fast = engine.state.features(t, None)
+                slow = engine.state.features(t, list(engine.participants))
+                np.testing.assert_array_equal(fast, slow)
+
+
 # ----------------------------------------------------------------------------- bounded state
 
 

@@ -162,7 +162,8 @@ class TurnTakingEngine:
         start = time.perf_counter()
         if target not in self.state.participants:
             self.state.register([Participant(id=target, name=target if len(target) > 1 else None)])
-        people = list(self.state.participants) if present is None else list(present)
+        # None: everyone registered is present (computed from counters, O(1) in the roster).
+        people = None if present is None else list(present)
         x = self.state.features(target, people)[None, :]
         p = float(self.model.proba(x)[0])
         latency = time.perf_counter() - start

@@ -15,6 +15,7 @@ are matched through one incrementally updated index (:mod:`polylogue.engine.name
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 import re
@@ -247,6 +248,10 @@ class ConversationState:
     run_length: int = 0
     run_words: int = 0
     run_start: float | None = None
+    #: registered participants who are people (not group pseudo-speakers)
+    _n_people: int = 0
+    #: sorted latest-utterance indices of people who have spoken (recency rank in O(log n))
+    _recency: list[int] = field(default_factory=list)
 
     # ------------------------------------------------------------------ participants & names
 
@@ -257,6 +262,7 @@ class ConversationState:
             return
         for p in new:
             self.participants[p.id] = p
+            self._n_people += p.role != GROUP_ROLE
         # Only the newcomers (and anyone whose name they now share) get new matchers.
         self._names.add(new)
 
@@ -264,7 +270,9 @@ class ConversationState:
         """Drop a participant who never spoke (a provisional name resolved to someone else)."""
         if pid in self.utt_count:
             raise ValueError(f"{pid!r} has spoken; a speaker cannot be removed")
-        self.participants.pop(pid, None)
+        gone = self.participants.pop(pid, None)
+        if gone is not None:
+            self._n_people -= gone.role != GROUP_ROLE
         self._names.remove(pid)
         self.last_mentioned.pop(pid, None)
 
@@ -272,6 +280,10 @@ class ConversationState:
         if cased and not self.cased:
             self.cased = True
             self._names.set_cased(True)
+
+    def _is_person(self, pid: str) -> bool:
+        p = self.participants.get(pid)
+        return p is not None and p.role != GROUP_ROLE
 
     @property
     def last(self) -> _Utt:
@@ -336,6 +348,11 @@ class ConversationState:
         self.run_words += facts.n_words
         self.utt_count[u.speaker] += 1
         self.word_count[u.speaker] += facts.n_words
+        if self._is_person(u.speaker):
+            old = self.last_index.get(u.speaker)
+            if old is not None:
+                del self._recency[bisect.bisect_left(self._recency, old)]
+            self._recency.append(i)  # i is the largest index so far: stays sorted
         self.last_index[u.speaker] = i
         self.last_turn[u.speaker] = self.n_turns - 1
         if u.end is not None:
@@ -357,10 +374,14 @@ class ConversationState:
     def features(
         self,
         target: str,
-        present: Sequence[str],
+        present: Sequence[str] | None,
         relation_keys: list[tuple[int, ...]] | None = None,
     ) -> np.ndarray:
-        """Features for "should ``target`` speak now?" at the pause after the last utterance."""
+        """Features for "should ``target`` speak now?" at the pause after the last utterance.
+
+        ``present`` None means every registered participant: the same features, computed from
+        counters instead of a pass over the roster (streams with thousands of speakers).
+        """
         if not self.window:
             raise ValueError("no utterance observed yet: there is no pause to decide at")
         x = np.full(N_FEATURES, np.nan, dtype=np.float32)
@@ -369,10 +390,21 @@ class ConversationState:
         cur = self.window[-1]
         prev = self.window[0] if n > 1 else None
         speaker = cur.speaker
-        people = [
-            p for p in present if (q := self.participants.get(p)) is None or q.role != GROUP_ROLE
-        ]
-        n_present = max(len(set(people) | {target, speaker}), 2)
+        if present is None:
+            n_present, rank = self._everyone_present(target, speaker)
+        else:
+            people = [
+                p
+                for p in present
+                if (q := self.participants.get(p)) is None or q.role != GROUP_ROLE
+            ]
+            n_present = max(len(set(people) | {target, speaker}), 2)
+            # Rank of the target among present listeners by recency of speaking (0 = most
+            # recent); listeners tied on recency (none has spoken) share a rank.
+            others = {p for p in people if p != speaker} | {target}
+            mine = self.last_index.get(target, -1)
+            ahead = sum(1 for p in others if self.last_index.get(p, -1) > mine)
+            rank = ahead / max(len(others) - 1, 1)
         f["n_present"] = n_present
         # Every speaker is registered when first heard (and speakers are never unregistered).
         f["n_speakers_seen"] = len(self.utt_count)
@@ -389,12 +421,7 @@ class ConversationState:
         f["utts_since_target"] = _CAP if last_i is None else min(n - 1 - last_i, _CAP)
         last_t = self.last_turn.get(target)
         f["turns_since_target"] = _CAP if last_t is None else min(n_turns - 1 - last_t, _CAP)
-        # Rank of the target among present listeners by recency of speaking (0 = most recent);
-        # listeners tied on recency (e.g. none has spoken) share a rank, whatever the set order.
-        others = {p for p in people if p != speaker} | {target}
-        mine = self.last_index.get(target, -1)
-        ahead = sum(1 for p in others if self.last_index.get(p, -1) > mine)
-        f["target_recency_rank"] = ahead / max(len(others) - 1, 1)
+        f["target_recency_rank"] = rank
         recent = self.recent
         f["target_share_recent"] = sum(1 for s in recent if s == target) / len(recent)
         f["speaker_share_recent"] = sum(1 for s in recent if s == speaker) / len(recent)
@@ -513,6 +540,26 @@ class ConversationState:
             if self.run_start is not None:
                 f["run_seconds"] = min(max(cur.end - self.run_start, 0.0), 120.0)
         return x
+
+    def _everyone_present(self, target: str, speaker: str) -> tuple[int, float]:
+        """n_present and the target's recency rank when every registered participant is present.
+
+        Equal to the general computation with ``present = list(participants)``: people are the
+        registered non-group participants; the speaker and target join the count if they are
+        not people; ``others`` is people minus the speaker plus the target.
+        """
+        speaker_person = self._is_person(speaker)
+        target_person = self._is_person(target)
+        extras = {
+            p for p, person in ((speaker, speaker_person), (target, target_person)) if not person
+        }
+        n_present = max(self._n_people + len(extras), 2)
+        n_others = self._n_people - speaker_person + (not (target_person and target != speaker))
+        mine = self.last_index.get(target, -1)
+        ahead = len(self._recency) - bisect.bisect_right(self._recency, mine)
+        if speaker_person and speaker != target and self.last_index.get(speaker, -1) > mine:
+            ahead -= 1
+        return n_present, ahead / max(n_others - 1, 1)
 
     def _mention_shape(self, target: str, text: str) -> tuple[bool, bool, bool, int]:
         """Where the target's name sits: utterance start, end, or inside a third-person phrase."""
@@ -657,6 +704,7 @@ def state_from_dict(
     state.yields.update(g["yields"])
     state.holds.update(g["holds"])
     state.last_index.update(g["last_index"])
+    state._recency = sorted(i for pid, i in state.last_index.items() if state._is_person(pid))
     state.last_turn.update(g["last_turn"])
     state.last_end.update(g["last_end"])
     state.last_duration.update(g["last_duration"])

@@ -376,12 +376,16 @@ class LiveConversation:
     def _decide(
         self, index: int, speaker: str, state: AgentState, barge: BargeInDecision | None
     ) -> LiveDecision:
-        present = (
-            [*self.present, self.agent.pid]
-            if self.roster_known
-            else [*self.engine.state.utt_count, self.agent.pid]
-        )
-        d = self.engine.decide(self.agent.pid, present=present, explain=self.explain)
+        cs = self.engine.state
+        agent = self.agent.pid
+        if self.roster_known:
+            everyone = len(self.present) + (agent not in self.present) == len(cs.participants)
+            present = None if everyone else [*self.present, agent]
+        else:
+            # Without a roster, whoever has spoken (and the agent) is present.
+            everyone = len(cs.utt_count) + (agent not in cs.utt_count) == len(cs.participants)
+            present = None if everyone else [*cs.utt_count, agent]
+        d = self.engine.decide(agent, present=present, explain=self.explain)
         pol = self.policy
         base = self.engine.threshold if pol.threshold is None else pol.threshold
         thr = {
