@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import logging
 import math
 import secrets
 import time
@@ -48,6 +49,7 @@ MAX_TEXT = 10_000
 MAX_PARTICIPANTS = 5_000
 MAX_MESSAGE = 256 * 1024
 _LOOPBACK = {"127.0.0.1", "::1", "localhost"}
+logger = logging.getLogger("polylogue.serve")
 
 
 class ServeConfigError(PolylogueInputError):
@@ -236,17 +238,31 @@ class Sessions:
         """Apply one event (already JSON-decoded) to a session; returns its result object."""
         seq = raw.get("seq") if isinstance(raw, dict) else None
         t0 = time.perf_counter()
+        touched = False
         try:
             event = parse_event(raw)
             async with self.store.lock(sid):
                 c = await self._current(sid)
+                touched = True
                 result = _apply(c.live, event)
                 c.version += 1
                 c.used = time.monotonic()
                 await self.store.save(sid, c.version, c.live.to_dict())
         except (PolylogueInputError, ValueError) as e:
+            # The event may have been half applied: the stored snapshot (the state after the
+            # last good event) is the truth, so reload it next time.
+            if touched:
+                self.cache.pop(sid, None)
             self.metrics.errors.inc(kind=type(e).__name__)
             return {"ok": False, "seq": seq, "error": str(e)}
+        except TimeoutError as e:
+            self.metrics.errors.inc(kind="LockTimeout")
+            return {"ok": False, "seq": seq, "error": str(e)}
+        except Exception as e:  # a bug must not take the socket or other sessions down
+            self.cache.pop(sid, None)
+            self.metrics.errors.inc(kind="InternalError")
+            logger.exception("session %s: event failed", sid)
+            return {"ok": False, "seq": seq, "error": f"internal error: {type(e).__name__}"}
         dt = time.perf_counter() - t0
         self.metrics.events.inc(type=event.type)
         if "decision" in result:
