@@ -132,6 +132,14 @@ def test_token_on_every_route_and_socket(tmp_path: Path, ami: Conversation) -> N
     with pytest.raises(ServeConfigError):
         check_bind("0.0.0.0", "short")
     check_bind("0.0.0.0", TOKEN)
+    import subprocess
+
+    from servers import POLYLOGUE
+
+    r = subprocess.run(
+        [POLYLOGUE, "serve", "--host", "0.0.0.0"], capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 2 and "needs a token" in r.stderr
     with polylogue_serve("--state", str(tmp_path / "s.sqlite"), token=TOKEN) as url:
         ok = {"Authorization": f"Bearer {TOKEN}"}
         bad = {"Authorization": "Bearer " + TOKEN[:-1] + "x"}
