@@ -2,7 +2,8 @@
 # Set up a virtual environment for polylogue. Usage: scripts/setup.sh [core|test]
 #   core: the package and the built-in default model (numpy only; no GPU, no network at run time)
 #   test: everything the test suite uses (model backends, training, video, annotation app,
-#         a local llama.cpp server, Debian's Chromium for browser tests)
+#         a local llama.cpp server, Debian's Chromium for browser tests, Debian's
+#         redis-server for the shared-session tests of `polylogue serve`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile="${1:-core}"
@@ -25,6 +26,13 @@ case "$profile" in
       if command -v apt-get >/dev/null 2>&1; then
         (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
           || echo "warning: could not install Debian chromium; browser tests will be skipped" >&2
+      fi
+    fi
+    # The serve tests start a throw-away Redis on loopback (sessions shared by two processes).
+    if ! command -v redis-server >/dev/null 2>&1; then
+      if command -v apt-get >/dev/null 2>&1; then
+        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null) \
+          || echo "warning: could not install Debian redis-server; Redis tests will fail in CI" >&2
       fi
     fi
     ;;

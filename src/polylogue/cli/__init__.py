@@ -25,6 +25,7 @@ app = typer.Typer(
 _COMMAND_MODULES: tuple[str, ...] = (
     "polylogue.cli.build",
     "polylogue.cli.decide",
+    "polylogue.cli.serve",
     "polylogue.cli.eval",
     "polylogue.cli.train",
     "polylogue.cli.tom",

@@ -19,8 +19,9 @@ import typer
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from polylogue.conversation import Participant, Utterance
-    from polylogue.engine.engine import EngineDecision, TurnTakingEngine
+    from polylogue.conversation import Utterance
+    from polylogue.engine.engine import EngineDecision
+    from polylogue.engine.live import LiveConversation, LiveDecision
 
 
 def register(app: typer.Typer) -> None:
@@ -44,35 +45,11 @@ class _Step:
     skipped: str | None
 
 
-def _resolve(name: str, people: dict[str, Participant]) -> str | None:
-    key = name.strip().lower()
-    for pid, p in people.items():
-        if key in {pid.lower(), (p.name or "").lower(), *(a.lower() for a in p.aliases)}:
-            return pid
-    return None
-
-
-def _participant_for_speaker(speaker: str) -> Participant:
-    from polylogue.conversation import Participant
-
-    words = speaker.split()
-    return Participant(id=speaker, name=speaker, aliases=(words[0],) if len(words) > 1 else ())
-
-
-def _step(
-    engine: TurnTakingEngine, target: str, index: int, u: Utterance, roster_known: bool
-) -> _Step:
-    from polylogue.turntaking.points import PointOptions, boundary_is_decision_point
-
-    engine.observe(u)
-    people = engine.participants
-    name = people[u.speaker].display_name if u.speaker in people else u.speaker
-    if u.speaker == target:
-        return _Step(index, u, name, None, "target is speaking")
-    if not boundary_is_decision_point(u, PointOptions()):
-        return _Step(index, u, name, None, "backchannel or too short")
-    present = None if roster_known else [*engine.state.utt_count, target]
-    return _Step(index, u, name, engine.decide(target, present=present, explain=True), None)
+def _step_of(index: int, u: Utterance, live: LiveConversation, d: LiveDecision) -> _Step:
+    people = live.engine.participants
+    name = people[d.speaker].display_name if d.speaker in people else u.speaker
+    skipped = None if d.engine is not None else d.reason
+    return _Step(index, u, name, d.engine, skipped)
 
 
 def _file_steps(
@@ -80,45 +57,45 @@ def _file_steps(
 ) -> tuple[str, Iterator[_Step]]:
     from polylogue.corpora.transcripts import read_transcript
     from polylogue.engine.engine import TurnTakingEngine
+    from polylogue.engine.live import LiveConversation
 
     conv = read_transcript(path, format=fmt)
-    people = {p.id: p for p in conv.participants}
-    target = _resolve(who, people)
-    if target is None:
+    engine = TurnTakingEngine.load(model_dir=model_dir, threshold=engine_threshold)
+    live = LiveConversation.start(
+        who, conv.participants, engine=engine, roster_known=conv.roster_known
+    )
+    live.explain = True
+    if live.agent.provisional:
         names = ", ".join(p.display_name for p in conv.participants)
         raise typer.BadParameter(
             f"{who!r} is not a participant of {path} ({names})", param_hint="--as"
         )
-    engine = TurnTakingEngine.load(
-        conv.participants, model_dir=model_dir, threshold=engine_threshold
-    )
+    target = live.agent.pid
 
     def steps() -> Iterator[_Step]:
         for i, u in enumerate(conv.utterances):
-            yield _step(engine, target, i, u, conv.roster_known)
+            yield _step_of(i, u, live, live.utterance(u))
 
-    return people[target].display_name, steps()
+    return live.engine.participants[target].display_name, steps()
 
 
 def _stdin_steps(
     who: str, engine_threshold: float | None, model_dir: Path | None
 ) -> tuple[str, Iterator[_Step]]:
-    """Follow a transcript streamed on stdin: each line is answered as soon as it arrives."""
+    """Follow a transcript streamed on stdin: each line is answered as soon as it arrives.
+
+    ``--as`` is resolved like in file mode (id, name, alias or first name, any case), also
+    against speakers who appear later; a one-time warning goes to stderr if nobody matches.
+    """
+    from polylogue.conversation import ConversationFormatError
     from polylogue.corpora.transcripts import parse_header_line, parse_transcript_line
     from polylogue.engine.engine import TurnTakingEngine
+    from polylogue.engine.live import EventError, LiveConversation
 
     engine = TurnTakingEngine.load(model_dir=model_dir, threshold=engine_threshold)
-    target_holder: dict[str, str] = {}
-
-    def target() -> str:
-        if "id" not in target_holder:
-            target_holder["id"] = _resolve(who, engine.participants) or who
-            if target_holder["id"] not in engine.participants:
-                engine.add_participants([_participant_for_speaker(who)])
-        return target_holder["id"]
+    live = LiveConversation(engine=engine, agent_name=who, strict_roster=True, explain=True)
 
     def steps() -> Iterator[_Step]:
-        roster_known = False
         index = 0
         lineno = 0
         if isinstance(sys.stdin, io.TextIOWrapper):
@@ -129,33 +106,25 @@ def _stdin_steps(
             if not line:
                 return
             lineno += 1
-            if index == 0 and not roster_known:
+            if index == 0 and not live.roster_known:
                 header = parse_header_line(line, lineno=lineno)
                 if header is not None:
-                    engine.add_participants(header)
-                    roster_known = True
+                    live.join(header)
                     continue
             u = parse_transcript_line(line, lineno)
             if u is None:
                 continue
-            speaker = _resolve(u.speaker, engine.participants)
-            if speaker is None:
-                if roster_known:
-                    from polylogue.conversation import ConversationFormatError
-
-                    raise ConversationFormatError(
-                        "<stdin>",
-                        f"line {lineno}",
-                        f"speaker {u.speaker!r} is not in the participants header",
-                    )
-                engine.add_participants([_participant_for_speaker(u.speaker)])
-                speaker = u.speaker
-            from dataclasses import replace
-
-            tid = target()
-            yield _step(
-                engine, tid, index, replace(u, speaker=speaker, addressees=None), roster_known
-            )
+            try:
+                d = live.utterance(u)
+            except EventError as e:
+                msg = str(e)
+                if "is not a participant" in msg:
+                    msg = f"speaker {u.speaker!r} is not in the participants header"
+                raise ConversationFormatError("<stdin>", f"line {lineno}", msg) from None
+            for w in live.warnings:
+                print(w, file=sys.stderr, flush=True)
+            live.warnings.clear()
+            yield _step_of(index, u, live, d)
             index += 1
 
     return who, steps()

@@ -61,6 +61,24 @@ class EngineDecision:
     contributions: tuple[tuple[str, float], ...] = ()
     latency_s: float = 0.0
     features: dict[str, float] = field(default_factory=dict, repr=False)
+    #: The words put the turn to the target: named as addressee, or asked ("you", a question)
+    #: right after the target spoke.
+    addressed: bool = False
+
+
+def is_addressed(x: np.ndarray) -> bool:
+    """Is the target addressed by the current utterance (read off its feature row)?"""
+    return bool(
+        x[_ADDRESS_IDX["target_vocative"]] == 1.0
+        or x[_ADDRESS_IDX["question_to_prev_target"]] == 1.0
+        or x[_ADDRESS_IDX["second_person_to_prev_target"]] == 1.0
+    )
+
+
+_ADDRESS_IDX = {
+    n: FEATURE_NAMES.index(n)
+    for n in ("target_vocative", "question_to_prev_target", "second_person_to_prev_target")
+}
 
 
 def describe_cues(x: np.ndarray) -> dict[str, Any]:
@@ -116,6 +134,10 @@ class TurnTakingEngine:
     def add_participants(self, people: Iterable[Participant]) -> None:
         self.state.register(people)
 
+    def reset(self, participants: Iterable[Participant] = ()) -> None:
+        """Start the conversation over (keeps the model and threshold)."""
+        self.state = new_state(self.model.yield_model, self.model.relation_model, participants)
+
     def observe(self, utterance: Utterance) -> float:
         """Take in an utterance that just ended; returns the seconds the cached work took."""
         start = time.perf_counter()
@@ -124,9 +146,9 @@ class TurnTakingEngine:
 
     def listeners(self) -> list[str]:
         """Everyone known except the current speaker and group pseudo-speakers."""
-        if not self.state.utts:
+        if not self.state.n_utterances:
             return []
-        speaker = self.state.utts[-1].speaker
+        speaker = self.state.last.speaker
         return [
             pid
             for pid, p in self.state.participants.items()
@@ -140,7 +162,8 @@ class TurnTakingEngine:
         start = time.perf_counter()
         if target not in self.state.participants:
             self.state.register([Participant(id=target, name=target if len(target) > 1 else None)])
-        people = list(self.state.participants) if present is None else list(present)
+        # None: everyone registered is present (computed from counters, O(1) in the roster).
+        people = None if present is None else list(present)
         x = self.state.features(target, people)[None, :]
         p = float(self.model.proba(x)[0])
         latency = time.perf_counter() - start
@@ -158,4 +181,5 @@ class TurnTakingEngine:
             contributions=contributions,
             latency_s=latency,
             features=dict(zip(FEATURE_NAMES, x[0].tolist(), strict=True)) if explain else {},
+            addressed=is_addressed(x[0]),
         )

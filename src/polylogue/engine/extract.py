@@ -31,15 +31,15 @@ class FeatureExtractor:
         """The conversation state advanced to exactly ``inp.context``."""
         ctx = inp.context
         state = self._states.get(inp.conversation_id)
-        seen = 0 if state is None else len(state.utts)
+        seen = 0 if state is None else state.n_utterances
         # Reuse only when the stored prefix is a prefix of this context (same utterances).
         if (
             state is None
             or seen > len(ctx)
             or (
                 seen
-                and ctx[seen - 1] is not state.utts[-1].source
-                and ctx[seen - 1] != state.utts[-1].source
+                and ctx[seen - 1] is not state.last.source
+                and ctx[seen - 1] != state.last.source
             )
         ):
             state = new_state(self.yield_scorer, self.relation_scorer)

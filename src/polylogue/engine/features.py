@@ -7,22 +7,29 @@ names in the last two utterances: constant work however long the meeting has bee
 
 Only the past is used: who spoke, what they said and when, up to and including the utterance
 that just ended. The start time of the next utterance is never seen.
+
+Memory stays flat however long the stream: the state keeps the last two utterances, each
+participant's latest utterance, a short window of recent speakers and turns, and counters; names
+are matched through one incrementally updated index (:mod:`polylogue.engine.names`).
 """
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 import re
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import numpy as np
 
 from polylogue.conversation import Participant, Utterance
+from polylogue.engine.names import NameIndex
 from polylogue.engine.text import TextFacts, hash_keys, text_facts
-from polylogue.turntaking.cues import UtteranceCues, build_matchers, is_cased, utterance_cues
+from polylogue.turntaking.cues import UtteranceCues, is_cased, utterance_cues
 
 #: Participant role of pseudo-speakers ("several people"): never a target, not a person present.
 GROUP_ROLE = "group"
@@ -191,6 +198,8 @@ _WORD = re.compile(r"[\w'-]+")
 class _Utt:
     """Cached per-utterance work."""
 
+    #: position of the utterance in the conversation (0-based)
+    index: int
     speaker: str
     text: str
     facts: TextFacts
@@ -208,10 +217,14 @@ class ConversationState:
     #: Scores the current words crossed with the target's relation to the talk (see relation_of).
     relation_scorer: HashedScorer
     participants: dict[str, Participant] = field(default_factory=dict)
-    utts: list[_Utt] = field(default_factory=list)
+    #: utterances observed so far
+    n_utterances: int = 0
+    #: the last two utterances (current last)
+    window: deque[_Utt] = field(default_factory=lambda: deque(maxlen=2))
+    #: each speaker's latest utterance
+    last_utt: dict[str, _Utt] = field(default_factory=dict)
     cased: bool = False
-    _matchers: dict[str, object] = field(default_factory=dict)
-    _matcher_version: int = 0
+    _names: NameIndex = field(default_factory=NameIndex)
     _cue_cache: dict[int, tuple[int, UtteranceCues]] = field(default_factory=dict)
     # speaker statistics
     utt_count: Counter[str] = field(default_factory=Counter)
@@ -226,13 +239,19 @@ class ConversationState:
     last_turn: dict[str, int] = field(default_factory=dict)
     last_end: dict[str, float] = field(default_factory=dict)
     last_duration: dict[str, float] = field(default_factory=dict)
-    turn_speakers: list[str] = field(default_factory=list)
+    #: speaker turns so far, and the speakers of the most recent ones
+    n_turns: int = 0
+    turn_speakers: deque[str] = field(default_factory=lambda: deque(maxlen=_RECENT_TURNS))
     recent: deque[str] = field(default_factory=lambda: deque(maxlen=_RECENT))
     #: recent mention indices per participant (utterance index of the last mention)
     last_mentioned: dict[str, int] = field(default_factory=dict)
     run_length: int = 0
     run_words: int = 0
     run_start: float | None = None
+    #: registered participants who are people (not group pseudo-speakers)
+    _n_people: int = 0
+    #: sorted latest-utterance indices of people who have spoken (recency rank in O(log n))
+    _recency: list[int] = field(default_factory=list)
 
     # ------------------------------------------------------------------ participants & names
 
@@ -243,27 +262,53 @@ class ConversationState:
             return
         for p in new:
             self.participants[p.id] = p
-        # Rebuilt for everyone: a name two participants share is resolved across all of them.
-        self._matchers = dict(build_matchers(list(self.participants.values()), self.cased))
-        self._matcher_version += 1
+            self._n_people += p.role != GROUP_ROLE
+        # Only the newcomers (and anyone whose name they now share) get new matchers.
+        self._names.add(new)
+
+    def unregister(self, pid: str) -> None:
+        """Drop a participant who never spoke (a provisional name resolved to someone else)."""
+        if pid in self.utt_count:
+            raise ValueError(f"{pid!r} has spoken; a speaker cannot be removed")
+        gone = self.participants.pop(pid, None)
+        if gone is not None:
+            self._n_people -= gone.role != GROUP_ROLE
+        self._names.remove(pid)
+        self.last_mentioned.pop(pid, None)
 
     def _set_cased(self, cased: bool) -> None:
         if cased and not self.cased:
             self.cased = True
-            self._matchers = dict(build_matchers(list(self.participants.values()), True))
-            self._matcher_version += 1
+            self._names.set_cased(True)
 
-    def cues(self, index: int) -> UtteranceCues:
-        """Address/reference cues of utterance ``index`` (cached until the roster changes)."""
-        hit = self._cue_cache.get(index)
-        if hit is not None and hit[0] == self._matcher_version:
+    def _is_person(self, pid: str) -> bool:
+        p = self.participants.get(pid)
+        return p is not None and p.role != GROUP_ROLE
+
+    @property
+    def last(self) -> _Utt:
+        """The utterance that just ended."""
+        return self.window[-1]
+
+    def cues(self, utt: _Utt) -> UtteranceCues:
+        """Address/reference cues of one utterance (cached until the roster changes)."""
+        version = self._names.version
+        hit = self._cue_cache.get(utt.index)
+        if hit is not None and hit[0] == version:
             return hit[1]
-        u = self.utts[index].source
-        people = [pid for pid, p in self.participants.items() if p.role != GROUP_ROLE]
+        u = utt.source
+        # Only participants whose name can occur in the words are matched (see NameIndex).
+        matchers = {
+            pid: m
+            for pid in self._names.candidates(u.text)
+            if pid != u.speaker
+            and self.participants[pid].role != GROUP_ROLE
+            and (m := self._names.matcher(pid)) is not None
+        }
         # Addressee annotations are not model-visible: cues come from the words alone.
         bare = Utterance(speaker=u.speaker, text=u.text)
-        c = utterance_cues(bare, self._matchers, present=people, last_spoke=self.last_index)  # type: ignore[arg-type]
-        self._cue_cache[index] = (self._matcher_version, c)
+        c = utterance_cues(bare, matchers, present=list(matchers), last_spoke=self.last_index)
+        self._cue_cache[utt.index] = (version, c)
         if len(self._cue_cache) > 8:
             for k in sorted(self._cue_cache)[:-4]:
                 del self._cue_cache[k]
@@ -280,10 +325,12 @@ class ConversationState:
         if not self.cased and is_cased([u]):
             self._set_cased(True)
         facts = text_facts(u.text)
-        info = _Utt(u.speaker, u.text, facts, self.yield_scorer(facts.hashed), u.start, u.end, u)
-        prev = self.utts[-1] if self.utts else None
-        i = len(self.utts)
-        self.utts.append(info)
+        i = self.n_utterances
+        info = _Utt(i, u.speaker, u.text, facts, self.yield_scorer(facts.hashed), u.start, u.end, u)
+        prev = self.window[-1] if self.window else None
+        self.n_utterances += 1
+        self.window.append(info)
+        self.last_utt[u.speaker] = info
         if prev is not None:
             if prev.speaker == u.speaker:
                 self.holds[prev.speaker] += 1
@@ -292,6 +339,7 @@ class ConversationState:
                 self.transitions[(prev.speaker, u.speaker)] += 1
         if prev is None or prev.speaker != u.speaker:
             self.turn_speakers.append(u.speaker)
+            self.n_turns += 1
             self.turn_count[u.speaker] += 1
             self.run_length = 0
             self.run_start = u.start
@@ -300,15 +348,20 @@ class ConversationState:
         self.run_words += facts.n_words
         self.utt_count[u.speaker] += 1
         self.word_count[u.speaker] += facts.n_words
+        if self._is_person(u.speaker):
+            old = self.last_index.get(u.speaker)
+            if old is not None:
+                del self._recency[bisect.bisect_left(self._recency, old)]
+            self._recency.append(i)  # i is the largest index so far: stays sorted
         self.last_index[u.speaker] = i
-        self.last_turn[u.speaker] = len(self.turn_speakers) - 1
+        self.last_turn[u.speaker] = self.n_turns - 1
         if u.end is not None:
             self.last_end[u.speaker] = u.end
         if u.duration is not None:
             self.last_duration[u.speaker] = u.duration
         self.recent.append(u.speaker)
         # Mentions are tracked for the recent-reference feature (cheap: only on name hits).
-        cues = self.cues(i)
+        cues = self.cues(info)
         for pid in (*cues.addressed, *cues.referenced):
             self.last_mentioned[pid] = i
 
@@ -321,51 +374,66 @@ class ConversationState:
     def features(
         self,
         target: str,
-        present: Sequence[str],
+        present: Sequence[str] | None,
         relation_keys: list[tuple[int, ...]] | None = None,
     ) -> np.ndarray:
-        """Features for "should ``target`` speak now?" at the pause after the last utterance."""
-        if not self.utts:
+        """Features for "should ``target`` speak now?" at the pause after the last utterance.
+
+        ``present`` None means every registered participant: the same features, computed from
+        counters instead of a pass over the roster (streams with thousands of speakers).
+        """
+        if not self.window:
             raise ValueError("no utterance observed yet: there is no pause to decide at")
         x = np.full(N_FEATURES, np.nan, dtype=np.float32)
         f = _Setter(x)
-        n = len(self.utts)
-        cur = self.utts[-1]
+        n = self.n_utterances
+        cur = self.window[-1]
+        prev = self.window[0] if n > 1 else None
         speaker = cur.speaker
-        people = [p for p in present if self.participants.get(p, Participant(p)).role != GROUP_ROLE]
-        n_present = max(len(set(people) | {target, speaker}), 2)
+        if present is None:
+            n_present, rank = self._everyone_present(target, speaker)
+        else:
+            people = [
+                p
+                for p in present
+                if (q := self.participants.get(p)) is None or q.role != GROUP_ROLE
+            ]
+            n_present = max(len(set(people) | {target, speaker}), 2)
+            # Rank of the target among present listeners by recency of speaking (0 = most
+            # recent); listeners tied on recency (none has spoken) share a rank.
+            others = {p for p in people if p != speaker} | {target}
+            mine = self.last_index.get(target, -1)
+            ahead = sum(1 for p in others if self.last_index.get(p, -1) > mine)
+            rank = ahead / max(len(others) - 1, 1)
         f["n_present"] = n_present
-        f["n_speakers_seen"] = sum(1 for s in self.utt_count if s in self.participants)
+        # Every speaker is registered when first heard (and speakers are never unregistered).
+        f["n_speakers_seen"] = len(self.utt_count)
         f["log_n_utterances"] = math.log1p(n)
 
-        prev_speaker = self.utts[-2].speaker if n > 1 else None
+        prev_speaker = prev.speaker if prev is not None else None
         f["target_spoke_prev_utt"] = prev_speaker == target
         turns = self.turn_speakers
+        n_turns = self.n_turns
         f["target_is_prev_turn_speaker"] = len(turns) > 1 and turns[-2] == target
         f["target_is_prev2_turn_speaker"] = len(turns) > 2 and turns[-3] == target
         last_i = self.last_index.get(target)
         f["target_never_spoke"] = last_i is None
         f["utts_since_target"] = _CAP if last_i is None else min(n - 1 - last_i, _CAP)
         last_t = self.last_turn.get(target)
-        f["turns_since_target"] = _CAP if last_t is None else min(len(turns) - 1 - last_t, _CAP)
-        # Rank of the target among present listeners by recency of speaking (0 = most recent);
-        # listeners tied on recency (e.g. none has spoken) share a rank, whatever the set order.
-        others = {p for p in people if p != speaker} | {target}
-        mine = self.last_index.get(target, -1)
-        ahead = sum(1 for p in others if self.last_index.get(p, -1) > mine)
-        f["target_recency_rank"] = ahead / max(len(others) - 1, 1)
+        f["turns_since_target"] = _CAP if last_t is None else min(n_turns - 1 - last_t, _CAP)
+        f["target_recency_rank"] = rank
         recent = self.recent
         f["target_share_recent"] = sum(1 for s in recent if s == target) / len(recent)
         f["speaker_share_recent"] = sum(1 for s in recent if s == speaker) / len(recent)
         f["target_share_all"] = self.utt_count[target] / n
         total_words = sum(self.word_count.values()) or 1
         f["target_word_share_all"] = self.word_count[target] / total_words
-        f["target_turn_share"] = self.turn_count[target] / len(turns)
+        f["target_turn_share"] = self.turn_count[target] / n_turns
 
         # Who takes the floor after this speaker, with a prior from the target's turn share
         # so early in a meeting the estimate falls back to "how much does the target talk".
         out_of_speaker = self.yields[speaker]
-        prior = (self.turn_count[target] + 1) / (len(turns) + n_present)
+        prior = (self.turn_count[target] + 1) / (n_turns + n_present)
         to_target = self.transitions[(speaker, target)]
         f["p_target_after_speaker"] = (to_target + 2 * prior) / (out_of_speaker + 2)
         f["p_target_after_speaker_prior"] = prior
@@ -392,9 +460,9 @@ class ConversationState:
         f["ends_terminal"] = facts.ends_terminal
         f["acknowledgement"] = facts.acknowledgement
         f["yield_logit"] = cur.yield_logit
-        f["prev_yield_logit"] = self.utts[-2].yield_logit if n > 1 else 0.0
+        f["prev_yield_logit"] = prev.yield_logit if prev is not None else 0.0
 
-        cues = self.cues(n - 1)
+        cues = self.cues(cur)
         voc = target in cues.addressed
         mentioned = voc or target in cues.referenced
         f["target_vocative"] = voc
@@ -412,8 +480,8 @@ class ConversationState:
             f["target_mentions_count"] = 0
         f["other_vocative"] = any(p != target for p in cues.addressed)
         f["others_mentioned"] = sum(1 for p in (*cues.addressed, *cues.referenced) if p != target)
-        if n > 1:
-            pc = self.cues(n - 2)
+        if prev is not None:
+            pc = self.cues(prev)
             f["target_vocative_prev"] = target in pc.addressed
             f["target_mentioned_prev"] = target in pc.addressed or target in pc.referenced
         else:
@@ -428,14 +496,12 @@ class ConversationState:
         f["question_to_nobody_named"] = asks and not cues.addressed and not cues.referenced
         # The same words mean different things for different listeners: "what do you think?"
         # after the target spoke is put to the target; naming them in the third person is not.
-        rkeys = hash_keys(
-            facts.keys, relation_of(voc, mentioned, to_prev, last_t, len(turns)) + "|"
-        )
+        rkeys = hash_keys(facts.keys, relation_of(voc, mentioned, to_prev, last_t, n_turns) + "|")
         f["relation_logit"] = self.relation_scorer(rkeys)
         if relation_keys is not None:
             relation_keys.append(rkeys)
 
-        recent_turns = turns[-_RECENT_TURNS:]
+        recent_turns = list(turns)
         f["n_active_recent"] = len(set(recent_turns) | set(recent))
         f["target_turns_recent"] = sum(1 for s in recent_turns if s == target)
         f["dyad_share_recent"] = sum(1 for s in recent_turns if s in (target, speaker)) / len(
@@ -445,18 +511,17 @@ class ConversationState:
             1 for a, b in itertools.pairwise(recent_turns) if a == speaker and b == target
         )
         if last_i is not None:
-            tl = self.utts[last_i]
+            tl = self.last_utt[target]
+            tc = self.cues(tl)
             f["target_last_question"] = tl.facts.question_mark or tl.facts.ask_request
-            f["target_last_named_speaker"] = speaker in self.cues(last_i).addressed or (
-                speaker in self.cues(last_i).referenced
-            )
+            f["target_last_named_speaker"] = speaker in tc.addressed or speaker in tc.referenced
             f["overlap_with_target_last"] = _overlap(facts.content, tl.facts.content)
         else:
             f["target_last_question"] = False
             f["target_last_named_speaker"] = False
             f["overlap_with_target_last"] = 0.0
         f["overlap_with_prev"] = (
-            _overlap(facts.content, self.utts[-2].facts.content) if n > 1 else 0.0
+            _overlap(facts.content, prev.facts.content) if prev is not None else 0.0
         )
 
         # Timing of the current and earlier utterances only.
@@ -464,8 +529,8 @@ class ConversationState:
             dur = max(cur.end - cur.start, 0.0)
             f["duration"] = min(dur, 60.0)
             f["speech_rate"] = min(facts.n_words / dur, 10.0) if dur > 0 else np.nan
-            if n > 1 and self.utts[-2].end is not None:
-                f["gap_before"] = max(min(cur.start - self.utts[-2].end, 10.0), -10.0)
+            if prev is not None and prev.end is not None:
+                f["gap_before"] = max(min(cur.start - prev.end, 10.0), -10.0)
             te = self.last_end.get(target)
             if te is not None:
                 f["time_since_target"] = min(max(cur.end - te, -10.0), 600.0)
@@ -476,9 +541,29 @@ class ConversationState:
                 f["run_seconds"] = min(max(cur.end - self.run_start, 0.0), 120.0)
         return x
 
+    def _everyone_present(self, target: str, speaker: str) -> tuple[int, float]:
+        """n_present and the target's recency rank when every registered participant is present.
+
+        Equal to the general computation with ``present = list(participants)``: people are the
+        registered non-group participants; the speaker and target join the count if they are
+        not people; ``others`` is people minus the speaker plus the target.
+        """
+        speaker_person = self._is_person(speaker)
+        target_person = self._is_person(target)
+        extras = {
+            p for p, person in ((speaker, speaker_person), (target, target_person)) if not person
+        }
+        n_present = max(self._n_people + len(extras), 2)
+        n_others = self._n_people - speaker_person + (not (target_person and target != speaker))
+        mine = self.last_index.get(target, -1)
+        ahead = len(self._recency) - bisect.bisect_right(self._recency, mine)
+        if speaker_person and speaker != target and self.last_index.get(speaker, -1) > mine:
+            ahead -= 1
+        return n_present, ahead / max(n_others - 1, 1)
+
     def _mention_shape(self, target: str, text: str) -> tuple[bool, bool, bool, int]:
         """Where the target's name sits: utterance start, end, or inside a third-person phrase."""
-        m = self._matchers.get(target)
+        m = self._names.matcher(target)
         patterns = [
             getattr(pp, "mention", None)
             for pp in (getattr(m, "own", None), getattr(m, "shared", None))
@@ -550,4 +635,84 @@ def new_state(
 ) -> ConversationState:
     state = ConversationState(yield_scorer=yield_scorer, relation_scorer=relation_scorer)
     state.register(participants)
+    return state
+
+
+# ---------------------------------------------------------------------- snapshots (persistence)
+
+
+def _utt_to_list(u: _Utt) -> list[object]:
+    return [u.index, u.speaker, u.text, u.start, u.end]
+
+
+def state_to_dict(state: ConversationState) -> dict[str, object]:
+    """A JSON-able snapshot of everything a later decision reads (bounded, like the state)."""
+    return {
+        "participants": [p.to_dict() for p in state.participants.values()],
+        "n_utterances": state.n_utterances,
+        "window": [_utt_to_list(u) for u in state.window],
+        "last_utt": [_utt_to_list(u) for u in state.last_utt.values()],
+        "cased": state.cased,
+        "utt_count": dict(state.utt_count),
+        "word_count": dict(state.word_count),
+        "turn_count": dict(state.turn_count),
+        "transitions": [[a, b, n] for (a, b), n in state.transitions.items()],
+        "yields": dict(state.yields),
+        "holds": dict(state.holds),
+        "last_index": state.last_index,
+        "last_turn": state.last_turn,
+        "last_end": state.last_end,
+        "last_duration": state.last_duration,
+        "n_turns": state.n_turns,
+        "turn_speakers": list(state.turn_speakers),
+        "recent": list(state.recent),
+        "last_mentioned": state.last_mentioned,
+        "run_length": state.run_length,
+        "run_words": state.run_words,
+        "run_start": state.run_start,
+    }
+
+
+def state_from_dict(
+    d: dict[str, object], yield_scorer: HashedScorer, relation_scorer: HashedScorer
+) -> ConversationState:
+    """Rebuild a state from :func:`state_to_dict` (text facts and scores are recomputed)."""
+    g = cast(dict[str, Any], d)
+    state = new_state(
+        yield_scorer, relation_scorer, [Participant.from_dict(p) for p in g["participants"]]
+    )
+    if g["cased"]:
+        state._set_cased(True)
+
+    def utt(row: list[Any]) -> _Utt:
+        index, speaker, text, start, end = row
+        facts = text_facts(text)
+        source = Utterance(speaker=speaker, text=text, start=start, end=end)
+        return _Utt(index, speaker, text, facts, yield_scorer(facts.hashed), start, end, source)
+
+    state.n_utterances = int(g["n_utterances"])
+    window = [utt(r) for r in g["window"]]
+    state.window.extend(window)
+    by_index = {u.index: u for u in window}
+    for r in g["last_utt"]:
+        u = by_index.get(r[0]) or utt(r)
+        state.last_utt[u.speaker] = u
+    state.utt_count.update(g["utt_count"])
+    state.word_count.update(g["word_count"])
+    state.turn_count.update(g["turn_count"])
+    state.transitions.update({(a, b): n for a, b, n in g["transitions"]})
+    state.yields.update(g["yields"])
+    state.holds.update(g["holds"])
+    state.last_index.update(g["last_index"])
+    state._recency = sorted(i for pid, i in state.last_index.items() if state._is_person(pid))
+    state.last_turn.update(g["last_turn"])
+    state.last_end.update(g["last_end"])
+    state.last_duration.update(g["last_duration"])
+    state.n_turns = int(g["n_turns"])
+    state.turn_speakers.extend(g["turn_speakers"])
+    state.recent.extend(g["recent"])
+    state.last_mentioned.update(g["last_mentioned"])
+    state.run_length = int(g["run_length"])
+    state.run_words = int(g["run_words"])
+    state.run_start = g["run_start"]
     return state

@@ -287,24 +287,32 @@ def build_matchers(participants: Sequence[Participant], cased: bool) -> dict[str
     A name several participants share (two people called Brian) is kept apart: a match on it
     is attributed at cue time to whichever of them spoke most recently.
     """
-    variants = {p.id: (_name_variants(p), _role_variants(p)) for p in participants}
+    variants = {p.id: participant_terms(p) for p in participants}
     owners: dict[str, set[str]] = {}
     for pid, (names, roles) in variants.items():
         for t in (*names, *roles):
             owners.setdefault(t.lower(), set()).add(pid)
-    out: dict[str, _Matcher] = {}
-    for p in participants:
-        names, roles = variants[p.id]
-        own: list[str] = []
-        shared: list[str] = []
-        for t in (*names, *roles):
-            pat = _term_pattern(t, cased)
-            if pat:
-                (shared if len(owners[t.lower()]) > 1 else own).append(pat)
-        # Upper-case codes among the aliases ("PM") are role codes, not names.
-        has_name = any(_term_pattern(n, cased) for n in names if not _is_code(n))
-        out[p.id] = _Matcher(p.id, _patterns(own), _patterns(shared), role_only=not has_name)
-    return out
+    return {p.id: participant_matcher(p.id, *variants[p.id], owners, cased) for p in participants}
+
+
+def participant_terms(p: Participant) -> tuple[list[str], list[str]]:
+    """The names (with first names) and roles a participant can be called by."""
+    return _name_variants(p), _role_variants(p)
+
+
+def participant_matcher(
+    pid: str, names: list[str], roles: list[str], owners: Mapping[str, set[str]], cased: bool
+) -> _Matcher:
+    """One participant's matcher; ``owners`` maps each lower-cased term to who bears it."""
+    own: list[str] = []
+    shared: list[str] = []
+    for t in (*names, *roles):
+        pat = _term_pattern(t, cased)
+        if pat:
+            (shared if len(owners[t.lower()]) > 1 else own).append(pat)
+    # Upper-case codes among the aliases ("PM") are role codes, not names.
+    has_name = any(_term_pattern(n, cased) for n in names if not _is_code(n))
+    return _Matcher(pid, _patterns(own), _patterns(shared), role_only=not has_name)
 
 
 @dataclass(frozen=True, slots=True)

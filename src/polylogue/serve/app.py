@@ -1,0 +1,486 @@
+"""The ASGI app of ``polylogue serve``: sessions over HTTP and WebSocket, metrics, health.
+
+Protocol (JSON; every route needs ``Authorization: Bearer TOKEN`` or ``?token=`` when the
+server has a token):
+
+* ``POST /v1/sessions`` ``{"agent": "Dave", "participants": [...], "policy": {...}}`` ->
+  ``{"session_id": ...}`` (``participants`` optional: without them the roster is learnt).
+* ``POST /v1/sessions/{id}/events`` one event or a list -> ``{"results": [...]}``.
+* ``WS /v1/sessions/{id}/stream``: send events, receive one result per event, in order.
+* ``GET /v1/sessions/{id}``, ``DELETE /v1/sessions/{id}``, ``GET /healthz``, ``GET /metrics``.
+
+Events: ``{"type": "utterance", "speaker", "text", "start"?, "end"?, "final"?: true}``,
+``{"type": "join", "participants": [...]}``, ``{"type": "leave", "participant"}``,
+``{"type": "agent_speech", "speaking": bool, "time"?, "text"?}``, ``{"type": "reset"}``; any
+event may carry ``"seq"`` (echoed back). A result is ``{"ok": true, "seq", "decision"?,
+"barge_in"?}`` or ``{"ok": false, "seq", "error"}``; a bad event never closes the socket and
+never touches another session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import math
+import secrets
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from polylogue.conversation import Participant, Utterance
+from polylogue.engine.engine import TurnTakingEngine
+from polylogue.engine.live import LiveConversation, Policy
+from polylogue.engine.model import TurnTakingModel, load_model
+from polylogue.errors import PolylogueInputError
+from polylogue.serve.metrics import Metrics
+from polylogue.serve.store import SessionStore
+
+MAX_TEXT = 10_000
+MAX_PARTICIPANTS = 5_000
+MAX_MESSAGE = 256 * 1024
+_LOOPBACK = {"127.0.0.1", "::1", "localhost"}
+logger = logging.getLogger("polylogue.serve")
+
+
+class ServeConfigError(PolylogueInputError):
+    """A server configuration that is refused (e.g. a public bind without a token)."""
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """Loopback needs nothing; any other address needs a token of at least 16 characters."""
+    if host in _LOOPBACK:
+        return
+    if not token or len(token) < 16:
+        raise ServeConfigError(
+            f"listening on {host!r} needs a token of at least 16 characters "
+            "(--token or POLYLOGUE_SERVE_TOKEN); loopback (127.0.0.1) needs none"
+        )
+
+
+# ----------------------------------------------------------------------------- wire models
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ParticipantIn(_Strict):
+    id: str = Field(min_length=1, max_length=200)
+    name: str | None = Field(default=None, max_length=200)
+    role: str | None = Field(default=None, max_length=200)
+    aliases: list[str] = Field(default_factory=list, max_length=20)
+
+    def to_participant(self) -> Participant:
+        return Participant(self.id, self.name, self.role, tuple(self.aliases))
+
+
+def _finite(v: float | None) -> float | None:
+    if v is not None and (not math.isfinite(v) or v < 0):
+        raise ValueError("times must be finite, non-negative seconds")
+    return v
+
+
+class UtteranceEvent(_Strict):
+    type: Literal["utterance"]
+    seq: int | None = None
+    speaker: str = Field(min_length=1, max_length=200)
+    text: str = Field(max_length=MAX_TEXT)
+    start: float | None = None
+    end: float | None = None
+    final: bool = True
+
+    _times = field_validator("start", "end")(_finite)
+
+
+class JoinEvent(_Strict):
+    type: Literal["join"]
+    seq: int | None = None
+    participants: list[ParticipantIn] = Field(min_length=1, max_length=MAX_PARTICIPANTS)
+
+
+class LeaveEvent(_Strict):
+    type: Literal["leave"]
+    seq: int | None = None
+    participant: str = Field(min_length=1, max_length=200)
+
+
+class AgentSpeechEvent(_Strict):
+    type: Literal["agent_speech"]
+    seq: int | None = None
+    speaking: bool
+    time: float | None = None
+    text: str = Field(default="", max_length=MAX_TEXT)
+
+    _times = field_validator("time")(_finite)
+
+
+class ResetEvent(_Strict):
+    type: Literal["reset"]
+    seq: int | None = None
+
+
+Event = Annotated[
+    UtteranceEvent | JoinEvent | LeaveEvent | AgentSpeechEvent | ResetEvent,
+    Field(discriminator="type"),
+]
+_EVENT = TypeAdapter(Event)
+
+
+class SessionIn(_Strict):
+    agent: str = Field(min_length=1, max_length=200)
+    participants: list[ParticipantIn] = Field(default_factory=list, max_length=MAX_PARTICIPANTS)
+    policy: dict[str, Any] = Field(default_factory=dict)
+    session_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+def _validation_message(e: ValidationError) -> str:
+    parts = []
+    for err in e.errors()[:3]:
+        loc = ".".join(str(x) for x in err["loc"])
+        parts.append(f"{loc}: {err['msg']}" if loc else err["msg"])
+    return "; ".join(parts)
+
+
+def parse_event(raw: Any) -> Event:
+    try:
+        return _EVENT.validate_python(raw)
+    except ValidationError as e:
+        raise PolylogueInputError(f"bad event: {_validation_message(e)}") from None
+
+
+# ----------------------------------------------------------------------------- sessions
+
+
+@dataclass
+class _Cached:
+    version: int
+    live: LiveConversation
+    used: float = field(default_factory=time.monotonic)
+
+
+class SessionLimitError(PolylogueInputError):
+    pass
+
+
+class SessionNotFound(PolylogueInputError):
+    pass
+
+
+class Sessions:
+    """Live conversations: an in-memory cache in front of the snapshot store."""
+
+    def __init__(
+        self,
+        store: SessionStore,
+        model: TurnTakingModel,
+        metrics: Metrics,
+        idle_s: float = 1800.0,
+        max_sessions: int = 10_000,
+        max_cached: int = 2_000,
+    ) -> None:
+        self.store = store
+        self.model = model
+        self.metrics = metrics
+        self.idle_s = idle_s
+        self.max_sessions = max_sessions
+        self.max_cached = max_cached
+        self.cache: OrderedDict[str, _Cached] = OrderedDict()
+
+    def _engine(self) -> TurnTakingEngine:
+        return TurnTakingEngine(self.model)
+
+    async def create(self, spec: SessionIn) -> tuple[str, LiveConversation]:
+        sid = spec.session_id or secrets.token_urlsafe(12)
+        if await self.store.version(sid) is not None:
+            raise PolylogueInputError(f"session {sid!r} already exists")
+        if len(self.cache) >= self.max_sessions or await self.store.count() >= self.max_sessions:
+            raise SessionLimitError(f"too many sessions (limit {self.max_sessions})")
+        policy = Policy.from_dict(spec.policy)
+        live = LiveConversation.start(
+            spec.agent, [p.to_participant() for p in spec.participants], policy, self._engine()
+        )
+        await self.store.save(sid, 0, live.to_dict())
+        self._remember(sid, _Cached(0, live))
+        return sid, live
+
+    def _remember(self, sid: str, c: _Cached) -> None:
+        self.cache[sid] = c
+        self.cache.move_to_end(sid)
+        while len(self.cache) > self.max_cached:
+            self.cache.popitem(last=False)  # still in the store; reloaded when needed
+
+    async def _current(self, sid: str) -> _Cached:
+        c = self.cache.get(sid)
+        if c is not None and self.store.exclusive:
+            return c
+        if c is not None and await self.store.version(sid) == c.version:
+            return c
+        loaded = await self.store.load(sid)
+        if loaded is None:
+            self.cache.pop(sid, None)
+            raise SessionNotFound(f"no session {sid!r} (never created, deleted or expired)")
+        version, snap = loaded
+        c = _Cached(version, LiveConversation.from_dict(snap, self._engine()))
+        self._remember(sid, c)
+        return c
+
+    async def apply(self, sid: str, raw: Any) -> dict[str, Any]:
+        """Apply one event (already JSON-decoded) to a session; returns its result object."""
+        seq = raw.get("seq") if isinstance(raw, dict) else None
+        t0 = time.perf_counter()
+        touched = False
+        try:
+            event = parse_event(raw)
+            async with self.store.lock(sid):
+                c = await self._current(sid)
+                touched = True
+                result = _apply(c.live, event)
+                c.version += 1
+                c.used = time.monotonic()
+                await self.store.save(sid, c.version, c.live.to_dict())
+        except (PolylogueInputError, ValueError) as e:
+            # The event may have been half applied: the stored snapshot (the state after the
+            # last good event) is the truth, so reload it next time.
+            if touched:
+                self.cache.pop(sid, None)
+            self.metrics.errors.inc(kind=type(e).__name__)
+            return {"ok": False, "seq": seq, "error": str(e)}
+        except TimeoutError as e:
+            self.metrics.errors.inc(kind="LockTimeout")
+            return {"ok": False, "seq": seq, "error": str(e)}
+        except Exception as e:  # a bug must not take the socket or other sessions down
+            self.cache.pop(sid, None)
+            self.metrics.errors.inc(kind="InternalError")
+            logger.exception("session %s: event failed", sid)
+            return {"ok": False, "seq": seq, "error": f"internal error: {type(e).__name__}"}
+        dt = time.perf_counter() - t0
+        self.metrics.events.inc(type=event.type)
+        if "decision" in result:
+            action = result["decision"]["action"] or "none"
+            self.metrics.decisions.inc(action=action)
+            self.metrics.latency.observe(dt)
+        return {"ok": True, "seq": seq, **result, "server_ms": round(dt * 1000, 3)}
+
+    async def summary(self, sid: str) -> dict[str, Any]:
+        c = await self._current(sid)
+        live = c.live
+        return {
+            "session_id": sid,
+            "agent": live.agent.pid,
+            "agent_resolved": not live.agent.provisional,
+            "agent_state": live.agent.state.value,
+            "utterances": live.engine.state.n_utterances,
+            "participants": [p.to_dict() for p in live.engine.participants.values()],
+            "present": list(live.present),
+            "policy": live.policy.to_dict(),
+            "version": c.version,
+        }
+
+    async def delete(self, sid: str) -> None:
+        async with self.store.lock(sid):
+            if await self.store.version(sid) is None:
+                raise SessionNotFound(f"no session {sid!r}")
+            await self.store.delete(sid)
+            self.cache.pop(sid, None)
+
+    async def expire(self) -> int:
+        """Drop sessions idle for longer than ``idle_s`` (memory and store)."""
+        now = time.monotonic()
+        stale = [sid for sid, c in self.cache.items() if now - c.used > self.idle_s]
+        for sid in stale:
+            self.cache.pop(sid, None)
+        gone = await self.store.expire(self.idle_s)
+        return len(set(stale) | set(gone))
+
+
+def _apply(live: LiveConversation, e: Event) -> dict[str, Any]:
+    if isinstance(e, UtteranceEvent):
+        if not e.final:
+            b = live.interim_utterance(e.speaker, e.text, e.end or e.start)
+            return {} if b is None else {"barge_in": b.to_dict()}
+        d = live.utterance(Utterance(e.speaker, e.text, e.start, e.end))
+        out: dict[str, Any] = {"decision": d.to_dict()}
+        if d.barge_in is not None:
+            out["barge_in"] = d.barge_in.to_dict()
+        if live.warnings:
+            out["warnings"] = list(live.warnings)
+            live.warnings.clear()
+        return out
+    if isinstance(e, JoinEvent):
+        if len(live.engine.participants) + len(e.participants) > MAX_PARTICIPANTS:
+            raise PolylogueInputError(f"too many participants (limit {MAX_PARTICIPANTS})")
+        live.join([p.to_participant() for p in e.participants])
+    elif isinstance(e, LeaveEvent):
+        live.leave(e.participant)
+    elif isinstance(e, AgentSpeechEvent):
+        live.agent_speech(e.speaking, e.time, e.text)
+    else:
+        live.reset()
+    return {}
+
+
+# ----------------------------------------------------------------------------- the app
+
+
+def create_app(
+    store: SessionStore,
+    token: str | None = None,
+    idle_s: float = 1800.0,
+    max_sessions: int = 10_000,
+    model: TurnTakingModel | None = None,
+    sweep_s: float = 30.0,
+) -> Starlette:
+    metrics = Metrics()
+    sessions = Sessions(store, model or load_model(), metrics, idle_s, max_sessions)
+
+    def authorised(headers: Any, query: Any) -> bool:
+        if token is None:
+            return True
+        given = ""
+        auth = headers.get("authorization", "")
+        if auth.lower().startswith("bearer "):
+            given = auth[7:].strip()
+        given = given or query.get("token", "")
+        # Constant-time comparison on bytes of equal meaning (no early exit on a prefix).
+        return hmac.compare_digest(given.encode(), token.encode())
+
+    def error(status: int, msg: str) -> JSONResponse:
+        return JSONResponse({"ok": False, "error": msg}, status_code=status)
+
+    async def body(request: Request) -> Any:
+        raw = await request.body()
+        if len(raw) > MAX_MESSAGE:
+            raise PolylogueInputError(f"request body over {MAX_MESSAGE} bytes")
+        try:
+            return json.loads(raw or b"{}")
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+            raise PolylogueInputError(f"body is not JSON: {e}") from None
+
+    def guarded(handler: Any) -> Any:
+        async def run(request: Request) -> Response:
+            if not authorised(request.headers, request.query_params):
+                return error(401, "missing or wrong token")
+            try:
+                return await handler(request)
+            except SessionNotFound as e:
+                return error(404, str(e))
+            except SessionLimitError as e:
+                return error(503, str(e))
+            except PolylogueInputError as e:
+                return error(400, str(e))
+            except ValidationError as e:
+                return error(400, _validation_message(e))
+            except TimeoutError as e:
+                return error(503, str(e))
+
+        return run
+
+    async def create(request: Request) -> Response:
+        spec = SessionIn.model_validate(await body(request))
+        sid, live = await sessions.create(spec)
+        return JSONResponse(
+            {
+                "session_id": sid,
+                "agent": live.agent.pid,
+                "agent_resolved": not live.agent.provisional,
+            },
+            status_code=201,
+        )
+
+    async def events(request: Request) -> Response:
+        sid = request.path_params["sid"]
+        payload = await body(request)
+        batch = payload if isinstance(payload, list) else [payload]
+        if len(batch) > 1000:
+            raise PolylogueInputError("at most 1000 events per request")
+        results = [await sessions.apply(sid, e) for e in batch]
+        missing = [r for r in results if not r["ok"] and "no session" in r["error"]]
+        if missing:
+            return error(404, missing[0]["error"])
+        return JSONResponse({"results": results})
+
+    async def show(request: Request) -> Response:
+        return JSONResponse(await sessions.summary(request.path_params["sid"]))
+
+    async def delete(request: Request) -> Response:
+        await sessions.delete(request.path_params["sid"])
+        return JSONResponse({"ok": True})
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"ok": True, "sessions_cached": len(sessions.cache)})
+
+    async def metrics_route(request: Request) -> Response:
+        metrics.sessions.set(len(sessions.cache))
+        return PlainTextResponse(metrics.render(), media_type="text/plain; version=0.0.4")
+
+    async def stream(ws: WebSocket) -> None:
+        # Accept first so a refused client is told why (close code 4401/4404 and a reason).
+        await ws.accept()
+        if not authorised(ws.headers, ws.query_params):
+            await ws.close(code=4401, reason="missing or wrong token")
+            return
+        sid = ws.path_params["sid"]
+        try:
+            await sessions.summary(sid)
+        except SessionNotFound as e:
+            await ws.close(code=4404, reason=str(e)[:120])
+            return
+        metrics.sockets.inc()
+        try:
+            while True:
+                msg = await ws.receive_text()
+                if len(msg) > MAX_MESSAGE:
+                    await ws.send_json({"ok": False, "seq": None, "error": "message too large"})
+                    continue
+                try:
+                    raw = json.loads(msg)
+                except (json.JSONDecodeError, RecursionError) as e:
+                    metrics.errors.inc(kind="NotJSON")
+                    await ws.send_json({"ok": False, "seq": None, "error": f"not JSON: {e}"})
+                    continue
+                await ws.send_json(await sessions.apply(sid, raw))
+        except WebSocketDisconnect:
+            pass
+        finally:
+            metrics.sockets.dec()
+
+    async def sweeper() -> None:
+        while True:
+            await asyncio.sleep(sweep_s)
+            metrics.expired.inc(n=await sessions.expire())
+
+    from contextlib import asynccontextmanager
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> Any:
+        task = asyncio.create_task(sweeper())
+        try:
+            yield
+        finally:
+            task.cancel()
+            await store.close()
+
+    app = Starlette(
+        routes=[
+            Route("/healthz", guarded(healthz)),
+            Route("/metrics", guarded(metrics_route)),
+            Route("/v1/sessions", guarded(create), methods=["POST"]),
+            Route("/v1/sessions/{sid}", guarded(show), methods=["GET"]),
+            Route("/v1/sessions/{sid}", guarded(delete), methods=["DELETE"]),
+            Route("/v1/sessions/{sid}/events", guarded(events), methods=["POST"]),
+            WebSocketRoute("/v1/sessions/{sid}/stream", stream),
+        ],
+        lifespan=lifespan,
+    )
+    app.state.sessions = sessions
+    return app

@@ -1,0 +1,78 @@
+"""Prometheus metrics in the text exposition format (no client library needed)."""
+
+from __future__ import annotations
+
+
+def _labels(labels: dict[str, str]) -> str:
+    if not labels:
+        return ""
+    inner = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    return "{" + inner + "}"
+
+
+class CounterMetric:
+    def __init__(self, name: str, help_: str, kind: str = "counter") -> None:
+        self.name, self.help, self.kind = name, help_, kind
+        self.values: dict[tuple[tuple[str, str], ...], float] = {}
+
+    def inc(self, n: float = 1, **labels: str) -> None:
+        key = tuple(sorted(labels.items()))
+        self.values[key] = self.values.get(key, 0.0) + n
+
+    def dec(self, n: float = 1, **labels: str) -> None:
+        self.inc(-n, **labels)
+
+    def set(self, v: float, **labels: str) -> None:
+        self.values[tuple(sorted(labels.items()))] = v
+
+    def render(self) -> list[str]:
+        out = [f"# HELP {self.name} {self.help}", f"# TYPE {self.name} {self.kind}"]
+        for key, v in sorted(self.values.items()):
+            out.append(f"{self.name}{_labels(dict(key))} {v:g}")
+        if not self.values:
+            out.append(f"{self.name} 0")
+        return out
+
+
+class Histogram:
+    BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
+
+    def __init__(self, name: str, help_: str) -> None:
+        self.name, self.help = name, help_
+        self.counts = [0] * len(self.BUCKETS)
+        self.total = 0.0
+        self.n = 0
+
+    def observe(self, v: float) -> None:
+        for i, b in enumerate(self.BUCKETS):
+            if v <= b:
+                self.counts[i] += 1
+        self.total += v
+        self.n += 1
+
+    def render(self) -> list[str]:
+        out = [f"# HELP {self.name} {self.help}", f"# TYPE {self.name} histogram"]
+        for b, c in zip(self.BUCKETS, self.counts, strict=True):
+            out.append(f'{self.name}_bucket{{le="{b:g}"}} {c}')
+        out.append(f'{self.name}_bucket{{le="+Inf"}} {self.n}')
+        out.append(f"{self.name}_sum {self.total:.6f}")
+        out.append(f"{self.name}_count {self.n}")
+        return out
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.decisions = CounterMetric("polylogue_decisions_total", "Decisions by action")
+        self.events = CounterMetric("polylogue_events_total", "Events applied, by type")
+        self.errors = CounterMetric("polylogue_event_errors_total", "Rejected events, by error")
+        self.latency = Histogram(
+            "polylogue_decision_latency_seconds", "Server time to apply an utterance and decide"
+        )
+        self.sessions = CounterMetric("polylogue_sessions", "Sessions held in memory", "gauge")
+        self.sockets = CounterMetric("polylogue_websockets", "Open WebSocket streams", "gauge")
+        self.expired = CounterMetric("polylogue_sessions_expired_total", "Idle sessions dropped")
+
+    def render(self) -> str:
+        parts: list[CounterMetric | Histogram] = [self.decisions, self.events, self.errors]
+        parts += [self.latency, self.sessions, self.sockets, self.expired]
+        return "\n".join(line for m in parts for line in m.render()) + "\n"

@@ -1,0 +1,192 @@
+"""Where session snapshots live: SQLite (default, one process) or Redis (shared by processes).
+
+A session is stored as its JSON snapshot (:meth:`LiveConversation.to_dict`, bounded in size)
+with a version number bumped at every applied event. A process keeps live objects in memory
+and reloads a snapshot only when another process has moved the version on (Redis), so one
+process pays no deserialisation per event, and several processes stay consistent behind a
+per-session lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import sqlite3
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+from polylogue.errors import PolylogueInputError
+
+
+class StoreError(PolylogueInputError):
+    """A state location that cannot be used (bad URL, unreachable Redis, ...)."""
+
+
+class SessionStore(Protocol):
+    #: True when no other process writes this store (cached sessions are always current).
+    exclusive: bool
+
+    async def version(self, sid: str) -> int | None: ...
+    async def load(self, sid: str) -> tuple[int, dict[str, Any]] | None: ...
+    async def save(self, sid: str, version: int, snapshot: dict[str, Any]) -> None: ...
+    async def delete(self, sid: str) -> None: ...
+    async def expire(self, idle_s: float) -> list[str]: ...
+    async def count(self) -> int: ...
+    def lock(self, sid: str) -> Any: ...
+    async def close(self) -> None: ...
+
+
+class SQLiteStore:
+    """Snapshots in one SQLite file (WAL); survives restarts of a single service process."""
+
+    exclusive = True
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, version INTEGER NOT NULL,"
+            " snapshot TEXT NOT NULL, updated REAL NOT NULL)"
+        )
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    async def version(self, sid: str) -> int | None:
+        row = self.db.execute("SELECT version FROM sessions WHERE id=?", (sid,)).fetchone()
+        return None if row is None else int(row[0])
+
+    async def load(self, sid: str) -> tuple[int, dict[str, Any]] | None:
+        row = self.db.execute(
+            "SELECT version, snapshot FROM sessions WHERE id=?", (sid,)
+        ).fetchone()
+        return None if row is None else (int(row[0]), json.loads(row[1]))
+
+    async def save(self, sid: str, version: int, snapshot: dict[str, Any]) -> None:
+        self.db.execute(
+            "INSERT INTO sessions(id, version, snapshot, updated) VALUES (?,?,?,?) "
+            "ON CONFLICT(id) DO UPDATE SET version=excluded.version, "
+            "snapshot=excluded.snapshot, updated=excluded.updated",
+            (sid, version, json.dumps(snapshot, separators=(",", ":")), time.time()),
+        )
+
+    async def delete(self, sid: str) -> None:
+        self.db.execute("DELETE FROM sessions WHERE id=?", (sid,))
+        self._locks.pop(sid, None)
+
+    async def expire(self, idle_s: float) -> list[str]:
+        cutoff = time.time() - idle_s
+        ids = [r[0] for r in self.db.execute("SELECT id FROM sessions WHERE updated<?", (cutoff,))]
+        self.db.execute("DELETE FROM sessions WHERE updated<?", (cutoff,))
+        for sid in ids:
+            self._locks.pop(sid, None)
+        return ids
+
+    async def count(self) -> int:
+        return int(self.db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0])
+
+    def lock(self, sid: str) -> asyncio.Lock:
+        return self._locks.setdefault(sid, asyncio.Lock())
+
+    async def close(self) -> None:
+        self.db.close()
+
+
+# Releases the lock only if this holder still owns it (a lock that timed out may be re-taken).
+_UNLOCK = """
+if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
+return 0
+"""
+
+
+class RedisStore:
+    """Snapshots in Redis: any number of service processes share sessions."""
+
+    exclusive = False
+
+    def __init__(self, url: str, idle_s: float, prefix: str = "polylogue:") -> None:
+        try:
+            import redis.asyncio as aioredis
+        except ImportError as e:  # pragma: no cover - depends on the install
+            raise StoreError("--state redis://... needs: pip install 'polylogue[serve]'") from e
+        self.url = url
+        self.r = aioredis.from_url(url, decode_responses=True)
+        self.prefix = prefix
+        self.ttl_ms = max(int(idle_s * 1000), 1000)
+        self._unlock = self.r.register_script(_UNLOCK)
+
+    def _k(self, sid: str, kind: str) -> str:
+        return f"{self.prefix}{kind}:{sid}"
+
+    async def ping(self) -> None:
+        try:
+            await self.r.ping()
+        except Exception as e:
+            raise StoreError(f"cannot reach Redis at {self.url}: {e}") from None
+
+    async def version(self, sid: str) -> int | None:
+        v = await self.r.get(self._k(sid, "v"))
+        return None if v is None else int(v)
+
+    async def load(self, sid: str) -> tuple[int, dict[str, Any]] | None:
+        v, snap = await self.r.mget(self._k(sid, "v"), self._k(sid, "s"))
+        if v is None or snap is None:
+            return None
+        return int(v), json.loads(snap)
+
+    async def save(self, sid: str, version: int, snapshot: dict[str, Any]) -> None:
+        data = json.dumps(snapshot, separators=(",", ":"))
+        async with self.r.pipeline(transaction=True) as p:
+            p.set(self._k(sid, "s"), data, px=self.ttl_ms)
+            p.set(self._k(sid, "v"), version, px=self.ttl_ms)
+            await p.execute()
+
+    async def delete(self, sid: str) -> None:
+        await self.r.delete(self._k(sid, "s"), self._k(sid, "v"))
+
+    async def expire(self, idle_s: float) -> list[str]:
+        return []  # keys carry their own TTL
+
+    async def count(self) -> int:
+        n = 0
+        async for _ in self.r.scan_iter(match=f"{self.prefix}v:*", count=1000):
+            n += 1
+        return n
+
+    @asynccontextmanager
+    async def lock(self, sid: str, timeout_s: float = 5.0) -> AsyncIterator[None]:
+        key = self._k(sid, "lock")
+        token = secrets.token_hex(8)
+        deadline = time.monotonic() + timeout_s
+        while not await self.r.set(key, token, nx=True, px=2000):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"session {sid}: lock held by another process")
+            await asyncio.sleep(0.001)
+        try:
+            yield
+        finally:
+            await self._unlock(keys=[key], args=[token])
+
+    async def close(self) -> None:
+        await self.r.aclose()
+
+
+def open_store(state: str | None, idle_s: float) -> SessionStore:
+    """``redis://host:port/db``, ``sqlite:///path`` or a plain path (SQLite)."""
+    if state is None:
+        import os
+
+        base = os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
+        return SQLiteStore(Path(base) / "polylogue" / "sessions.sqlite")
+    if state.startswith(("redis://", "rediss://", "unix://")):
+        return RedisStore(state, idle_s)
+    if state.startswith("sqlite:///"):
+        return SQLiteStore(state.removeprefix("sqlite:///"))
+    if "://" in state:
+        raise StoreError(f"--state {state!r}: use redis://..., sqlite:///path or a file path")
+    return SQLiteStore(state)
