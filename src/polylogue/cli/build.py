@@ -26,7 +26,7 @@ def build(
     corpus: Annotated[
         list[str] | None,
         typer.Option(
-            "--corpus", "-c", help="Shared corpus: ami, friends, earnings21, icsi (repeatable)."
+            "--corpus", "-c", help="Shared corpus: ami, friends, earnings21, icsi, irc, molweni (repeatable)."
         ),
     ] = None,
     transcript: Annotated[

@@ -106,6 +106,12 @@ def present_at(
         everyone = frozenset(real)
         return [everyone] * len(conv.utterances)
     real_set = set(real)
+    window = conv.metadata.get("presence_window")
+    if isinstance(window, int) and window > 0:
+        # Chat channels (docs/corpora-chat.md): present = active in the last `window` messages.
+        from polylogue.corpora.chat import present_in_window
+
+        return present_in_window(conv.utterances, real_set, window, addressed)
     seen: set[str] = set()
     out: list[frozenset[str]] = []
     for i, u in enumerate(conv.utterances):
