@@ -21,6 +21,7 @@ app = typer.Typer(
 # One line per command module, in the order of the data flow; each defines register(app).
 _COMMAND_MODULES: tuple[str, ...] = (
     "polylogue.cli.build",
+    "polylogue.cli.addressing",
     "polylogue.cli.decide",
     "polylogue.cli.eval",
     "polylogue.cli.train",
