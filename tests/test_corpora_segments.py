@@ -132,8 +132,10 @@ def test_cli_build_takes_a_folder_glob_format_and_reset(tmp_path: Path) -> None:
     runner = CliRunner()
     res = runner.invoke(
         app,
-        ["build", "--out", str(out), "-t", str(folder), "-t", str(folder / "*.log")]
-        + ["--format", "jsonl", "--reset-after", "300"],
+        [
+            *("build", "--out", str(out), "-t", str(folder), "-t", str(folder / "*.log")),
+            *("--format", "jsonl", "--reset-after", "300"),
+        ],
     )
     assert res.exit_code == 0, res.output
     bench = load_benchmark(out)
