@@ -223,3 +223,25 @@ def test_builder_presence_window_bounds_targets(irc_dev: list[Conversation]) -> 
         assert p.input.target.id in seen
     labels = {p.gold.label.value for p in pts}
     assert labels == {"SPEAK", "SILENT"}
+
+
+def test_builder_counts_chat_nick_address_without_punctuation() -> None:
+    from polylogue.conversation import Utterance
+    from polylogue.corpora.irc import nick_participant
+
+    utts = (
+        Utterance("ActionParsnip", "try sudo apt-get install foo"),
+        Utterance("bob2", "that fails for me"),
+        Utterance("carol", "actionparsnip how??"),
+        Utterance("ActionParsnip", "carol: read the log"),
+    )
+    parts = tuple(nick_participant(n) for n in ("ActionParsnip", "bob2", "carol"))
+    chat = Conversation("c", "user", utts, parts, domain="chat")
+    pts = {p.point_id: p for p in conversation_points(chat)}
+    gold = pts["c:2:ActionParsnip"].gold
+    assert gold.addressed and gold.address_evidence == "nick" and gold.category.value == "I1"
+    assert pts["c:2:bob2"].gold.category.value == "S1"
+    # The same text in a meeting transcript is only a mention (the speech rules need a comma).
+    meeting = Conversation("m", "user", utts, parts, domain="meeting")
+    g = {p.point_id: p for p in conversation_points(meeting)}["m:2:ActionParsnip"].gold
+    assert not g.addressed and g.referenced

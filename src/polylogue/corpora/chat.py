@@ -12,9 +12,11 @@ punctuation stripped, so nicks with IRC characters (``|trey|``, ``Matt|``, ``bob
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 
-from polylogue.conversation import Participant, Utterance
+from polylogue.conversation import Conversation, Participant, Utterance
+from polylogue.turntaking.cues import UtteranceCues
 
 # Characters that surround a nick in running text but are not part of it.
 _EDGE = ".,:;!?()\"'<>@~*"
@@ -60,6 +62,28 @@ def mentions(text: str, nicks: Mapping[str, str], speaker: str | None = None) ->
     return list(out)
 
 
+def chat_address_cues(conv: Conversation) -> Callable[[Utterance, UtteranceCues], UtteranceCues]:
+    """Adds chat nick address to the builder's cues of an unannotated message.
+
+    The speech rules of :mod:`polylogue.turntaking.cues` need punctuation or an opener around a
+    vocative; in chat ``actionparsnip how??`` addresses ActionParsnip. Annotated messages keep
+    their annotation (it is trusted first everywhere); a nick found this way has evidence
+    ``"nick"`` and stops being a mere reference.
+    """
+    nicks = nick_lookup(conv.participants)
+
+    def add(u: Utterance, cues: UtteranceCues) -> UtteranceCues:
+        if u.addressees is not None:
+            return cues
+        pid = leading_address(u.text, nicks, u.speaker)
+        if pid is None or pid in cues.addressed:
+            return cues
+        referenced = {k: v for k, v in cues.referenced.items() if k != pid}
+        return replace(cues, addressed={**cues.addressed, pid: "nick"}, referenced=referenced)
+
+    return add
+
+
 def present_in_window(
     utterances: Sequence[Utterance],
     real: set[str],
@@ -87,4 +111,4 @@ def present_in_window(
     return out
 
 
-__all__ = ["leading_address", "mentions", "nick_lookup", "present_in_window"]
+__all__ = ["chat_address_cues", "leading_address", "mentions", "nick_lookup", "present_in_window"]
