@@ -147,3 +147,12 @@ def test_cli_build_takes_a_folder_glob_format_and_reset(tmp_path: Path) -> None:
             assert p.input.context[0].text.startswith("Morning all")
     bad = runner.invoke(app, ["build", "--out", str(out), "-t", str(folder), "--format", "srt"])
     assert bad.exit_code == 2
+
+
+def test_csv_text_with_control_separators_stays_one_row(tmp_path: Path) -> None:
+    # Real IRC lines (test log 2008-07-14_18) contain \x1e and \x15; they are not line breaks.
+    path = tmp_path / "irc.csv"
+    path.write_text('speaker,text\nkaddy,"0639\x1e0631\x1e0628"\nbob,"ka\x15/window 11"\n')
+    conv = read_transcript(path)
+    # Two rows; \x1e counts as whitespace, which the reader normalises to one space.
+    assert [u.text for u in conv.utterances] == ["0639 0631 0628", "ka\x15/window 11"]

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import csv
 import html
+import io
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -249,7 +250,8 @@ def _parse_jsonl(content: str, path: Path) -> tuple[dict[str, Any] | None, list[
 
 
 def _parse_csv(content: str, path: Path) -> list[_RawUtterance]:
-    reader = csv.DictReader(content.splitlines())
+    # Not str.splitlines(): it also breaks at \x1c-\x1e, \x85 and U+2028 inside chat messages.
+    reader = csv.DictReader(io.StringIO(content, newline=""))
     fields = [f.strip().lower() for f in reader.fieldnames or []]
     if not fields:
         raise ConversationFormatError(path, "", "empty transcript: no header row")
