@@ -2,7 +2,7 @@
 data only, against the shipped model and the previous-other-speaker rule on the chat test sets.
 
     .venv/bin/python benchmarks/chat_model.py --work /tmp/chat-model [--irc-train-files 25] \
-        [--threads 2] [--json out.json]
+        [--irc-test-files 10] [--threads 2] [--json out.json]
 
 Splits follow the corpora, not the builder: the variant is trained on IRC *train* logs (the
 first N by name) and Molweni *dev* (the builder's grouped 80/10/10 split of those supplies its
@@ -101,6 +101,7 @@ def main() -> None:
     )
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--irc-train-files", type=int, default=25)
+    ap.add_argument("--irc-test-files", type=int, default=10)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=800)
     ap.add_argument("--json", type=Path, default=None)
@@ -119,7 +120,12 @@ def main() -> None:
     mol_dev = bench(
         args.work / "bench-molweni-dev", list(read_molweni(mol_root, "dev")), (0.8, 0.1, 0.1)
     )
-    irc_test = bench(args.work / "bench-irc-test", list(read_irc(irc_root, "test")), ALL_TEST)
+    test_files = [p.name.removesuffix(".raw.txt") for _, p in irc_files(irc_root, ["test"])]
+    irc_test = bench(
+        args.work / "bench-irc-test",
+        list(read_irc(irc_root, "test", files=test_files[: args.irc_test_files])),
+        ALL_TEST,
+    )
     mol_test = bench(
         args.work / "bench-molweni-test", list(read_molweni(mol_root, "test")), ALL_TEST
     )
@@ -134,6 +140,7 @@ def main() -> None:
     models = {"shipped": load_model(None), "chat_variant": load_model(model_dir)}
     results: dict[str, Any] = {
         "irc_train_files": train_files,
+        "irc_test_files": test_files[: args.irc_test_files],
         "thresholds": {k: m.threshold for k, m in models.items()},
         "test": {},
     }
