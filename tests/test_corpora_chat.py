@@ -142,6 +142,8 @@ def test_irc_errors_name_file_and_line(tmp_path: Path) -> None:
     conv = read_irc_file(raw, ann)
     assert conv.utterances[1].addressees == ("alice",)
     assert conv.utterances[0].addressees == ()
+    with pytest.raises(ValueError, match="not in splits dev: nope"):
+        list(read_irc(corpus_dir("ubuntu-irc-disentanglement"), "dev", files=["nope"]))
     # The clock passes midnight.
     raw.write_text("[23:59] <alice> still up?\n[00:01] <bob> alice: yes\n")
     assert [u.start for u in read_irc_file(raw).utterances] == [0.0, 120.0]

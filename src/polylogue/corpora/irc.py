@@ -124,10 +124,16 @@ def read_irc(
     ``files`` keeps only the logs with these names (``2004-11-15_03``). ``presence_window`` is
     stored in the metadata for the decision-point builder (``None``: everyone seen so far).
     """
-    if isinstance(splits, str):
-        splits = [splits]
+    splits = [splits] if isinstance(splits, str) else list(splits)
     wanted = None if files is None else {f.removesuffix(".raw.txt") for f in files}
-    for split, raw in irc_files(folder, splits):
+    present = irc_files(folder, splits)
+    if wanted is not None:
+        missing = wanted - {raw.name.removesuffix(".raw.txt") for _, raw in present}
+        if missing:
+            raise ValueError(
+                f"IRC log(s) not in splits {', '.join(splits)}: {', '.join(sorted(missing))}"
+            )
+    for split, raw in present:
         name = raw.name.removesuffix(".raw.txt")
         if wanted is not None and name not in wanted:
             continue
