@@ -115,3 +115,22 @@ def test_cli_writes_reports(tmp_path: Path) -> None:
     assert "| previous-speaker |" in (tmp_path / "report.md").read_text()
     bad = CliRunner().invoke(app, ["addressing", "--corpus", "molweni", "--split", "train"])
     assert bad.exit_code == 2
+
+
+def test_turn_taking_model_ranks_next_speakers(molweni_test: list[Conversation]) -> None:
+    from polylogue.addressing.model import turn_taking_ranker
+
+    convs = molweni_test[:60]
+    exs = list(examples(convs, Task.NEXT_SPEAKER))
+    rank = turn_taking_ranker(exs)
+    preds = [rank(ex) for ex in exs]
+    # Always someone present other than the author, and well above a uniform guess.
+    assert all(
+        p is None or (p in ex.candidates and p != ex.current.speaker)
+        for p, ex in zip(preds, exs, strict=True)
+    )
+    rep = evaluate_task(convs, Task.NEXT_SPEAKER, "molweni/test", {"model": rank})
+    by = {s.predictor: s.p_at_1 for s in rep.scores}
+    assert by["model"] > by["chance"] + 0.05
+    with pytest.raises(ValueError, match="not addressees"):
+        turn_taking_ranker(list(examples(convs, Task.ADDRESSEE)))

@@ -43,9 +43,21 @@ def addressing(
     limit_conversations: Annotated[
         int | None, typer.Option(help="Use only the first N conversations of each corpus.")
     ] = None,
+    model: Annotated[
+        bool,
+        typer.Option(
+            "--model/--no-model",
+            help="Also rank next speaker / responder by the shipped turn-taking model's P(SPEAK).",
+        ),
+    ] = False,
+    model_dir: Annotated[
+        Path | None, typer.Option(help="A model folder from train-default (with --model).")
+    ] = None,
 ) -> None:
     """Score the addressing baselines (P@1) on IRC and Molweni; prints a Markdown report."""
-    from polylogue.addressing import Task, evaluate_task, report_markdown, write_reports
+    from polylogue.addressing import Task, evaluate_task, examples, report_markdown, write_reports
+    from polylogue.addressing.baselines import baselines_for
+    from polylogue.addressing.model import turn_taking_ranker
     from polylogue.corpora import READERS, load_corpus
     from polylogue.paths import corpus_dir
 
@@ -70,7 +82,12 @@ def addressing(
         folder = corpus_dir(READERS[name][1], data_root)
         convs = list(itertools.islice(load_corpus(name, folder, splits=split), limit_conversations))
         for t in tasks:
-            reports.append(evaluate_task(convs, t, f"{name}/{split}"))
+            predictors = baselines_for(t)
+            if model and t is not Task.ADDRESSEE:
+                predictors["turn-taking model"] = turn_taking_ranker(
+                    list(examples(convs, t)), model_dir
+                )
+            reports.append(evaluate_task(convs, t, f"{name}/{split}", predictors))
     text = report_markdown(reports)
     Console().print(text, markup=False, highlight=False)
     if out is not None:
