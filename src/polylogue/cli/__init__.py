@@ -24,6 +24,7 @@ app = typer.Typer(
 # One line per command module, in the order of the data flow; each defines register(app).
 _COMMAND_MODULES: tuple[str, ...] = (
     "polylogue.cli.build",
+    "polylogue.cli.addressing",
     "polylogue.cli.decide",
     "polylogue.cli.serve",
     "polylogue.cli.eval",

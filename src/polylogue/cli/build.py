@@ -27,13 +27,29 @@ def build(
     corpus: Annotated[
         list[str] | None,
         typer.Option(
-            "--corpus", "-c", help="Shared corpus: ami, friends, earnings21, icsi (repeatable)."
+            "--corpus",
+            "-c",
+            help="Shared corpus: ami, friends, earnings21, icsi, irc, molweni (repeatable).",
         ),
     ] = None,
     transcript: Annotated[
-        list[Path] | None,
+        list[str] | None,
         typer.Option(
-            "--transcript", "-t", help="A user transcript (JSONL, CSV, WebVTT); repeatable."
+            "--transcript",
+            "-t",
+            help="A user transcript (JSONL, CSV, WebVTT, text), a folder of them or a glob "
+            "('calls/*.vtt'); repeatable.",
+        ),
+    ] = None,
+    fmt: Annotated[
+        str | None,
+        typer.Option("--format", help="Transcript format for every --transcript (else suffix)."),
+    ] = None,
+    reset_after: Annotated[
+        float | None,
+        typer.Option(
+            help="Start a new conversation after a silence longer than this many seconds "
+            "(break markers in the files always do)."
         ),
     ] = None,
     data_root: Annotated[
@@ -86,6 +102,8 @@ def build(
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from polylogue.corpora import READERS, load_corpus
+    from polylogue.corpora.segments import expand_transcript_paths, read_transcript_parts
+    from polylogue.corpora.transcripts import TRANSCRIPT_FORMATS
     from polylogue.paths import corpus_dir
     from polylogue.turntaking.dataset import (
         BuildOptions,
@@ -104,8 +122,12 @@ def build(
     if ami_unit not in ("ipu", "da", "turn"):
         raise typer.BadParameter(f"--unit must be 'ipu', 'da' or 'turn', not {ami_unit!r}")
 
+    if fmt is not None and fmt not in TRANSCRIPT_FORMATS:
+        raise typer.BadParameter(f"unknown format {fmt!r}; known: {', '.join(TRANSCRIPT_FORMATS)}")
+    if reset_after is not None and reset_after <= 0:
+        raise typer.BadParameter("must be positive seconds", param_hint="--reset-after")
     corpora = corpus or []
-    transcripts = transcript or []
+    transcripts = expand_transcript_paths(transcript or [], fmt)
     if not corpora and not transcripts:
         raise typer.BadParameter("give at least one --corpus or --transcript")
     for c in corpora:
@@ -126,19 +148,21 @@ def build(
             yield from itertools.islice(load_corpus(name, folder, **opts), limit_conversations)
         if not transcripts:
             return
-        from polylogue.corpora.transcripts import read_transcript
-
         seen: set[str] = set()
         for path in transcripts:
-            inputs[f"transcript:{path.name}"] = {
+            inputs[f"transcript:{path}"] = {
                 "path": str(path),
                 "sha256": hash_tree(path.parent, [path.name]),
             }
-            conv = read_transcript(path)
-            if conv.id in seen:  # several files from one template: fall back to the file name
-                conv = read_transcript(path, conversation_id=path.stem)
-            seen.add(conv.id)
-            yield conv
+            parts = read_transcript_parts(path, format=fmt, reset_after=reset_after)
+            if any(c.id in seen for c in parts):
+                # Several files from one template: fall back to the file name (then its path).
+                for cid in (path.stem, str(path)):
+                    parts = read_transcript_parts(path, fmt, cid, reset_after)
+                    if not any(c.id in seen for c in parts):
+                        break
+            seen.update(c.id for c in parts)
+            yield from parts
 
     options = BuildOptions(
         points=PointOptions(

@@ -19,6 +19,8 @@ READERS: dict[str, tuple[str, str]] = {
     "friends": ("polylogue.corpora.friends:read_friends", "friends"),
     "earnings21": ("polylogue.corpora.earnings:read_earnings21", "earnings21"),
     "icsi": ("polylogue.corpora.icsi:read_icsi", "icsi-qmsum"),
+    "irc": ("polylogue.corpora.irc:read_irc", "ubuntu-irc-disentanglement"),
+    "molweni": ("polylogue.corpora.molweni:read_molweni", "molweni"),
 }
 
 
@@ -35,7 +37,8 @@ def reader(name: str) -> Callable[..., Iterator[Conversation]]:
 def load_corpus(
     name: str, root: str | Path | None = None, **options: Any
 ) -> Iterator[Conversation]:
-    """Yield the conversations of a shared corpus (``ami``, ``friends``, ``earnings21``, ``icsi``).
+    """Yield the conversations of a shared corpus (``ami``, ``friends``, ``earnings21``, ``icsi``,
+    ``irc``, ``molweni``).
 
     ``root`` is the corpus folder; by default it is found under the shared data root.
     """

@@ -34,6 +34,16 @@ Text (``.txt``)
     :func:`parse_transcript_line`, which ``polylogue decide`` uses for streaming stdin.
 
 Times are seconds (``12.5``) or clock times ``HH:MM:SS(.mmm)`` / ``MM:SS(.mmm)``.
+
+Conversation / scene breaks
+    One file may hold several conversations (a day of meetings, a chat export with quiet
+    hours, TV scenes). A break before an utterance is marked by ``"break": true`` on its JSONL
+    record (or a line ``{"break": true}`` on its own), a true ``break`` column in CSV
+    (``1``/``true``/``yes``/``x``), a ``NOTE break`` block in WebVTT (also ``NOTE scene break``,
+    ``NOTE conversation break``, ``NOTE new conversation``) and a ``---`` line in text files.
+    :func:`read_transcript` keeps one conversation and lists the break positions in
+    ``metadata["breaks"]``; :func:`polylogue.corpora.segments.read_transcript_parts` cuts
+    there (and optionally after long silences).
 """
 
 from __future__ import annotations
@@ -43,7 +53,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +91,8 @@ class _RawUtterance:
     end: float | None
     addressees: tuple[str, ...] | None
     id: str | None
+    #: A new conversation/scene starts with this utterance (see "Conversation / scene breaks").
+    scene_break: bool = False
 
 
 # ----------------------------------------------------------------------------- public API
@@ -207,6 +219,7 @@ def _parse_jsonl(content: str, path: Path) -> tuple[dict[str, Any] | None, list[
     header: dict[str, Any] | None = None
     out: list[_RawUtterance] = []
     seen_content = False
+    pending_break = False
     for lineno, line in enumerate(content.splitlines(), 1):
         if not line.strip():
             continue
@@ -220,13 +233,21 @@ def _parse_jsonl(content: str, path: Path) -> tuple[dict[str, Any] | None, list[
                     path, where, "the participants header must be the first line"
                 )
             header = obj
+        elif _is_break_marker(obj):
+            pending_break = True
         else:
-            out.append(_from_record(obj, path, where))
+            record = _from_record(obj, path, where)
+            if pending_break:
+                record = replace(record, scene_break=True)
+                pending_break = False
+            out.append(record)
         seen_content = True
     return header, out
 
 
 def _parse_csv(content: str, path: Path) -> list[_RawUtterance]:
+    # csv_records reads with newline="", not str.splitlines(), which also breaks at \x1c-\x1e,
+    # \x85 and U+2028 inside chat messages.
     records = csv_records(path, content)
     first = next(records, None)
     fields = [f.strip().lower() for f in first[1]] if first else []
@@ -240,6 +261,7 @@ def _parse_csv(content: str, path: Path) -> list[_RawUtterance]:
             f"CSV header must have speaker and text columns; missing {sorted(missing)}",
         )
     out = []
+    pending_break = False
     for lineno, cells in records:
         where = f"line {lineno}"
         if len(cells) > len(fields):
@@ -249,13 +271,25 @@ def _parse_csv(content: str, path: Path) -> list[_RawUtterance]:
         if not any(c.strip() for c in cells):
             continue
         row = dict(zip(fields, cells, strict=False))  # missing trailing cells are empty
+        if "break" in row:
+            flag = _csv_flag(row.pop("break"), path, where)
+            if (
+                flag
+                and not (row.get("speaker") or "").strip()
+                and not (row.get("text") or "").strip()
+            ):
+                pending_break = True  # a marker row between two conversations
+                continue
+            pending_break = pending_break or flag
         record: dict[str, Any] = dict(row)
         addr = row.get("addressee", "").strip() if "addressee" in fields else None
         if addr is not None:
             record["addressee"] = (
                 [a.strip() for a in addr.split(";") if a.strip()] if addr else None
             )
-        out.append(_from_record(record, path, where))
+        raw = _from_record(record, path, where)
+        out.append(replace(raw, scene_break=True) if pending_break else raw)
+        pending_break = False
     return out
 
 
@@ -264,6 +298,7 @@ def _parse_vtt(content: str, path: Path) -> list[_RawUtterance]:
     if not lines or not lines[0].startswith("WEBVTT"):
         raise ConversationFormatError(path, "line 1", "a WebVTT file must start with 'WEBVTT'")
     out: list[_RawUtterance] = []
+    pending_break = False
     i = 1
     while i < len(lines):
         if not lines[i].strip():
@@ -275,7 +310,10 @@ def _parse_vtt(content: str, path: Path) -> list[_RawUtterance]:
             block.append(lines[i])
             i += 1
         first = block[0].strip()
-        if first.startswith(("NOTE", "STYLE", "REGION")) and "-->" not in first:
+        if first.startswith("NOTE") and "-->" not in first:
+            pending_break = pending_break or _VTT_BREAK.match(" ".join(block)) is not None
+            continue
+        if first.startswith(("STYLE", "REGION")) and "-->" not in first:
             continue
         timing_idx = 0 if "-->" in block[0] else 1
         if timing_idx >= len(block) or "-->" not in block[timing_idx]:
@@ -307,7 +345,9 @@ def _parse_vtt(content: str, path: Path) -> list[_RawUtterance]:
         for k, (speaker, text) in enumerate(spans):
             uid = None if cue_id is None else cue_id if len(spans) == 1 else f"{cue_id}.{k + 1}"
             record = {"speaker": speaker, "text": text, "start": start, "end": end, "id": uid}
-            out.append(_from_record(record, path, where))
+            raw = _from_record(record, path, where)
+            out.append(replace(raw, scene_break=True) if pending_break and k == 0 else raw)
+        pending_break = False
     return out
 
 
@@ -360,7 +400,11 @@ def _vtt_text(s: str) -> str:
 def _parse_txt(content: str, path: Path) -> tuple[dict[str, Any] | None, list[_RawUtterance]]:
     header: dict[str, Any] | None = None
     out: list[_RawUtterance] = []
+    pending_break = False
     for lineno, line in enumerate(content.splitlines(), 1):
+        if line.strip() == TXT_BREAK:
+            pending_break = True
+            continue
         parsed = _parse_line(line, lineno, path)
         if parsed is None:
             continue
@@ -371,7 +415,8 @@ def _parse_txt(content: str, path: Path) -> tuple[dict[str, Any] | None, list[_R
                 )
             header = parsed
         else:
-            out.append(parsed)
+            out.append(replace(parsed, scene_break=True) if pending_break else parsed)
+            pending_break = False
     return header, out
 
 
@@ -428,6 +473,9 @@ def _from_record(obj: dict[str, Any], path: str | Path, where: str) -> _RawUtter
         raise ConversationFormatError(
             path, where, f"addressee must be a name or a list of names, not {addr!r}"
         )
+    brk = obj.get("break", False)
+    if not isinstance(brk, bool):
+        raise ConversationFormatError(path, where, f"break must be true or false, not {brk!r}")
     uid = obj.get("id")
     return _RawUtterance(
         where=where,
@@ -437,7 +485,42 @@ def _from_record(obj: dict[str, Any], path: str | Path, where: str) -> _RawUtter
         end=end,
         addressees=addressees,
         id=None if uid is None or str(uid) == "" else str(uid),
+        scene_break=brk,
     )
+
+
+# ----------------------------------------------------------------------------- breaks
+
+#: A text-file line that separates two conversations.
+TXT_BREAK = "---"
+_VTT_BREAK = re.compile(
+    r"^NOTE\s+(?:scene\s+break|conversation\s+break|break|new\s+(?:scene|conversation))\b",
+    re.IGNORECASE,
+)
+_TRUE = frozenset({"1", "true", "yes", "y", "x"})
+_FALSE = frozenset({"", "0", "false", "no", "n"})
+
+
+def _is_break_marker(obj: dict[str, Any]) -> bool:
+    """A JSONL line that only says ``{"break": true}`` (no speaker, no text)."""
+    return obj.get("break") is True and "speaker" not in obj and "text" not in obj
+
+
+def _csv_flag(value: str | None, path: str | Path, where: str) -> bool:
+    v = (value or "").strip().lower()
+    if v in _TRUE:
+        return True
+    if v in _FALSE:
+        return False
+    raise ConversationFormatError(
+        path, where, f"break must be 1/0, true/false or yes/no, not {value!r}"
+    )
+
+
+def _breaks_metadata(raw: Sequence[_RawUtterance]) -> dict[str, Any]:
+    """``{"breaks": [utterance indices]}`` when the file marks breaks, else nothing."""
+    breaks = [i for i, r in enumerate(raw) if r.scene_break and i > 0]
+    return {"breaks": breaks} if breaks else {}
 
 
 # ----------------------------------------------------------------------------- resolution
@@ -541,7 +624,7 @@ def _build(
         group=conv_id,
         roster_known=roster_known,
         source=str(path),
-        metadata={"format": fmt},
+        metadata={"format": fmt, **_breaks_metadata(raw)},
     )
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Literal, overload
 
 from polylogue.conversation import Conversation, Participant, Utterance
+from polylogue.corpora.chat import chat_address_cues, present_in_window
 from polylogue.turntaking.cues import (
     UtteranceCues,
     build_matchers,
@@ -190,6 +191,10 @@ def present_at(
         everyone = frozenset(real)
         return [everyone] * len(conv.utterances)
     real_set = set(real)
+    window = conv.metadata.get("presence_window")
+    if isinstance(window, int) and window > 0:
+        # Chat channels (docs/corpora-chat.md): present = active in the last `window` messages.
+        return present_in_window(conv.utterances, real_set, window, addressed)
     seen: set[str] = set()
     out: list[frozenset[str]] = []
     for i, u in enumerate(conv.utterances):
@@ -345,8 +350,11 @@ def conversation_points(
     # Cues are computed against every participant so a vocative can establish presence.
     all_cues = []
     last_spoke: dict[str, int] = {}
+    # Chat: a leading nick without punctuation, in any case, is address too (corpora.chat).
+    chat_address = chat_address_cues(conv) if conv.domain == "chat" else None
     for i, u in enumerate(conv.utterances):
-        all_cues.append(utterance_cues(u, matchers, last_spoke=last_spoke))
+        cue = utterance_cues(u, matchers, last_spoke=last_spoke)
+        all_cues.append(cue if chat_address is None else chat_address(u, cue))
         last_spoke[u.speaker] = i
     presence = present_at(conv, [c.addressed for c in all_cues])
     by_id: dict[str, Participant] = {p.id: p for p in conv.participants}

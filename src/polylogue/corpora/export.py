@@ -1,0 +1,143 @@
+"""Write a conversation in the user-facing transcript formats that ``read_transcript`` reads.
+
+Used to put corpus data through exactly the path a user's file takes (the outside-data suite in
+``benchmarks/outside_data.py``), and to hand polylogue conversations to other tools:
+
+Utterances without text are left out (a transcript line needs text).
+
+* :func:`write_jsonl_transcript`: one ``{"speaker", "text", "start", "end", "addressee"}``
+  object per line (``addressee`` only where annotated), ``{"break": true}`` at breaks;
+* :func:`write_csv_transcript`: ``speaker,text,start,end,addressee[,break]`` (addressees
+  joined with ``;``);
+* :func:`write_vtt_transcript`: WebVTT in the Zoom style (numbered cues, ``Name: text``) or the
+  Teams style (cue ids, ``<v Name>text</v>``); utterances without times are left out, since a
+  cue needs them.
+
+``names`` maps participant ids to the names written (default: the display name). ``breaks``
+lists utterance indices where a new conversation starts (written as the format's marker).
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from polylogue.conversation import Conversation, Utterance
+
+VttStyle = Literal["zoom", "teams"]
+
+
+def _names(conv: Conversation, names: Mapping[str, str] | None) -> dict[str, str]:
+    out = {p.id: p.display_name for p in conv.participants}
+    out.update(names or {})
+    return out
+
+
+def write_jsonl_transcript(
+    conv: Conversation,
+    path: str | Path,
+    names: Mapping[str, str] | None = None,
+    breaks: Iterable[int] = (),
+) -> Path:
+    path = Path(path)
+    who = _names(conv, names)
+    cuts = set(breaks)
+    with open(path, "w", encoding="utf-8") as f:
+        for i, u in _written(conv, cuts):
+            if i in cuts:
+                f.write('{"break": true}\n')
+            rec: dict[str, Any] = {"speaker": who[u.speaker], "text": u.text}
+            if u.start is not None:
+                rec["start"] = u.start
+            if u.end is not None:
+                rec["end"] = u.end
+            if u.addressees is not None:
+                rec["addressee"] = [who.get(a, a) for a in u.addressees]
+            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    return path
+
+
+def write_csv_transcript(
+    conv: Conversation,
+    path: str | Path,
+    names: Mapping[str, str] | None = None,
+    breaks: Iterable[int] = (),
+) -> Path:
+    path = Path(path)
+    who = _names(conv, names)
+    cuts = set(breaks)
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["speaker", "text", "start", "end", "addressee", *(["break"] if cuts else [])])
+        for i, u in _written(conv, cuts):
+            addr = "" if not u.addressees else ";".join(who.get(a, a) for a in u.addressees)
+            row = [who[u.speaker], u.text, _num(u.start), _num(u.end), addr]
+            w.writerow(row + (["1" if i in cuts else ""] if cuts else []))
+    return path
+
+
+def write_vtt_transcript(
+    conv: Conversation,
+    path: str | Path,
+    style: VttStyle = "teams",
+    names: Mapping[str, str] | None = None,
+    breaks: Iterable[int] = (),
+) -> Path:
+    if style not in ("zoom", "teams"):
+        raise ValueError(f"style must be 'zoom' or 'teams', not {style!r}")
+    path = Path(path)
+    who = _names(conv, names)
+    cuts = set(breaks)
+    lines = ["WEBVTT", ""]
+    for k, (i, u) in enumerate(_written(conv, cuts, timed=True), 1):
+        if i in cuts:
+            lines += ["NOTE conversation break", ""]
+        start = u.start or 0.0  # never None here: untimed utterances are not written
+        end = u.end if u.end is not None and u.end >= start else start
+        timing = f"{_clock(start)} --> {_clock(end)}"
+        # Cue text is HTML-like: "<nick>" or "&" would otherwise be read as markup.
+        text = html.escape(" ".join(u.text.split()), quote=False)
+        if style == "zoom":
+            lines += [str(k), timing, f"{who[u.speaker]}: {text}", ""]
+        else:
+            cue_id = f"{k:08x}-0000-4000-8000-{i:012x}/{k}"  # Teams writes GUID/n cue ids
+            lines += [cue_id, timing, f"<v {who[u.speaker]}>{text}</v>", ""]
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+def _written(
+    conv: Conversation, cuts: set[int], timed: bool = False
+) -> Iterator[tuple[int, Utterance]]:
+    """Utterances a transcript can hold (text; times for WebVTT), with their indices.
+
+    A break on an utterance that is left out moves to the next one written (``cuts`` is
+    updated in place)."""
+    pending = False
+    for i, u in enumerate(conv.utterances):
+        pending = pending or i in cuts
+        if not u.text.strip() or (timed and u.start is None):
+            continue
+        if pending:
+            cuts.add(i)
+            pending = False
+        yield i, u
+
+
+def _clock(t: float) -> str:
+    ms = round(t * 1000)
+    h, rem = divmod(ms, 3_600_000)
+    m, rem = divmod(rem, 60_000)
+    s, ms = divmod(rem, 1000)
+    return f"{h:02d}:{m:02d}:{s:02d}.{ms:03d}"
+
+
+def _num(v: float | None) -> str:
+    return "" if v is None else f"{v:.3f}"
+
+
+__all__ = ["write_csv_transcript", "write_jsonl_transcript", "write_vtt_transcript"]

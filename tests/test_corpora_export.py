@@ -1,0 +1,71 @@
+"""Corpus conversations written as user transcripts read back unchanged (real AMI, IRC, Molweni)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from polylogue.conversation import Conversation
+from polylogue.corpora import load_corpus
+from polylogue.corpora.export import (
+    write_csv_transcript,
+    write_jsonl_transcript,
+    write_vtt_transcript,
+)
+from polylogue.corpora.irc import read_irc
+from polylogue.corpora.molweni import read_molweni
+from polylogue.corpora.segments import read_transcript_parts
+from polylogue.corpora.transcripts import read_transcript
+from polylogue.paths import corpus_dir
+
+
+@pytest.fixture(scope="module")
+def ami() -> Conversation:
+    return next(iter(load_corpus("ami", meetings=["ES2002a"])))
+
+
+@pytest.mark.parametrize("style", ["zoom", "teams"])
+def test_ami_meeting_as_webvtt_round_trips(ami: Conversation, tmp_path: Path, style: str) -> None:
+    names = {p.id: p.aliases[0] for p in ami.participants}  # role codes: PM, ME, UI, ID
+    path = write_vtt_transcript(ami, tmp_path / f"{style}.vtt", style, names)  # type: ignore[arg-type]
+    back = read_transcript(path)
+    timed = [u for u in ami.utterances if u.start is not None and u.text.strip()]
+    assert [u.text for u in back.utterances] == [" ".join(u.text.split()) for u in timed]
+    assert [u.speaker for u in back.utterances] == [names[u.speaker] for u in timed]
+    assert all(
+        abs((b.start or 0) - (a.start or 0)) < 1e-3
+        for a, b in zip(timed, back.utterances, strict=True)
+    )
+    if style == "teams":
+        assert "<v PM>" in path.read_text()
+
+
+def test_irc_log_as_csv_keeps_markup_like_text_and_addressees(tmp_path: Path) -> None:
+    conv = next(iter(read_irc(corpus_dir("ubuntu-irc-disentanglement"), "dev")))
+    path = write_csv_transcript(conv, tmp_path / "irc.csv", breaks=[500])
+    back = read_transcript(path)
+    kept = [u for u in conv.utterances if u.text.strip()]
+    assert len(back.utterances) == len(kept)
+    assert [u.text for u in back.utterances] == [" ".join(u.text.split()) for u in kept]
+    annotated = [(u.speaker, u.addressees) for u in kept if u.addressees]
+    back_annotated = [(u.speaker, u.addressees) for u in back.utterances if u.addressees]
+    assert back_annotated == annotated
+    parts = read_transcript_parts(path)
+    assert len(parts) == 2 and len(parts[0].utterances) == 500
+
+
+def test_molweni_dialogue_as_jsonl_and_vtt_with_break(tmp_path: Path) -> None:
+    convs = list(read_molweni(corpus_dir("molweni"), "test"))[:2]
+    first = convs[0]
+    back = read_transcript(write_jsonl_transcript(first, tmp_path / "m.jsonl", breaks=[3]))
+    assert [(u.speaker, u.text) for u in back.utterances] == [
+        (u.speaker, u.text) for u in first.utterances
+    ]
+    assert back.metadata["breaks"] == [3]
+    # No times: a WebVTT file cannot hold the dialogue, and says so by being empty of cues.
+    empty = write_vtt_transcript(first, tmp_path / "m.vtt")
+    with pytest.raises(ValueError, match="no utterances"):
+        read_transcript(empty)
+    with pytest.raises(ValueError, match="style"):
+        write_vtt_transcript(first, tmp_path / "x.vtt", "slack")  # type: ignore[arg-type]
