@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Literal, overload
 
 from polylogue.conversation import Conversation, Participant, Utterance
-from polylogue.corpora.chat import chat_address_cues, present_in_window
+from polylogue.turntaking.chat import chat_address_cues, present_in_window
 from polylogue.turntaking.cues import (
     UtteranceCues,
     build_matchers,
@@ -350,7 +350,7 @@ def conversation_points(
     # Cues are computed against every participant so a vocative can establish presence.
     all_cues = []
     last_spoke: dict[str, int] = {}
-    # Chat: a leading nick without punctuation, in any case, is address too (corpora.chat).
+    # Chat: a leading nick without punctuation, in any case, is address too (turntaking.chat).
     chat_address = chat_address_cues(conv) if conv.domain == "chat" else None
     for i, u in enumerate(conv.utterances):
         cue = utterance_cues(u, matchers, last_spoke=last_spoke)
