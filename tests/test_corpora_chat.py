@@ -234,7 +234,7 @@ def test_builder_counts_chat_nick_address_without_punctuation() -> None:
     utts = (
         Utterance("ActionParsnip", "try sudo apt-get install foo"),
         Utterance("bob2", "that fails for me"),
-        Utterance("carol", "actionparsnip how??"),
+        Utterance("carol", "actionparsnip the log is empty??"),
         Utterance("ActionParsnip", "carol: read the log"),
     )
     parts = tuple(nick_participant(n) for n in ("ActionParsnip", "bob2", "carol"))
@@ -243,7 +243,8 @@ def test_builder_counts_chat_nick_address_without_punctuation() -> None:
     gold = pts["c:2:ActionParsnip"].gold
     assert gold.addressed and gold.address_evidence == "nick" and gold.category.value == "I1"
     assert pts["c:2:bob2"].gold.category.value == "S1"
-    # The same text in a meeting transcript is only a mention (the speech rules need a comma).
+    # The same text in a meeting transcript is only a mention: the speech rules need a comma or
+    # a word that opens an address ("Rachel you have to...") after the name.
     meeting = Conversation("m", "user", utts, parts, domain="meeting")
     g = {p.point_id: p for p in conversation_points(meeting)}["m:2:ActionParsnip"].gold
     assert not g.addressed and g.referenced

@@ -149,6 +149,10 @@ def visible_times(conv: Conversation) -> bool:
 def timing_mode(conv: Conversation, opts: PointOptions) -> Literal["pause", "utterance"]:
     if opts.timing == "utterance":
         return "utterance"
+    # Chat messages carry a posting time, not a stretch of speech: every message is a decision
+    # moment (docs/corpora-chat.md), whatever its timestamps say.
+    if conv.domain == "chat" and opts.timing == "auto":
+        return "utterance"
     if is_timed(conv):
         return "pause"
     if opts.timing == "pause":
