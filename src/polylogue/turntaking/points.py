@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import overload
 
 from polylogue.conversation import Conversation, Participant, Utterance
-from polylogue.corpora.chat import chat_address_cues, present_in_window
+from polylogue.turntaking.chat import chat_address_cues, present_in_window
 from polylogue.turntaking.cues import (
     UtteranceCues,
     build_matchers,
