@@ -11,10 +11,11 @@ import pytest
 
 from polylogue.conversation import Conversation, ConversationFormatError
 from polylogue.corpora import READERS, load_corpus
+from polylogue.corpora.chat import leading_address, mentions, nick_lookup
 from polylogue.corpora.irc import BOT_NICKS, read_irc, read_irc_file, thread_conversations
 from polylogue.corpora.molweni import read_molweni
 from polylogue.paths import corpus_dir
-from polylogue.turntaking.chat import leading_address, mentions, nick_lookup, present_in_window
+from polylogue.turntaking.chat import present_in_window
 from polylogue.turntaking.points import conversation_points
 
 

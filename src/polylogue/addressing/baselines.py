@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from polylogue.addressing.tasks import AddressingExample, Task
 from polylogue.conversation import Conversation
-from polylogue.turntaking.chat import leading_address, mentions, nick_lookup
+from polylogue.corpora.chat import leading_address, mentions, nick_lookup
 
 Baseline = Callable[[AddressingExample], str | None]
 
