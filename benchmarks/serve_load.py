@@ -115,11 +115,20 @@ async def _session(
     return sent, received
 
 
+async def _loop_lag(out: list[float]) -> None:
+    while True:
+        t = time.perf_counter()
+        await asyncio.sleep(0.05)
+        out.append(time.perf_counter() - t - 0.05)
+
+
 async def _run(
     urls: list[str], convs: list[Conversation], sessions: int, n: int, speed: float, ramp: float
 ) -> dict[str, float]:
     lat: list[Sample] = []
     agents = ["A", "B", "C", "D"]
+    lag: list[float] = []
+    monitor = asyncio.create_task(_loop_lag(lag))
     t0 = time.perf_counter()
     results = await asyncio.gather(
         *(
@@ -136,6 +145,7 @@ async def _run(
         )
     )
     wall = time.perf_counter() - t0
+    monitor.cancel()
     sent = sum(s for s, _ in results)
     got = sum(r for _, r in results)
     q = statistics.quantiles([x for _, x, _ in lat], n=100)
@@ -155,6 +165,8 @@ async def _run(
         "server_p50_ms": qsv[49],
         "server_p99_ms": qsv[98],
         "max_ms": max(x for _, x, _ in lat) * 1000,
+        # How late the client's own event loop wakes up: latency the server did not cause.
+        "client_lag_p50_ms": statistics.median(lag) * 1000,
         "events_per_s": sent / wall,
         "wall_s": wall,
     }
