@@ -67,10 +67,20 @@ def _start_server(state: str) -> tuple[subprocess.Popen[bytes], str]:
     raise RuntimeError("server did not start")
 
 
+Sample = tuple[int, float, float]  # (utterance index, client latency s, server ms)
+
+
 async def _session(
-    url: str, conv: Conversation, agent: str, n: int, speed: float, lat: list[float]
+    url: str,
+    conv: Conversation,
+    agent: str,
+    n: int,
+    speed: float,
+    lat: list[Sample],
+    delay: float,
 ) -> tuple[int, int]:
     """Replay ``n`` utterances; returns (sent, received in order)."""
+    await asyncio.sleep(delay)
     async with httpx.AsyncClient() as http:
         body = {"agent": agent, "participants": [p.to_dict() for p in conv.participants]}
         r = await http.post(f"{url}/v1/sessions", json=body, timeout=60)
@@ -99,35 +109,64 @@ async def _session(
             await ws.send(json.dumps(event))
             sent += 1
             reply = json.loads(await ws.recv())
-            lat.append(time.perf_counter() - t)
+            lat.append((i, time.perf_counter() - t, reply.get("server_ms", float("nan"))))
             if reply.get("ok") and reply.get("seq") == i:
                 received += 1
     return sent, received
 
 
+async def _loop_lag(out: list[float]) -> None:
+    while True:
+        t = time.perf_counter()
+        await asyncio.sleep(0.05)
+        out.append(time.perf_counter() - t - 0.05)
+
+
 async def _run(
-    urls: list[str], convs: list[Conversation], sessions: int, n: int, speed: float
+    urls: list[str], convs: list[Conversation], sessions: int, n: int, speed: float, ramp: float
 ) -> dict[str, float]:
-    lat: list[float] = []
+    lat: list[Sample] = []
     agents = ["A", "B", "C", "D"]
+    lag: list[float] = []
+    monitor = asyncio.create_task(_loop_lag(lag))
     t0 = time.perf_counter()
     results = await asyncio.gather(
         *(
-            _session(urls[k % len(urls)], convs[k % len(convs)], agents[k % 4], n, speed, lat)
+            _session(
+                urls[k % len(urls)],
+                convs[k % len(convs)],
+                agents[k % 4],
+                n,
+                speed,
+                lat,
+                ramp * k / sessions,
+            )
             for k in range(sessions)
         )
     )
     wall = time.perf_counter() - t0
+    monitor.cancel()
     sent = sum(s for s, _ in results)
     got = sum(r for _, r in results)
-    q = statistics.quantiles(lat, n=100)
+    q = statistics.quantiles([x for _, x, _ in lat], n=100)
+    # Steady state: without each session's first 10 events (connection and warm-up).
+    qs = statistics.quantiles([x for i, x, _ in lat if i >= 10], n=100)
+    # Time inside the server for the event (parse, decide, snapshot); the rest is queueing,
+    # the WebSocket and the client's own loop.
+    qsv = statistics.quantiles([sv for _, _, sv in lat], n=100)
     return {
         "sessions": sessions,
         "events": sent,
         "lost": sent - got,
         "p50_ms": q[49] * 1000,
         "p99_ms": q[98] * 1000,
-        "max_ms": max(lat) * 1000,
+        "steady_p50_ms": qs[49] * 1000,
+        "steady_p99_ms": qs[98] * 1000,
+        "server_p50_ms": qsv[49],
+        "server_p99_ms": qsv[98],
+        "max_ms": max(x for _, x, _ in lat) * 1000,
+        # How late the client's own event loop wakes up: latency the server did not cause.
+        "client_lag_p50_ms": statistics.median(lag) * 1000,
         "events_per_s": sent / wall,
         "wall_s": wall,
     }
@@ -139,6 +178,7 @@ def main() -> None:
     ap.add_argument("--speed", type=float, default=4.0, help="times faster than real time")
     ap.add_argument("--utterances", type=int, default=120, help="per session")
     ap.add_argument("--redis", action="store_true", help="two processes sharing one Redis")
+    ap.add_argument("--ramp", type=float, default=10.0, help="seconds over which sessions start")
     args = ap.parse_args()
     convs = [c for c in itertools.islice(load_corpus("ami"), 20) if len(c.utterances) > 200]
     tmp = Path(tempfile.mkdtemp(prefix="serve-load-"))
@@ -173,7 +213,7 @@ def main() -> None:
         procs += [p for p, _ in servers]
         urls = [u for _, u in servers]
         rss0 = sum(_rss_mb(p.pid) for p, _ in servers)
-        res = asyncio.run(_run(urls, convs, args.sessions, args.utterances, args.speed))
+        res = asyncio.run(_run(urls, convs, args.sessions, args.utterances, args.speed, args.ramp))
         rss1 = sum(_rss_mb(p.pid) for p, _ in servers)
         res["rss_before_mb"] = rss0
         res["rss_after_mb"] = rss1
@@ -181,7 +221,8 @@ def main() -> None:
         label = "2 processes + Redis" if args.redis else "1 process + SQLite"
         print(
             f"{label}: {args.sessions} sessions x {args.utterances} utterances at "
-            f"{args.speed:g}x real time on {os.cpu_count()} CPUs"
+            f"{args.speed:g}x real time (starts spread over {args.ramp:g} s) on "
+            f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}"
         )
         for k, v in res.items():
             print(f"  {k:16s} {v:,.2f}" if isinstance(v, float) else f"  {k:16s} {v:,}")

@@ -208,6 +208,15 @@ def test_cooldown_and_per_state_thresholds(model, ami: Conversation) -> None:
     assert d.agent_state is AgentState.IDLE and d.action is Action.SPEAK
 
 
+def test_shared_first_name_label_goes_to_the_latest_speaker(model) -> None:
+    live = _live(model, "Dave", roster=False)
+    live.utterance(Utterance("Bob Smith", "I pushed the fix this morning."))
+    live.utterance(Utterance("Bob Jones", "Great, I will test it after lunch."))
+    d = live.utterance(Utterance("bob", "Dave, can you review it?"))
+    assert d.speaker == "Bob Jones"
+    assert live.speaker_id("Bob Smith") == "Bob Smith"
+
+
 def test_join_leave_reset(model, ami: Conversation) -> None:
     live = _live(model, "A", ami.participants)
     live.leave("A")

@@ -192,3 +192,26 @@ def test_two_processes_share_sessions_through_redis(tmp_path: Path, ami: Convers
         assert httpx.get(f"{b}/v1/sessions/{sid}").json()["utterances"] == 60
     with redis_server(tmp_path) as redis_url, polylogue_serve("--state", redis_url) as a:
         assert httpx.get(f"{a}/v1/sessions/{sid}").status_code == 404  # a fresh Redis
+
+
+def test_redis_store_refuses_a_stale_write(tmp_path: Path) -> None:
+    """A process that lost its lock cannot overwrite a newer snapshot (compare-and-set)."""
+    import asyncio
+
+    from polylogue.serve.store import RedisStore, StaleSessionError
+
+    async def scenario(url: str) -> None:
+        store = RedisStore(url, idle_s=60)
+        await store.save("s1", 0, {"n": 0})
+        await store.save("s1", 1, {"n": 1})
+        with pytest.raises(StaleSessionError):
+            await store.save("s1", 1, {"n": "stale"})  # derived from version 0 again
+        assert await store.load("s1") == (1, {"n": 1})
+        async with store.lock("s1"):
+            with pytest.raises(TimeoutError):
+                async with store.lock("s1", timeout_s=0.2):
+                    pass
+        await store.close()
+
+    with redis_server(tmp_path) as url:
+        asyncio.run(scenario(url))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Annotated
 
 import typer
@@ -62,4 +61,3 @@ def serve(
     )
     typer.echo(f"polylogue serve on http://{host}:{port} (state: {state or 'sqlite default'})")
     uvicorn.run(app, host=host, port=port, log_level="warning", ws_max_size=256 * 1024)
-    os.environ.pop("POLYLOGUE_SERVE_TOKEN", None)

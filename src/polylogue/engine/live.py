@@ -460,7 +460,11 @@ class LiveConversation:
             ]
             if len(exact) == 1:
                 return exact[0]
-            raise EventError(f"{name!r} is ambiguous: {', '.join(sorted(found))}")
+            # Still ambiguous (two "Bob"s): the one who spoke most recently, as for names
+            # in the words; never an error in the middle of a live stream.
+            last = self.engine.state.last_index
+            order = {pid: i for i, pid in enumerate(self.engine.participants)}
+            return max(found, key=lambda pid: (last.get(pid, -1), -order.get(pid, 0)))
         return None
 
     def _maybe_warn(self) -> None:

@@ -104,6 +104,24 @@ return 0
 """
 
 
+# Writes a snapshot only over the version it was derived from (compare-and-set): a process
+# that lost its lock (e.g. stalled past the lock's expiry) cannot overwrite a newer state.
+_SAVE = """
+local v = redis.call('get', KEYS[1])
+local want = tonumber(ARGV[1]) - 1
+if (v == false and want < 0) or (v ~= false and tonumber(v) == want) then
+  redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[3])
+  redis.call('set', KEYS[2], ARGV[2], 'PX', ARGV[3])
+  return 1
+end
+return 0
+"""
+
+
+class StaleSessionError(PolylogueInputError):
+    """Another process changed the session while this one applied an event; resend it."""
+
+
 class RedisStore:
     """Snapshots in Redis: any number of service processes share sessions."""
 
@@ -119,6 +137,7 @@ class RedisStore:
         self.prefix = prefix
         self.ttl_ms = max(int(idle_s * 1000), 1000)
         self._unlock = self.r.register_script(_UNLOCK)
+        self._save = self.r.register_script(_SAVE)
 
     def _k(self, sid: str, kind: str) -> str:
         return f"{self.prefix}{kind}:{sid}"
@@ -141,10 +160,9 @@ class RedisStore:
 
     async def save(self, sid: str, version: int, snapshot: dict[str, Any]) -> None:
         data = json.dumps(snapshot, separators=(",", ":"))
-        async with self.r.pipeline(transaction=True) as p:
-            p.set(self._k(sid, "s"), data, px=self.ttl_ms)
-            p.set(self._k(sid, "v"), version, px=self.ttl_ms)
-            await p.execute()
+        keys = [self._k(sid, "v"), self._k(sid, "s")]
+        if not await self._save(keys=keys, args=[version, data, self.ttl_ms]):
+            raise StaleSessionError(f"session {sid}: changed by another process; resend")
 
     async def delete(self, sid: str) -> None:
         await self.r.delete(self._k(sid, "s"), self._k(sid, "v"))
@@ -159,11 +177,13 @@ class RedisStore:
         return n
 
     @asynccontextmanager
-    async def lock(self, sid: str, timeout_s: float = 5.0) -> AsyncIterator[None]:
+    async def lock(
+        self, sid: str, timeout_s: float = 10.0, hold_ms: int = 30_000
+    ) -> AsyncIterator[None]:
         key = self._k(sid, "lock")
         token = secrets.token_hex(8)
         deadline = time.monotonic() + timeout_s
-        while not await self.r.set(key, token, nx=True, px=2000):
+        while not await self.r.set(key, token, nx=True, px=hold_ms):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"session {sid}: lock held by another process")
             await asyncio.sleep(0.001)
