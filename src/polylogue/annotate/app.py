@@ -11,7 +11,7 @@ Access model
   random-looking server token (:func:`token_problem`); then every request must carry it
   (``Authorization: Bearer``, the ``polylogue_token`` cookie, or ``?token=`` once, which sets
   the cookie).
-* :func:`serve` only answers requests whose ``Host`` header names the bound address (or, on
+* :func:`serve_study` only answers requests whose ``Host`` header names the bound address (or, on
   loopback, ``localhost``/``127.0.0.1``/``[::1]``) and port, so a web page cannot reach the
   app through a DNS-rebinding name.
 * Request bodies over :data:`MAX_BODY_BYTES` are refused with 413 before they are parsed.
@@ -212,7 +212,7 @@ def item_view_json(
     }
 
 
-def create_app(
+def create_study_app(
     store: AnnotationStore,
     token: str | None = None,
     media_root: str | Path | None = None,
@@ -371,15 +371,15 @@ def create_app(
 
     @app.get("/api/adj/{key}/queue")
     def queue(key: str) -> dict[str, Any]:
-        from polylogue.annotate.analysis import Source, study_resolutions
+        from polylogue.annotate.analysis import LabelSource, study_resolutions
 
         who = annotator(key, Role.ADJUDICATOR)
         items = {it.item_id: it for it in store.items(who.study)}
         decided = {(d.item_id, d.question_id): d.label for d in store.adjudications(who.study)}
         open_items = []
         for r in study_resolutions(store, who.study):
-            tie = r.source is Source.UNRESOLVED and len(r.votes) > 0
-            if tie or (r.source is Source.ADJUDICATOR):
+            tie = r.source is LabelSource.UNRESOLVED and len(r.votes) > 0
+            if tie or (r.source is LabelSource.ADJUDICATOR):
                 it = items[r.item_id]
                 open_items.append(
                     {
@@ -417,7 +417,7 @@ def create_app(
     return app
 
 
-def serve(
+def serve_study(
     store_path: str | Path,
     host: str = "127.0.0.1",
     port: int = 8765,
@@ -432,7 +432,7 @@ def serve(
 
     check_binding(host, allow_remote, token)
     store = AnnotationStore(store_path)
-    app = create_app(
+    app = create_study_app(
         store, token=token, media_root=media_root, allowed_hosts=bound_hosts(host), port=port
     )
     # No access log: request lines would write annotators' keys into the terminal and logs.
@@ -444,10 +444,10 @@ __all__ = [
     "AccessError",
     "bound_hosts",
     "check_binding",
-    "create_app",
+    "create_study_app",
     "host_allowed",
     "is_loopback",
-    "serve",
+    "serve_study",
     "static_dir",
     "token_problem",
 ]

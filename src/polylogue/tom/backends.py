@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from polylogue.llm.spec import parse_llm_spec
 from polylogue.tom.prompts import ToMPrompt
-from polylogue.tom.records import LABELS, PARTICIPANT_LETTERS, Task, ToMItem
+from polylogue.tom.records import LABELS, PARTICIPANT_LETTERS, ToMItem, ToMTask
 from polylogue.tom.transcript import DISCOURSE_MARKERS, TranscriptWindow
 
 if TYPE_CHECKING:
@@ -149,9 +149,9 @@ class HeuristicGenerator:
         item, window = request.item, request.window
         if window is None:
             raise GenerationError("the heuristic baseline needs the transcript window")
-        if item.task is Task.STATE:
+        if item.task is ToMTask.STATE:
             answers = {"Q1": self._state(item, window)}
-        elif item.task is Task.YOU:
+        elif item.task is ToMTask.YOU:
             answers = self._you(item, window)
         else:
             answers = self._consensus(window)
@@ -272,7 +272,7 @@ class HFTextGenerator:
             usage={"prompt_tokens": len(ids), "truncated": truncated},
         )
 
-    def _choose(self, ids: list[int], task: Task, questions: Sequence[str]) -> str:
+    def _choose(self, ids: list[int], task: ToMTask, questions: Sequence[str]) -> str:
         """Option scoring with one pass over the prompt (KV cache) and short continuations."""
         lm = self._load()
         answers: dict[str, str] = {}
