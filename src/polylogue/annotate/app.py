@@ -43,6 +43,7 @@ from polylogue.annotate.store import (
     StoreError,
     StudyItem,
 )
+from polylogue.errors import PolylogueInputError
 
 TOKEN_COOKIE = "polylogue_token"
 #: Largest request body read: answers and decisions are a few hundred bytes.
@@ -58,7 +59,7 @@ _STATIC_PAGES = {
 }
 
 
-class AccessError(ValueError):
+class AccessError(PolylogueInputError):
     """Refused server configuration (remote binding without flag or token)."""
 
 

@@ -207,13 +207,10 @@ def serve(
     ] = None,
 ) -> None:
     """Serve the labelling app. Annotators open the links printed by `create`/`assign`."""
-    from polylogue.annotate.app import AccessError, check_binding
+    from polylogue.annotate.app import check_binding
     from polylogue.annotate.app import serve_study as run_server
 
-    try:
-        check_binding(host, allow_remote, token)
-    except AccessError as exc:
-        raise _fail(str(exc)) from exc
+    check_binding(host, allow_remote, token)  # AccessError: an input error (exit 2)
     if not db.is_file():
         raise _fail(f"{db}: no such study database (create one with `polylogue annotate create`)")
     console.print(f"serving {db} on http://{host}:{port}/  (Ctrl-C to stop)", markup=False)

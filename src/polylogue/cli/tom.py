@@ -371,20 +371,17 @@ def build_cmd(
     official scorer read it); its answers are proposals until two annotators and an
     adjudicator label it: ``polylogue annotate create --meetingtom OUT ...``.
     """
-    from polylogue.tom.build import BuildError, ToMBuildOptions, build_items
+    from polylogue.tom.build import ToMBuildOptions, build_items
 
-    try:
-        options = ToMBuildOptions(
-            tasks=tuple(_split(tasks) or ()),
-            meetings=tuple(_split(meetings) or ()) or None,
-            exclude_release=not include_release,
-            per_meeting=per_meeting,
-            q2_subject=q2_subject,
-        )
-        result = build_items(_ami_folder(ami), out, options, release_folder=data)
-    except BuildError as exc:
-        console.print(f"[bold red]error:[/bold red] {exc}", highlight=False)
-        raise typer.Exit(2) from exc
+    # BuildError is an input error: the one CLI handler prints it (exit 2).
+    options = ToMBuildOptions(
+        tasks=tuple(_split(tasks) or ()),
+        meetings=tuple(_split(meetings) or ()) or None,
+        exclude_release=not include_release,
+        per_meeting=per_meeting,
+        q2_subject=q2_subject,
+    )
+    result = build_items(_ami_folder(ami), out, options, release_folder=data)
     console.print(
         f"{len(result.items)} records from {len(result.meetings)} meetings"
         + (f" ({len(result.excluded)} release meetings left out)" if result.excluded else "")

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from polylogue.errors import RunStopped
 from polylogue.llm.spec import parse_llm_spec
 from polylogue.tom.prompts import ToMPrompt
 from polylogue.tom.records import LABELS, PARTICIPANT_LETTERS, ToMItem, ToMTask
@@ -38,11 +39,17 @@ if TYPE_CHECKING:
 
 
 class GenerationError(RuntimeError):
-    """A per-record failure (the record is written with the error and counts as missing)."""
+    """A per-record failure (the record is written with the error and counts as missing).
+
+    Internal: the runner catches it per record; it never reaches the CLI.
+    """
 
 
-class TransientGenerationError(RuntimeError):
-    """A failure that should stop the run so that it can be resumed (network, server down)."""
+class TransientGenerationError(RunStopped):
+    """A failure that should stop the run so that it can be resumed (network, server down).
+
+    A :class:`~polylogue.errors.RunStopped`: the CLI prints it as one line and exits 1.
+    """
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,13 +24,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from polylogue.errors import PolylogueInputError
 from polylogue.tom.records import CLOSEUP_VIEWS, Mosaic, Reconstruction, SourceWindow, ToMTask
 
 DEFAULT_TILE = (640, 360)
 _DEFAULT_MOSAIC = Mosaic("Closeup1", "Closeup2", "Closeup3", "Closeup4")
 
 
-class MediaError(RuntimeError):
+class MediaError(PolylogueInputError, RuntimeError):
+    # RuntimeError kept as a base so that callers catching it before still do.
     """ffmpeg failed, an input is missing or ambiguous, or an output came out empty."""
 
 

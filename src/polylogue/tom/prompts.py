@@ -30,6 +30,7 @@ from pathlib import Path
 from string import Template
 from typing import Any, Literal
 
+from polylogue.errors import PolylogueInputError
 from polylogue.tom.media import FrameSampling, PromptMedia, corner_layout_text, mosaic_layout_text
 from polylogue.tom.records import LABELS, ToMItem, ToMTask
 from polylogue.tom.transcript import TranscriptOptions, TranscriptWindow, render_transcript
@@ -56,7 +57,7 @@ DA_LEGEND = (
 )
 
 
-class PromptError(ValueError):
+class PromptError(PolylogueInputError):
     """An option combination that cannot be built (e.g. video modality without media)."""
 
 
