@@ -398,6 +398,61 @@ KNOWN_ANOMALY_KINDS: dict[str, str] = {
 }
 
 
+def _gold_and_window_anomalies(rec: ToMRecord) -> list[Anomaly]:
+    """Gold labels outside the fixed sets, nonstandard options, inconsistent source windows."""
+    item, gold, sw = rec.item, rec.gold, rec.item.reconstruction.source_window
+    rid = item.id
+    out: list[Anomaly] = []
+    for q in TASK_QUESTIONS[item.task]:
+        value = gold.answers.get(q)
+        if value is None:
+            out.append(Anomaly("missing_gold", rid, f"no answers.{q}"))
+        elif value not in LABELS[(item.task, q)]:
+            out.append(Anomaly("invalid_gold", rid, f"answers.{q}={value!r}"))
+        question = item.questions.get(q)
+        if question is not None and tuple(question.options) != LABELS[(item.task, q)]:
+            out.append(Anomaly("nonstandard_options", rid, f"{q} options {question.options}"))
+    if sw.start < 0:
+        out.append(Anomaly("negative_start", rid, f"source_window.start={sw.start}"))
+    if abs(sw.end - sw.start - sw.duration) > 1e-6:
+        out.append(Anomaly("window_inconsistent", rid, f"end-start != duration ({sw})"))
+    return out
+
+
+def _you_anomalies(rec: ToMRecord) -> list[Anomaly]:
+    """YOU: unknown speakers or Q2 subjects, self-address, and how Q2's subject relates to Q1."""
+    item, rid = rec.item, rec.item.id
+    out: list[Anomaly] = []
+    letters = set(PARTICIPANT_LETTERS)
+    if item.speaker == "?":
+        out.append(Anomaly("unknown_speaker", rid, "speaker '?'"))
+    elif item.speaker not in letters:
+        out.append(Anomaly("unknown_participant", rid, f"speaker {item.speaker!r}"))
+    subj = item.attitude_subject
+    if subj is not None and subj not in letters and subj != "MULTIPLE":
+        out.append(Anomaly("unknown_participant", rid, f"Q2 subject {subj!r}"))
+    q1 = rec.gold.answers.get("Q1")
+    if item.speaker in letters and q1 == item.speaker:
+        out.append(Anomaly("self_address", rid, f"speaker {q1} addresses {q1}"))
+    if subj is not None and q1 is not None:
+        if subj == q1:
+            out.append(Anomaly("q2_names_q1_gold", rid, f"Q2 subject {subj} = Q1 gold"))
+        else:
+            out.append(Anomaly("q2_subject_differs", rid, f"Q2 subject {subj}, Q1 gold {q1}"))
+    return out
+
+
+def _consensus_order_anomalies(bench: ToMBenchmark) -> list[Anomaly]:
+    cons = bench.task_records(ToMTask.CONSENSUS)
+    return [
+        Anomaly(
+            "consensus_order", cur.id, f"{cur.item.bundle_name} follows {prev.item.bundle_name}"
+        )
+        for prev, cur in itertools.pairwise(cons)
+        if cur.item.bundle_name < prev.item.bundle_name
+    ]
+
+
 def validate(bench: ToMBenchmark) -> list[Anomaly]:
     """Check a loaded benchmark and report documented anomalies and real inconsistencies.
 
@@ -426,73 +481,25 @@ def validate(bench: ToMBenchmark) -> list[Anomaly]:
     for rec in bench.all_records():
         item, gold, recon = rec.item, rec.gold, rec.item.reconstruction
         rid = item.id
-        for q in TASK_QUESTIONS[item.task]:
-            value = gold.answers.get(q)
-            if value is None:
-                out.append(Anomaly("missing_gold", rid, f"no answers.{q}"))
-            elif value not in LABELS[(item.task, q)]:
-                out.append(Anomaly("invalid_gold", rid, f"answers.{q}={value!r}"))
-            question = item.questions.get(q)
-            if question is not None and tuple(question.options) != LABELS[(item.task, q)]:
-                out.append(Anomaly("nonstandard_options", rid, f"{q} options {question.options}"))
-        if recon.source_window.start < 0:
-            out.append(
-                Anomaly("negative_start", rid, f"source_window.start={recon.source_window.start}")
-            )
-        sw = recon.source_window
-        if abs(sw.end - sw.start - sw.duration) > 1e-6:
-            out.append(Anomaly("window_inconsistent", rid, f"end-start != duration ({sw})"))
+        out.extend(_gold_and_window_anomalies(rec))
         for view, agent in recon.closeup_to_agent.items():
             note_mapping(rid, item.session_id, view, agent)
-
         if item.task is ToMTask.STATE:
             if recon.target_view and recon.target_agent:
                 note_mapping(rid, item.session_id, recon.target_view, recon.target_agent)
             if item.target != recon.target_agent:
-                out.append(
-                    Anomaly(
-                        "target_mismatch",
-                        rid,
-                        f"question names {item.target}, metadata {recon.target_agent}",
-                    )
-                )
-        else:
-            if sw.duration != 50.0:
-                out.append(Anomaly("nonstandard_duration", rid, f"duration={sw.duration}"))
+                detail = f"question names {item.target}, metadata {recon.target_agent}"
+                out.append(Anomaly("target_mismatch", rid, detail))
+        elif recon.source_window.duration != 50.0:
+            detail = f"duration={recon.source_window.duration}"
+            out.append(Anomaly("nonstandard_duration", rid, detail))
         if item.task is ToMTask.YOU:
-            letters = set(PARTICIPANT_LETTERS)
-            if item.speaker == "?":
-                out.append(Anomaly("unknown_speaker", rid, "speaker '?'"))
-            elif item.speaker not in letters:
-                out.append(Anomaly("unknown_participant", rid, f"speaker {item.speaker!r}"))
-            subj = item.attitude_subject
-            if subj is not None and subj not in letters and subj != "MULTIPLE":
-                out.append(Anomaly("unknown_participant", rid, f"Q2 subject {subj!r}"))
-            q1 = gold.answers.get("Q1")
-            if item.speaker in letters and q1 == item.speaker:
-                out.append(Anomaly("self_address", rid, f"speaker {q1} addresses {q1}"))
-            if subj is not None and q1 is not None:
-                if subj == q1:
-                    out.append(Anomaly("q2_names_q1_gold", rid, f"Q2 subject {subj} = Q1 gold"))
-                else:
-                    out.append(
-                        Anomaly("q2_subject_differs", rid, f"Q2 subject {subj}, Q1 gold {q1}")
-                    )
+            out.extend(_you_anomalies(rec))
         if item.task is ToMTask.CONSENSUS:
             q1, q2 = gold.answers.get("Q1"), gold.answers.get("Q2")
             if (q1 == "PSEUDO_CONSENSUS") != (q2 not in (None, "NONE")):
                 out.append(Anomaly("consensus_q2_inconsistent", rid, f"Q1={q1} but Q2={q2}"))
-
-    cons = bench.task_records(ToMTask.CONSENSUS)
-    for prev, cur in itertools.pairwise(cons):
-        if cur.item.bundle_name < prev.item.bundle_name:
-            out.append(
-                Anomaly(
-                    "consensus_order",
-                    cur.id,
-                    f"{cur.item.bundle_name} follows {prev.item.bundle_name}",
-                )
-            )
+    out.extend(_consensus_order_anomalies(bench))
     return out
 
 

@@ -534,16 +534,10 @@ def _labels_for(
     return LABELS[(task, question)]
 
 
-def score_official_rows(
-    rows: Sequence[Mapping[str, Any]],
-    task: ToMTask,
-    gold: Mapping[Any, Mapping[str, str]],
-    only_windows: Iterable[int] = (0, 1),
-    labels_override: Sequence[str] | None = None,
-    counts: FileCounts | None = None,
-) -> tuple[dict[str, QuestionMetrics], dict[str, float]]:
-    """Score one task's prediction rows against keyed gold, with the official semantics."""
-    counts = counts if counts is not None else FileCounts()
+def _official_predictions(
+    rows: Sequence[Mapping[str, Any]], task: ToMTask, counts: FileCounts
+) -> dict[Any, dict[str, str | None]]:
+    """Key -> parsed answers, counting rows without key, with a missing label, and duplicates."""
     allowed = _official_allowed(task)
     questions = TASK_QUESTIONS[task]
     preds: dict[Any, dict[str, str | None]] = {}
@@ -558,48 +552,64 @@ def score_official_rows(
         if key in preds:
             counts.duplicate_keys += 1
         preds[key] = answers  # later rows overwrite earlier ones
+    return preds
 
-    windows = set(only_windows)
-    gold_keys = sorted(
-        k for k in gold if task is not ToMTask.STATE or (isinstance(k, tuple) and k[1] in windows)
-    )
+
+def _aligned(
+    gold: Mapping[Any, Mapping[str, str]],
+    preds: Mapping[Any, Mapping[str, str | None]],
+    q: str,
+    keys: Iterable[Any],
+) -> tuple[list[str], list[str], int]:
+    """(gold, prediction) pairs of question ``q`` where both exist, and how many golds there are."""
+    g, p, n_gold = [], [], 0
+    for k in keys:
+        if q not in gold[k]:
+            continue
+        n_gold += 1
+        pv = preds.get(k, {}).get(q)
+        if pv is not None:
+            g.append(gold[k][q])
+            p.append(pv)
+    return g, p, n_gold
+
+
+def _score_per_question(
+    task: ToMTask,
+    gold: Mapping[Any, Mapping[str, str]],
+    preds: Mapping[Any, Mapping[str, str | None]],
+    gold_keys: Sequence[Any],
+    labels_override: Sequence[str] | None,
+) -> tuple[dict[str, QuestionMetrics], dict[str, float]]:
+    """STATE and YOU: each question scored on its own."""
     metrics: dict[str, QuestionMetrics] = {}
-    summary: dict[str, float] = {}
-    counts.missing_pred_for_gold = sum(1 for k in gold_keys if k not in preds)
+    for q in TASK_QUESTIONS[task]:
+        g, p, n_gold = _aligned(gold, preds, q, gold_keys)
+        labels = _labels_for(task, q, g, p, labels_override)
+        metrics[q] = question_metrics(g, p, labels, n_gold=n_gold, n_missing=n_gold - len(g))
+    if task is ToMTask.STATE:
+        return metrics, {
+            "state_acc": metrics["Q1"].accuracy,
+            "state_macro_f1": metrics["Q1"].macro_f1,
+        }
+    return metrics, {
+        "you_q1_acc": metrics["Q1"].accuracy,
+        "you_q1_macro_f1": metrics["Q1"].macro_f1,
+        "you_q2_acc": metrics["Q2"].accuracy,
+        "you_q2_macro_f1": metrics["Q2"].macro_f1,
+    }
 
-    def aligned(q: str, keys: Iterable[Any]) -> tuple[list[str], list[str], int]:
-        g, p, n_gold = [], [], 0
-        for k in keys:
-            if q not in gold[k]:
-                continue
-            n_gold += 1
-            pv = preds.get(k, {}).get(q)
-            if pv is not None:
-                g.append(gold[k][q])
-                p.append(pv)
-        return g, p, n_gold
 
-    if task in (ToMTask.STATE, ToMTask.YOU):
-        for q in questions:
-            g, p, n_gold = aligned(q, gold_keys)
-            labels = _labels_for(task, q, g, p, labels_override)
-            metrics[q] = question_metrics(g, p, labels, n_gold=n_gold, n_missing=n_gold - len(g))
-        if task is ToMTask.STATE:
-            summary = {
-                "state_acc": metrics["Q1"].accuracy,
-                "state_macro_f1": metrics["Q1"].macro_f1,
-            }
-        else:
-            summary = {
-                "you_q1_acc": metrics["Q1"].accuracy,
-                "you_q1_macro_f1": metrics["Q1"].macro_f1,
-                "you_q2_acc": metrics["Q2"].accuracy,
-                "you_q2_macro_f1": metrics["Q2"].macro_f1,
-            }
-        return metrics, summary
-
-    # CONSENSUS
-    g1, p1, n_gold1 = aligned("Q1", gold_keys)
+def _score_consensus(
+    gold: Mapping[Any, Mapping[str, str]],
+    preds: Mapping[Any, Mapping[str, str | None]],
+    gold_keys: Sequence[Any],
+    labels_override: Sequence[str] | None,
+) -> tuple[dict[str, QuestionMetrics], dict[str, float]]:
+    """CONSENSUS: Q1 alone, Q2 conditional on a right Q1, and the paper's points (Q1 + Q2)."""
+    task = ToMTask.CONSENSUS
+    metrics: dict[str, QuestionMetrics] = {}
+    g1, p1, n_gold1 = _aligned(gold, preds, "Q1", gold_keys)
     metrics["Q1"] = question_metrics(
         g1,
         p1,
@@ -626,14 +636,34 @@ def score_official_rows(
     g2 = [gold[k]["Q2"] for k in cond_keys]
     p2 = [str(preds[k]["Q2"]) for k in cond_keys]
     metrics["Q2_cond"] = question_metrics(g2, p2, _labels_for(task, "Q2", g2, p2, labels_override))
-    summary = {
+    return metrics, {
         "cons_q1_acc": metrics["Q1"].accuracy,
         "cons_q1_macro_f1": metrics["Q1"].macro_f1,
         "cons_q2_cond_acc": metrics["Q2_cond"].accuracy,
         "cons_points_acc": _div(score, 2 * len(both)),
         "cons_points_n": float(len(both)),
     }
-    return metrics, summary
+
+
+def score_official_rows(
+    rows: Sequence[Mapping[str, Any]],
+    task: ToMTask,
+    gold: Mapping[Any, Mapping[str, str]],
+    only_windows: Iterable[int] = (0, 1),
+    labels_override: Sequence[str] | None = None,
+    counts: FileCounts | None = None,
+) -> tuple[dict[str, QuestionMetrics], dict[str, float]]:
+    """Score one task's prediction rows against keyed gold, with the official semantics."""
+    counts = counts if counts is not None else FileCounts()
+    preds = _official_predictions(rows, task, counts)
+    windows = set(only_windows)
+    gold_keys = sorted(
+        k for k in gold if task is not ToMTask.STATE or (isinstance(k, tuple) and k[1] in windows)
+    )
+    counts.missing_pred_for_gold = sum(1 for k in gold_keys if k not in preds)
+    if task is ToMTask.CONSENSUS:
+        return _score_consensus(gold, preds, gold_keys, labels_override)
+    return _score_per_question(task, gold, preds, gold_keys, labels_override)
 
 
 SUMMARY_COLUMNS: tuple[str, ...] = (
