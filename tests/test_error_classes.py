@@ -105,3 +105,18 @@ def test_former_stray_errors_reach_the_cli_handler() -> None:
         assert issubclass(cls, user_errors())
     assert issubclass(MediaError, RuntimeError)  # callers that caught RuntimeError still do
     assert issubclass(TransientGenerationError, RunStopped)
+
+
+def test_bad_prompt_variant_is_one_line_exit_2(tmp_path: Path) -> None:
+    """A PromptError used to escape as a traceback (exit 1); now the one handler reports it."""
+    from typer.testing import CliRunner
+
+    from polylogue.cli import app
+
+    res = CliRunner().invoke(
+        app,
+        ["tom", "run", "--model", "majority", "--variant", "bogus+utter", "--out", str(tmp_path)],
+    )
+    assert res.exit_code == 2, res.output
+    assert "unknown variant token 'bogus'" in res.output and "Traceback" not in res.output
+    assert not any(tmp_path.iterdir())  # nothing started
