@@ -21,13 +21,13 @@ def main() -> None:
     from polylogue.tom.backends import HeuristicGenerator, HFTextGenerator
     from polylogue.tom.media import FrameSampling, extract_frames, run_ffmpeg
     from polylogue.tom.prompts import parse_variant
-    from polylogue.tom.records import load_benchmark, validate
+    from polylogue.tom.records import load_tom_benchmark, validate
     from polylogue.tom.report import scores_from_run
     from polylogue.tom.runner import run_tom
     from polylogue.tom.transcript import AmiSessions, transcript_window
 
     t = time.perf_counter()
-    bench = load_benchmark()
+    bench = load_tom_benchmark()
     print(f"load 1,200 records: {time.perf_counter() - t:.3f} s")
     t = time.perf_counter()
     validate(bench)

@@ -50,7 +50,7 @@ playwright_api = pytest.importorskip("playwright.sync_api")
 def study_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     import uvicorn
 
-    from polylogue.annotate.app import create_app
+    from polylogue.annotate.app import create_study_app
     from polylogue.annotate.store import AnnotationStore, StudyKind
     from polylogue.annotate.study import SamplingPlan, benchmark_items, create_study
     from polylogue.corpora import load_corpus
@@ -78,7 +78,7 @@ def study_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     server = uvicorn.Server(
-        uvicorn.Config(create_app(store), host="127.0.0.1", port=port, log_level="warning")
+        uvicorn.Config(create_study_app(store), host="127.0.0.1", port=port, log_level="warning")
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -262,7 +262,7 @@ def test_meetingtom_questions_by_number_keys(
     """A MeetingToM item: two questions answered with number keys, transcript window shown."""
     import uvicorn
 
-    from polylogue.annotate.app import create_app
+    from polylogue.annotate.app import create_study_app
     from polylogue.annotate.store import AnnotationStore, StudyKind
     from polylogue.annotate.study import SamplingPlan, create_study, meetingtom_items
     from polylogue.paths import corpus_dir
@@ -284,7 +284,7 @@ def test_meetingtom_questions_by_number_keys(
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     server = uvicorn.Server(
-        uvicorn.Config(create_app(store), host="127.0.0.1", port=port, log_level="warning")
+        uvicorn.Config(create_study_app(store), host="127.0.0.1", port=port, log_level="warning")
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

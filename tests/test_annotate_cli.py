@@ -18,7 +18,7 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from polylogue.annotate.app import AccessError, check_binding, create_app, is_loopback
+from polylogue.annotate.app import AccessError, check_binding, create_study_app, is_loopback
 from polylogue.annotate.store import AnnotationStore
 from polylogue.cli import app as cli
 from polylogue.paths import corpus_dir
@@ -80,7 +80,7 @@ def answered(bench: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
     assert set(keys) == {"h1", "h2", "h3", "adj"}
     store = AnnotationStore(db)
     gold = _gold(store, "friends-h")
-    client = TestClient(create_app(store))
+    client = TestClient(create_study_app(store))
     # h1 follows gold, h2 always says SPEAK, h3 follows gold but flips every third item and
     # leaves one item open (a missing answer).
     answers: dict[str, dict[str, str]] = {"h1": {}, "h2": {}, "h3": {}}
@@ -344,7 +344,7 @@ def test_meetingtom_study_via_cli(tmp_path: Path) -> None:
     items = store.items(store.study("tom"))
     assert sorted(it.category for it in items) == ["consensus", "consensus", "you", "you"]
     keys = _links(res.stdout)
-    client = TestClient(create_app(store))
+    client = TestClient(create_study_app(store))
     item = client.get(f"/api/a/{keys['a']}/items/0").json()
     assert [q["id"] for q in item["questions"]] == ["Q1", "Q2"]
     assert item["payload"]["transcript"]  # AMI words of the session
@@ -373,9 +373,9 @@ def test_meetingtom_study_via_cli(tmp_path: Path) -> None:
     out = tmp_path / "tom-adjudicated"
     res = _invoke("export", "--db", str(db), "--study", "tom", "--adjudicated", str(out))
     assert res.exit_code == 0, res.output
-    from polylogue.tom.records import load_benchmark as load_tom
+    from polylogue.tom.records import load_tom_benchmark
 
-    back = load_tom(out, tasks=["you", "consensus"]).by_id()
+    back = load_tom_benchmark(out, tasks=["you", "consensus"]).by_id()
     assert set(back) == {it.item_id for it in items}
     for rec in back.values():
         options = {qid: q.options[-1] for qid, q in rec.item.questions.items()}
@@ -401,7 +401,7 @@ def test_binding_rules_and_token() -> None:
 
 def test_token_is_required_on_every_request(tmp_path: Path) -> None:
     token = "t0ken-" + "x" * 20
-    client = TestClient(create_app(AnnotationStore(tmp_path / "t.sqlite"), token=token))
+    client = TestClient(create_study_app(AnnotationStore(tmp_path / "t.sqlite"), token=token))
     assert client.get("/").status_code == 401
     assert client.get("/static/style.css").status_code == 401
     assert client.get("/", headers={"Authorization": f"Bearer {token}"}).status_code == 200

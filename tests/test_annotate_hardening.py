@@ -23,7 +23,7 @@ from polylogue.annotate.app import (
     AccessError,
     bound_hosts,
     check_binding,
-    create_app,
+    create_study_app,
     host_allowed,
     token_problem,
 )
@@ -50,7 +50,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    app = create_app(store, allowed_hosts=bound_hosts("127.0.0.1"), port=port)
+    app = create_study_app(store, allowed_hosts=bound_hosts("127.0.0.1"), port=port)
     srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()

@@ -194,9 +194,9 @@ def test_meetingtom_items_from_real_records_with_transcripts() -> None:
 
 
 def test_meetingtom_label_strata_and_media(tmp_path: Path) -> None:
-    from polylogue.tom.records import load_benchmark as load_tom
+    from polylogue.tom.records import load_tom_benchmark
 
-    record = load_tom(tasks=["consensus"]).task_records("consensus")[0]
+    record = load_tom_benchmark(tasks=["consensus"]).task_records("consensus")[0]
     media = tmp_path / "media" / "consensus" / record.item.bundle_name / "media"
     media.mkdir(parents=True)
     (media / "mosaic.mp4").write_bytes(b"\x00" * 64)

@@ -23,7 +23,7 @@ from polylogue.paths import corpus_dir
 from polylogue.prompts import PromptOptions
 from polylogue.tom.backends import GenerationRequest, ToMGenerator, load_generator
 from polylogue.tom.prompts import parse_variant
-from polylogue.tom.records import LABELS, Task, ToMBenchmark, ToMRecord, load_benchmark
+from polylogue.tom.records import LABELS, ToMBenchmark, ToMRecord, ToMTask, load_tom_benchmark
 from polylogue.tom.scoring import majority_labels, strict_answers
 from polylogue.tom.transcript import AmiSessions, transcript_window
 from polylogue.turntaking.types import Decision, DecisionInput
@@ -101,7 +101,7 @@ def test_openai_predictor_meets_the_predictor_contract(
 
 @pytest.fixture(scope="module")
 def tom() -> tuple[ToMBenchmark, list[ToMRecord], AmiSessions]:
-    bench = load_benchmark()
+    bench = load_tom_benchmark()
     return bench, bench.select(limit_per_task=1), AmiSessions(corpus_dir("ami"))
 
 
@@ -136,7 +136,7 @@ def check_generator(
             if always_valid:
                 assert answers[q] is not None, (generator.name, rec.id, gen.text)
         out.append(answers)
-    assert {r.item.task for r in records} == set(Task)
+    assert {r.item.task for r in records} == set(ToMTask)
     return out
 
 

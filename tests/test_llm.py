@@ -141,10 +141,10 @@ def test_tom_backend_maps_client_errors(server: Scripted) -> None:
         TransientGenerationError,
     )
     from polylogue.tom.prompts import build_prompt, parse_variant
-    from polylogue.tom.records import load_benchmark
+    from polylogue.tom.records import load_tom_benchmark
     from polylogue.tom.transcript import AmiSessions, transcript_window
 
-    record = next(iter(load_benchmark().all_records()))
+    record = next(iter(load_tom_benchmark().all_records()))
     options = parse_variant("noprompt+utter")
     window = transcript_window(
         AmiSessions(corpus_dir("ami")),

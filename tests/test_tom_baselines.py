@@ -19,16 +19,16 @@ from polylogue.tom.baselines import (
     series_folds,
 )
 from polylogue.tom.prompts import parse_variant
-from polylogue.tom.records import TASK_FILES, Task, ToMGold, ToMRecord, load_benchmark
+from polylogue.tom.records import TASK_FILES, ToMGold, ToMRecord, ToMTask, load_tom_benchmark
 from polylogue.tom.report import build_report, leak_values, scores_from_run
-from polylogue.tom.runner import export_official, load_run, run_tom
+from polylogue.tom.runner import export_official, load_tom_run, run_tom
 from polylogue.tom.scoring import score_official, score_strict
 from polylogue.tom.transcript import AmiSessions
 
 
 @pytest.fixture(scope="module")
 def bench():  # type: ignore[no-untyped-def]
-    return load_benchmark()
+    return load_tom_benchmark()
 
 
 def test_leak_baseline_scores_203_of_300_with_the_joint_prompt(bench, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -51,7 +51,7 @@ def test_leak_baseline_scores_203_of_300_with_the_joint_prompt(bench, tmp_path: 
     assert official.values["t21_acc"] == pytest.approx(203 / 300)
     # The official evaluator scores the exported file the same way.
     export_official(joint.folder, tmp_path / "off")
-    table = score_official([bench.folder / TASK_FILES[t] for t in Task], tmp_path / "off").table
+    table = score_official([bench.folder / TASK_FILES[t] for t in ToMTask], tmp_path / "off").table
     assert table[("copy-q2-subject-utter-joint", "noprompt")]["you_q1_acc"] == pytest.approx(
         203 / 300
     )
@@ -70,7 +70,7 @@ def test_leak_baseline_scores_203_of_300_with_the_joint_prompt(bench, tmp_path: 
         tmp_path,
         ami_folder=corpus_dir("ami"),
     )
-    _, rows = load_run(separate.folder)
+    _, rows = load_tom_run(separate.folder)
     assert {json.loads(r["response_text"]).get("Q1") for r in rows} == {"UNKNOWN"}
     n_unknown = sum(r.gold.answers["Q1"] == "UNKNOWN" for r in first)
     assert round(scores_from_run(bench, separate.folder).values["t21_acc"] * 60) == n_unknown
@@ -136,9 +136,9 @@ def test_cross_fitted_thresholds_never_see_their_own_fold(bench) -> None:  # typ
     # Rewrite the gold of fold 0 (ES2002, ES2005): its own thresholds must not move, while
     # the other folds, which train on it, may.
     def scrambled(r: ToMRecord) -> ToMRecord:
-        if folds[r.item.session_id[:6]] != 0 or r.task is Task.CONSENSUS:
+        if folds[r.item.session_id[:6]] != 0 or r.task is ToMTask.CONSENSUS:
             return r
-        label = "FOCUSED_LISTENING" if r.task is Task.STATE else "UNKNOWN"
+        label = "FOCUSED_LISTENING" if r.task is ToMTask.STATE else "UNKNOWN"
         return replace(r, gold=ToMGold(r.id, {**r.gold.answers, "Q1": label}))
 
     refit = fit_crossfit_heuristic([scrambled(r) for r in records], ami, k=3)
@@ -153,7 +153,7 @@ def test_cross_fitted_majority_uses_other_folds_only(bench) -> None:  # type: ig
     fitted = fit_crossfit_majority(records, k=3)
     flipped = [
         replace(r, gold=ToMGold(r.id, {**r.gold.answers, "Q1": "UNCERTAIN"}))
-        if r.task is Task.CONSENSUS and fitted.folds[r.item.session_id[:6]] == 1
+        if r.task is ToMTask.CONSENSUS and fitted.folds[r.item.session_id[:6]] == 1
         else r
         for r in records
     ]

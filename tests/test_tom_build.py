@@ -17,7 +17,7 @@ from polylogue.tom.build import (
     BUILD_FILE,
     PROPOSALS_FILE,
     BuildError,
-    BuildOptions,
+    ToMBuildOptions,
     build_items,
     release_sessions,
 )
@@ -26,8 +26,8 @@ from polylogue.tom.records import (
     KNOWN_ANOMALY_KINDS,
     LABELS,
     TASK_FILES,
-    Task,
-    load_benchmark,
+    ToMTask,
+    load_tom_benchmark,
     validate,
 )
 from polylogue.tom.report import scores_from_run
@@ -41,28 +41,28 @@ MEETINGS = ("ES2015a", "IS1008a")
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Any:
     out = tmp_path_factory.mktemp("built") / "items"
-    return build_items(corpus_dir("ami"), out, BuildOptions(meetings=MEETINGS))
+    return build_items(corpus_dir("ami"), out, ToMBuildOptions(meetings=MEETINGS))
 
 
 def test_records_are_valid_release_records(built: Any) -> None:
-    bench = load_benchmark(built.folder)
-    counts = {t: len(bench.task_records(t)) for t in Task}
-    assert all(n > 0 for n in counts.values()) and counts[Task.STATE] % 2 == 0
+    bench = load_tom_benchmark(built.folder)
+    counts = {t: len(bench.task_records(t)) for t in ToMTask}
+    assert all(n > 0 for n in counts.values()) and counts[ToMTask.STATE] % 2 == 0
     kinds = {a.kind for a in validate(bench)}
     assert kinds <= set(KNOWN_ANOMALY_KINDS) and "invalid_gold" not in kinds
     assert {r.item.session_id for r in bench.all_records()} == set(MEETINGS)
     for rec in bench.all_records():
         for q, label in rec.gold.answers.items():
             assert label in LABELS[(rec.task, q)]
-        if rec.task is not Task.STATE:
+        if rec.task is not ToMTask.STATE:
             assert rec.item.window.duration == 50.0
     # STATE: two 5-s windows per source bundle, first and last 5 s of a 50-s window
-    state = bench.task_records(Task.STATE)
+    state = bench.task_records(ToMTask.STATE)
     w0, w1 = state[0].item.window, state[1].item.window
     assert state[0].item.scoring_bundle == state[1].item.scoring_bundle
     assert (w0.duration, w1.duration, round(w1.start - w0.start, 3)) == (5.0, 5.0, 45.0)
     # ES2015's close-up mapping comes from the release (ES2015b/c): D, B, C, A
-    es = next(r for r in bench.task_records(Task.YOU) if r.item.session_id == "ES2015a")
+    es = next(r for r in bench.task_records(ToMTask.YOU) if r.item.session_id == "ES2015a")
     assert es.item.reconstruction.closeup_to_agent == {
         "Closeup1": "D",
         "Closeup2": "B",
@@ -78,14 +78,14 @@ def test_addressee_proposals_follow_the_ami_annotation(built: Any) -> None:
     start + T names exactly that addressee (read here straight from the conversation)."""
     from polylogue.tom.transcript import AmiSessions
 
-    bench = load_benchmark(built.folder)
+    bench = load_tom_benchmark(built.folder)
     proposals = {
         json.loads(line)["id"]: json.loads(line)["proposals"]
         for line in (built.folder / PROPOSALS_FILE).read_text().splitlines()
     }
     conv = AmiSessions(corpus_dir("ami")).conversation("IS1008a")
     checked = 0
-    for rec in bench.task_records(Task.YOU):
+    for rec in bench.task_records(ToMTask.YOU):
         if proposals[rec.id]["Q1"]["source"] != "ami:addressee":
             continue
         assert rec.item.speaker is not None and rec.item.you_time is not None
@@ -115,37 +115,41 @@ def test_release_meetings_are_excluded_by_default(tmp_path: Path) -> None:
     result = build_items(
         corpus_dir("ami"),
         tmp_path / "b",
-        BuildOptions(meetings=("ES2002a", "ES2015a"), tasks=("you",), per_meeting=2),
+        ToMBuildOptions(meetings=("ES2002a", "ES2015a"), tasks=("you",), per_meeting=2),
     )
     assert result.excluded == ["ES2002a"] and result.meetings == ["ES2015a"]
     # Q2 without the proposed addressee's letter: no Q1 hint for annotators or joint prompts
     neutral = build_items(
         corpus_dir("ami"),
         tmp_path / "n",
-        BuildOptions(meetings=("ES2015a",), tasks=("you",), per_meeting=2, q2_subject="addressee"),
+        ToMBuildOptions(
+            meetings=("ES2015a",), tasks=("you",), per_meeting=2, q2_subject="addressee"
+        ),
     )
-    bench = load_benchmark(neutral.folder)
+    bench = load_tom_benchmark(neutral.folder)
     assert {r.item.questions["Q2"].text.split("'s")[0] for r in bench.all_records()} == {
         "What is the addressee"
     }
     assert not {a.kind for a in validate(bench)} & {"q2_names_q1_gold", "q2_subject_differs"}
     with pytest.raises(BuildError, match="all are used by the release"):
-        build_items(corpus_dir("ami"), tmp_path / "c", BuildOptions(meetings=("ES2002a",)))
+        build_items(corpus_dir("ami"), tmp_path / "c", ToMBuildOptions(meetings=("ES2002a",)))
     # asked for explicitly, release meetings can be mined (ids then stay in their own folder)
     kept = build_items(
         corpus_dir("ami"),
         tmp_path / "d",
-        BuildOptions(meetings=("ES2002a",), tasks=("you",), per_meeting=2, exclude_release=False),
+        ToMBuildOptions(
+            meetings=("ES2002a",), tasks=("you",), per_meeting=2, exclude_release=False
+        ),
     )
     assert {it.session for it in kept.items} == {"ES2002a"}
 
 
 def test_harness_and_both_scorers_read_the_built_items(built: Any, tmp_path: Path) -> None:
-    bench = load_benchmark(built.folder)
+    bench = load_tom_benchmark(built.folder)
     records = list(bench.all_records())
     # Q2's subject is the proposed addressee, so the leak baseline reproduces every proposal:
     # the joint prompt leaks on built items exactly as on the release.
-    you = [r for r in records if r.task is Task.YOU]
+    you = [r for r in records if r.task is ToMTask.YOU]
     leak = run_tom(
         bench,
         you,
@@ -169,10 +173,10 @@ def test_harness_and_both_scorers_read_the_built_items(built: Any, tmp_path: Pat
     assert run.errors == 0 and len(run.rows) == len(records)
     official = scores_from_run(bench, run.folder, "official")
     strict = scores_from_run(bench, run.folder, "strict")
-    assert strict.n["t1"] == len(bench.task_records(Task.STATE))
+    assert strict.n["t1"] == len(bench.task_records(ToMTask.STATE))
     assert official.values["t1_acc"] == strict.values["t1_acc"]  # full coverage
     export_official(run.folder, tmp_path / "official")
-    gold = [built.folder / TASK_FILES[t] for t in Task]
+    gold = [built.folder / TASK_FILES[t] for t in ToMTask]
     table = score_official(gold, tmp_path / "official").table[("heuristic-fixed-utter", "noprompt")]
     assert table["state_acc"] == official.values["t1_acc"]
     assert table["you_q1_acc"] == official.values["t21_acc"]
@@ -237,6 +241,6 @@ def test_cli_build_validate_and_annotation_study(tmp_path: Path) -> None:
     assert rows["Q1/you"].agreement == pytest.approx(0.5)  # one of two YOU items differs
     report = export_adjudicated(store, study, tmp_path / "gold")
     assert report.items == len(items)
-    gold = load_benchmark(tmp_path / "gold")
+    gold = load_tom_benchmark(tmp_path / "gold")
     assert gold.by_id()[tie.item_id].gold.answers["Q1"] == "UNKNOWN"
     assert {a.kind for a in validate(gold)} <= set(KNOWN_ANOMALY_KINDS)

@@ -32,12 +32,12 @@ def test_built_items_round_trip_through_the_annotation_app(tmp_path: Path) -> No
     import uvicorn
 
     from polylogue.annotate.analysis import agreement_report, export_adjudicated
-    from polylogue.annotate.app import create_app
+    from polylogue.annotate.app import create_study_app
     from polylogue.annotate.store import AnnotationStore, StudyKind
     from polylogue.annotate.study import SamplingPlan, create_study, meetingtom_items
     from polylogue.paths import corpus_dir
-    from polylogue.tom.build import BuildOptions, build_items
-    from polylogue.tom.records import KNOWN_ANOMALY_KINDS, TASK_FILES, Task, load_benchmark
+    from polylogue.tom.build import ToMBuildOptions, build_items
+    from polylogue.tom.records import KNOWN_ANOMALY_KINDS, TASK_FILES, ToMTask, load_tom_benchmark
     from polylogue.tom.records import validate as validate_records
     from polylogue.tom.scoring import score_official
 
@@ -45,7 +45,7 @@ def test_built_items_round_trip_through_the_annotation_app(tmp_path: Path) -> No
     built = build_items(
         corpus_dir("ami"),
         tmp_path / "built",
-        BuildOptions(meetings=("IS1008a",), tasks=("you", "consensus"), per_meeting=1),
+        ToMBuildOptions(meetings=("IS1008a",), tasks=("you", "consensus"), per_meeting=1),
     )
     src = meetingtom_items(built.folder, ami_folder=corpus_dir("ami"))
     store = AnnotationStore(tmp_path / "study.sqlite")
@@ -71,7 +71,7 @@ def test_built_items_round_trip_through_the_annotation_app(tmp_path: Path) -> No
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     server = uvicorn.Server(
-        uvicorn.Config(create_app(store), host="127.0.0.1", port=port, log_level="warning")
+        uvicorn.Config(create_study_app(store), host="127.0.0.1", port=port, log_level="warning")
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -119,7 +119,7 @@ def test_built_items_round_trip_through_the_annotation_app(tmp_path: Path) -> No
     # scorer (the proposals, as predictions, now miss YOU Q1 only).
     report = export_adjudicated(store, study, tmp_path / "gold")
     assert report.items == 2 and report.changed_from_gold == 1
-    gold = load_benchmark(tmp_path / "gold")
+    gold = load_tom_benchmark(tmp_path / "gold")
     assert gold.by_id()[you_id].gold.answers["Q1"] == "UNKNOWN"
     assert {a.kind for a in validate_records(gold)} <= set(KNOWN_ANOMALY_KINDS)
     preds = tmp_path / "preds"
@@ -131,7 +131,7 @@ def test_built_items_round_trip_through_the_annotation_app(tmp_path: Path) -> No
             if it.gold["record"]["task"] == task
         ]
         (preds / f"proposals_{task}_noprompt.jsonl").write_text("\n".join(lines) + "\n")
-    table = score_official([tmp_path / "gold" / TASK_FILES[t] for t in Task], preds).table
+    table = score_official([tmp_path / "gold" / TASK_FILES[t] for t in ToMTask], preds).table
     cells = table[("proposals", "noprompt")]
     assert cells["you_q1_acc"] == 0.0 and cells["you_q2_acc"] == 1.0
     assert cells["cons_q1_acc"] == 1.0

@@ -28,7 +28,7 @@ from polylogue.tom.media import (
     probe,
     run_ffmpeg,
 )
-from polylogue.tom.records import Mosaic, Reconstruction, SourceWindow, Task
+from polylogue.tom.records import Mosaic, Reconstruction, SourceWindow, ToMTask
 
 SESSION = "ES2099a"
 COLOURS = {  # view -> RGB
@@ -80,10 +80,10 @@ def ami_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _recon(task: Task, start: float, duration: float) -> Reconstruction:
+def _recon(task: ToMTask, start: float, duration: float) -> Reconstruction:
     mosaic = Mosaic("Closeup1", "Closeup2", "Closeup3", "Closeup4", 320, 180, 640, 360)
     mapping = {"Closeup1": "D", "Closeup2": "B", "Closeup3": "C", "Closeup4": "A"}
-    if task is Task.STATE:
+    if task is ToMTask.STATE:
         return Reconstruction(
             id=f"state:{SESSION}_state0001_w0",
             task=task,
@@ -120,7 +120,7 @@ def _first_frame(path: Path) -> np.ndarray:
 
 
 def test_state_clip_cut_and_audio(ami_root: Path, tmp_path: Path) -> None:
-    media = build_record_media(_recon(Task.STATE, 2.0, 3.0), AmiMediaSource(ami_root), tmp_path)
+    media = build_record_media(_recon(ToMTask.STATE, 2.0, 3.0), AmiMediaSource(ami_root), tmp_path)
     clip = media.files["clip"]
     assert clip == tmp_path / "state" / f"{SESSION}_state0001_w0" / "media" / "clip.mp4"
     info = probe(clip)
@@ -130,7 +130,7 @@ def test_state_clip_cut_and_audio(ami_root: Path, tmp_path: Path) -> None:
 
 
 def test_negative_start_is_clamped_keeping_the_window_end(ami_root: Path, tmp_path: Path) -> None:
-    recon = _recon(Task.STATE, -2.0, 5.0)
+    recon = _recon(ToMTask.STATE, -2.0, 5.0)
     assert clamp_window(recon.source_window) == (0.0, 3.0)
     media = build_record_media(recon, AmiMediaSource(ami_root), tmp_path)
     assert media.clamped and media.start == 0.0 and media.duration == 3.0
@@ -142,7 +142,9 @@ def test_negative_start_is_clamped_keeping_the_window_end(ami_root: Path, tmp_pa
 
 
 def test_mosaic_layout_tiles_and_audio(ami_root: Path, tmp_path: Path) -> None:
-    media = build_record_media(_recon(Task.CONSENSUS, 1.0, 2.0), AmiMediaSource(ami_root), tmp_path)
+    media = build_record_media(
+        _recon(ToMTask.CONSENSUS, 1.0, 2.0), AmiMediaSource(ami_root), tmp_path
+    )
     mosaic = media.files["mosaic"]
     info = probe(mosaic)
     assert info.size == (640, 360) and info.has_audio and info.frames == 50
@@ -159,7 +161,7 @@ def test_mosaic_layout_tiles_and_audio(ami_root: Path, tmp_path: Path) -> None:
 
 def test_you_builds_corner_and_mosaic(ami_root: Path, tmp_path: Path) -> None:
     media = build_record_media(
-        _recon(Task.YOU, 0.0, 2.0), AmiMediaSource(ami_root), tmp_path, corner_audio=False
+        _recon(ToMTask.YOU, 0.0, 2.0), AmiMediaSource(ami_root), tmp_path, corner_audio=False
     )
     assert set(media.files) == {"Q1_corner", "Q2_mosaic"}
     corner = probe(media.files["Q1_corner"])
@@ -181,7 +183,7 @@ def test_frame_sampling_is_deterministic(ami_root: Path, tmp_path: Path) -> None
 
 
 def test_layout_texts_and_missing_inputs(ami_root: Path, tmp_path: Path) -> None:
-    recon = _recon(Task.CONSENSUS, 0.0, 2.0)
+    recon = _recon(ToMTask.CONSENSUS, 0.0, 2.0)
     text = mosaic_layout_text(recon)
     assert "top-left tile: participant D" in text and "bottom-right tile: participant A" in text
     assert "D (close-up camera 1)" in corner_layout_text(recon)
@@ -234,16 +236,16 @@ def test_video_variant_sends_sampled_frames_to_a_chat_server(
     from polylogue.tom.backends import OpenAIChatGenerator
     from polylogue.tom.media import frames_for_record
     from polylogue.tom.prompts import parse_variant
-    from polylogue.tom.records import ToMGold, ToMItem, ToMRecord, load_benchmark
+    from polylogue.tom.records import ToMGold, ToMItem, ToMRecord, load_tom_benchmark
     from polylogue.tom.runner import run_tom
     from polylogue.tom.scoring import strict_from_rows
 
-    bench = load_benchmark()
+    bench = load_tom_benchmark()
     real = bench.by_id()["consensus:ES2002a_consensus0009"]
-    recon = _recon(Task.CONSENSUS, 0.0, 4.0)
+    recon = _recon(ToMTask.CONSENSUS, 0.0, 4.0)
     item = ToMItem(
         id="consensus:ES2099a_consensus0001",
-        task=Task.CONSENSUS,
+        task=ToMTask.CONSENSUS,
         bundle_name="ES2099a_consensus0001",
         session_id=SESSION,
         questions=real.item.questions,

@@ -8,14 +8,14 @@ import pytest
 
 from polylogue.paths import corpus_dir
 from polylogue.tom.media import Frame, PromptMedia
-from polylogue.tom.prompts import PromptError, PromptOptions, build_prompt, parse_variant
-from polylogue.tom.records import load_benchmark
+from polylogue.tom.prompts import PromptError, ToMPromptOptions, build_prompt, parse_variant
+from polylogue.tom.records import load_tom_benchmark
 from polylogue.tom.transcript import AmiSessions, transcript_window
 
 
 @pytest.fixture(scope="module")
 def bench():  # type: ignore[no-untyped-def]
-    return load_benchmark()
+    return load_tom_benchmark()
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,7 @@ def _prompt(bench, sessions, rid: str, variant: str):  # type: ignore[no-untyped
 def test_variant_names_round_trip(name: str) -> None:
     opts = parse_variant(name)
     assert parse_variant(opts.name) == opts
-    assert PromptOptions.from_dict(opts.to_dict()) == opts
+    assert ToMPromptOptions.from_dict(opts.to_dict()) == opts
     assert len({opts.digest(), parse_variant("noprompt").digest()}) == (
         1 if name == "noprompt" else 2
     )

@@ -11,23 +11,23 @@ from polylogue.conversation import ConversationFormatError
 from polylogue.paths import corpus_dir
 from polylogue.tom.records import (
     KNOWN_ANOMALY_KINDS,
-    Task,
+    ToMTask,
     anomaly_counts,
-    load_benchmark,
+    load_tom_benchmark,
     validate,
 )
 
 
 @pytest.fixture(scope="module")
 def bench():  # type: ignore[no-untyped-def]
-    return load_benchmark()
+    return load_tom_benchmark()
 
 
 def test_counts_and_parsed_questions(bench) -> None:  # type: ignore[no-untyped-def]
     assert {t: len(r) for t, r in bench.records.items()} == {
-        Task.STATE: 600,
-        Task.YOU: 300,
-        Task.CONSENSUS: 300,
+        ToMTask.STATE: 600,
+        ToMTask.YOU: 300,
+        ToMTask.CONSENSUS: 300,
     }
     assert not bench.orphan_reconstructions
     state = bench.task_records("state")[0].item
@@ -79,10 +79,10 @@ def test_inconsistent_copy_is_reported(tmp_path: Path) -> None:
     row["answers"]["Q2"] = "C"  # a dissenter without PSEUDO_CONSENSUS
     lines[0] = json.dumps(row)
     (tmp_path / "consensus.jsonl").write_text("\n".join(lines) + "\n")
-    counts = anomaly_counts(validate(load_benchmark(tmp_path)))
+    counts = anomaly_counts(validate(load_tom_benchmark(tmp_path)))
     assert counts["consensus_q2_inconsistent"] == 1
     # a record without a reconstruction line is a format error naming file and line
     rec = (tmp_path / "reconstruction.jsonl").read_text().splitlines()
     (tmp_path / "reconstruction.jsonl").write_text("\n".join(rec[1:]) + "\n")
     with pytest.raises(ConversationFormatError, match=r"state.jsonl:line 1"):
-        load_benchmark(tmp_path)
+        load_tom_benchmark(tmp_path)

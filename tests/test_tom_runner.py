@@ -15,15 +15,15 @@ from polylogue.tom.backends import (
     MajorityGenerator,
 )
 from polylogue.tom.prompts import parse_variant
-from polylogue.tom.records import TASK_FILES, Task, load_benchmark
+from polylogue.tom.records import TASK_FILES, ToMTask, load_tom_benchmark
 from polylogue.tom.report import build_report, label_tables, scores_from_run
-from polylogue.tom.runner import MANIFEST, PREDICTIONS, export_official, load_run, run_tom
+from polylogue.tom.runner import MANIFEST, PREDICTIONS, export_official, load_tom_run, run_tom
 from polylogue.tom.scoring import majority_labels, score_official
 
 
 @pytest.fixture(scope="module")
 def bench():  # type: ignore[no-untyped-def]
-    return load_benchmark()
+    return load_tom_benchmark()
 
 
 def test_heuristic_run_resume_export_and_score(bench, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -32,7 +32,7 @@ def test_heuristic_run_resume_export_and_score(bench, tmp_path: Path) -> None:  
     ami = corpus_dir("ami")
     first = run_tom(bench, records, HeuristicGenerator(), options, tmp_path, ami_folder=ami)
     assert first.generated == 18 and first.errors == 0
-    manifest, rows = load_run(first.folder)
+    manifest, rows = load_tom_run(first.folder)
     assert manifest["status"] == "complete" and manifest["variant"] == "noprompt+utter"
     assert [r["point_id"] for r in rows] == [r.id for r in records]
     assert all("answers" not in r and "gold" not in r for r in rows)  # no gold in predictions
@@ -52,7 +52,9 @@ def test_heuristic_run_resume_export_and_score(bench, tmp_path: Path) -> None:  
         "heuristic-utter_state_noprompt.jsonl",
         "heuristic-utter_you_noprompt.jsonl",
     ]
-    official = score_official([bench.folder / TASK_FILES[t] for t in Task], tmp_path / "official")
+    official = score_official(
+        [bench.folder / TASK_FILES[t] for t in ToMTask], tmp_path / "official"
+    )
     cells = official.table[("heuristic-utter", "noprompt")]
     scores = scores_from_run(bench, first.folder, "official")
     assert cells["state_acc"] == scores.values["t1_acc"]
@@ -103,7 +105,7 @@ def test_baselines_and_report_tables(bench, tmp_path: Path) -> None:  # type: ig
     ]
     scores = [scores_from_run(bench, r.folder, "strict") for r in runs]
     maj = scores[1].values
-    state_gold = [r.gold.answers["Q1"] for r in records if r.task is Task.STATE]
+    state_gold = [r.gold.answers["Q1"] for r in records if r.task is ToMTask.STATE]
     assert maj["t1_acc"] == pytest.approx(state_gold.count(majority["state.Q1"]) / len(state_gold))
     text = build_report(scores, modality="utterance")
     assert text.startswith("Table 1. Overall performance")

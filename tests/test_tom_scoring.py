@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from polylogue.paths import corpus_dir
-from polylogue.tom.records import Task, load_benchmark
+from polylogue.tom.records import ToMTask, load_tom_benchmark
 from polylogue.tom.scoring import (
     SUMMARY_COLUMNS,
     extract_answers,
@@ -171,12 +171,12 @@ def test_normalisation_and_text_parsing() -> None:
 
 
 def test_state_official_semantics(gold_dir: Path) -> None:
-    gold = load_official_gold(_gold_paths(gold_dir))[Task.STATE]
+    gold = load_official_gold(_gold_paths(gold_dir))[ToMTask.STATE]
     assert len(gold) == 5
     from polylogue.tom.scoring import FileCounts
 
     counts = FileCounts()
-    metrics, summary = score_official_rows(STATE_ROWS, Task.STATE, gold, counts=counts)
+    metrics, summary = score_official_rows(STATE_ROWS, ToMTask.STATE, gold, counts=counts)
     # aligned: 0004w0 CC ok, 0004w1 FL ok, 0008w0 AE ok, 0010w0 HES vs FL -> 3/4
     assert metrics["Q1"].n == 4 and summary["state_acc"] == pytest.approx(0.75)
     # F1: CC 1, FL 2/3 (one FN), AE 1, HES 0, three absent labels 0 -> (8/3)/7
@@ -184,18 +184,18 @@ def test_state_official_semantics(gold_dir: Path) -> None:
     assert counts.rows_missing_key_or_widx == 1
     assert counts.duplicate_keys == 1 and counts.rows_missing_label == 1
     assert counts.missing_pred_for_gold == 1  # 0008w1 has no usable row
-    only0, _ = score_official_rows(STATE_ROWS, Task.STATE, gold, only_windows=(0,))
+    only0, _ = score_official_rows(STATE_ROWS, ToMTask.STATE, gold, only_windows=(0,))
     assert only0["Q1"].accuracy == pytest.approx(2 / 3)
     # an out-of-list prediction is no false negative: FL's F1 becomes 1 under --labels CC,FL
     over, _ = score_official_rows(
-        STATE_ROWS, Task.STATE, gold, labels_override=["COGNITIVE_CONFLICT", "FOCUSED_LISTENING"]
+        STATE_ROWS, ToMTask.STATE, gold, labels_override=["COGNITIVE_CONFLICT", "FOCUSED_LISTENING"]
     )
     assert over["Q1"].macro_f1 == pytest.approx(1.0)
 
 
 def test_you_official_semantics_and_strict_validation(gold_dir: Path) -> None:
-    gold = load_official_gold(_gold_paths(gold_dir))[Task.YOU]
-    metrics, summary = score_official_rows(YOU_ROWS, Task.YOU, gold)
+    gold = load_official_gold(_gold_paths(gold_dir))[ToMTask.YOU]
+    metrics, summary = score_official_rows(YOU_ROWS, ToMTask.YOU, gold)
     # Q1 aligned: MULTIPLE ok, MESSAGE (gold MULTIPLE), D ok, MAYBE_D (gold D) -> 2/4
     assert metrics["Q1"].n == 4 and summary["you_q1_acc"] == pytest.approx(0.5)
     # label list = sorted union of gold and predictions; D and MULTIPLE F1 2/3, junk labels 0
@@ -213,8 +213,8 @@ def test_you_official_semantics_and_strict_validation(gold_dir: Path) -> None:
 
 
 def test_consensus_points_and_conditional_accuracy(gold_dir: Path) -> None:
-    gold = load_official_gold(_gold_paths(gold_dir))[Task.CONSENSUS]
-    metrics, summary = score_official_rows(CONS_ROWS, Task.CONSENSUS, gold)
+    gold = load_official_gold(_gold_paths(gold_dir))[ToMTask.CONSENSUS]
+    metrics, summary = score_official_rows(CONS_ROWS, ToMTask.CONSENSUS, gold)
     assert summary["cons_q1_acc"] == pytest.approx(4 / 5)
     assert summary["cons_points_acc"] == pytest.approx(5 / 8)  # 2+1+0+2 over 4 bundles x 2
     assert summary["cons_q2_cond_acc"] == pytest.approx(2 / 3)  # NONE ok, A wrong, B ok
@@ -227,9 +227,9 @@ def test_consensus_points_and_conditional_accuracy(gold_dir: Path) -> None:
 
 
 def test_file_routing_and_model_variant_parsing() -> None:
-    assert route_file("young-lm_state_noprompt.jsonl") == [Task.YOU]  # 'you' inside a model name
-    assert route_file("m_you_consensus_eot.jsonl") == [Task.YOU, Task.CONSENSUS]
-    assert route_file("m_state_cot.jsonl") == [Task.STATE] and route_file("m_misc.jsonl") == []
+    assert route_file("young-lm_state_noprompt.jsonl") == [ToMTask.YOU]  # 'you' inside a model name
+    assert route_file("m_you_consensus_eot.jsonl") == [ToMTask.YOU, ToMTask.CONSENSUS]
+    assert route_file("m_state_cot.jsonl") == [ToMTask.STATE] and route_file("m_misc.jsonl") == []
     assert parse_model_variant("gpt5_state_cot") == ("gpt5", "cot")
     assert parse_model_variant("a_b_you_noprompt") == ("a_b", "noprompt")
     assert parse_model_variant("m_state_cot_v2") == ("m", "cot")  # no word boundary: fallback
@@ -274,20 +274,20 @@ def test_legacy_state_gold_and_raw_you_gold(tmp_path: Path) -> None:
         ],
     )
     gold = load_official_gold([legacy])
-    assert gold[Task.STATE] == {
+    assert gold[ToMTask.STATE] == {
         ("X_state0001", 0): {"Q1": "HESITATION"},
         ("X_state0001", 1): {"Q1": "ACTIVE_ENGAGEMENT"},
     }
-    assert gold[Task.YOU] == {"X_you0001": {"Q1": " b ", "Q2": "support"}}  # YOU gold kept raw
+    assert gold[ToMTask.YOU] == {"X_you0001": {"Q1": " b ", "Q2": "support"}}  # YOU gold kept raw
 
 
 def test_strict_mode_counts_missing_as_wrong() -> None:
-    bench = load_benchmark()
+    bench = load_tom_benchmark()
     records = bench.select(limit_per_task=4)
     preds: dict[str, dict[str, str | None]] = {}
     for r in records:
         preds[r.id] = dict(r.gold.answers)
-    state_ids = [r.id for r in records if r.task is Task.STATE]
+    state_ids = [r.id for r in records if r.task is ToMTask.STATE]
     del preds[state_ids[0]]  # missing
     preds[state_ids[1]] = {"Q1": None}  # unparseable
     result = score_strict(records, preds)

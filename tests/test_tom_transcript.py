@@ -7,7 +7,7 @@ import statistics
 import pytest
 
 from polylogue.paths import corpus_dir
-from polylogue.tom.records import PARTICIPANT_LETTERS, Task, load_benchmark
+from polylogue.tom.records import PARTICIPANT_LETTERS, ToMTask, load_tom_benchmark
 from polylogue.tom.transcript import (
     AmiSessions,
     TranscriptOptions,
@@ -20,7 +20,7 @@ YOU_WORDS = {"you", "your", "you're", "yours", "yourself", "ya"}
 
 @pytest.fixture(scope="module")
 def bench():  # type: ignore[no-untyped-def]
-    return load_benchmark()
+    return load_tom_benchmark()
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,7 @@ def test_you_word_at_window_start_plus_question_time(bench, sessions) -> None:  
     """Letters are AMI agent letters: the asked speaker says 'you' at start + T (+-0.5 s)."""
     items = [
         r.item
-        for r in bench.task_records(Task.YOU)
+        for r in bench.task_records(ToMTask.YOU)
         if r.item.speaker in PARTICIPANT_LETTERS and r.item.session_id < "ES2006"
     ]
     assert len(items) > 60
@@ -52,7 +52,7 @@ def test_you_word_at_window_start_plus_question_time(bench, sessions) -> None:  
 def test_state_windows_track_who_speaks(bench, sessions) -> None:  # type: ignore[no-untyped-def]
     """Targets labelled ACTIVE_ENGAGEMENT speak far more in their 5-s window than listeners."""
     talk: dict[str, list[float]] = {"ACTIVE_ENGAGEMENT": [], "FOCUSED_LISTENING": []}
-    for r in bench.task_records(Task.STATE):
+    for r in bench.task_records(ToMTask.STATE):
         label = r.gold.answers["Q1"]
         if label not in talk or r.item.session_id >= "ES2005":
             continue

@@ -24,6 +24,11 @@ from typing import Any
 
 from polylogue.errors import PolylogueInputError
 
+#: The shortest silence (s) that counts at all in timed transcripts (AMI times are in hundredths
+#: of a second), so a gap of 0 means "any measurable silence", not "every touching word boundary".
+#: Shared by the AMI reader's IPU split and the turn-taking timeline.
+MIN_SILENCE_S = 0.005
+
 #: First words that make a multi-word name a description ("The Teacher", "Big Bully"), whose
 #: first word is not what anybody is called.
 DESCRIPTOR_WORDS = frozenset(

@@ -66,7 +66,7 @@ class TaskReport:
         }
 
 
-def bootstrap_ci(
+def conversation_bootstrap_ci(
     hits: Sequence[float], groups: Sequence[str], n_boot: int = 1000, seed: int = 13
 ) -> tuple[float, float]:
     """95% percentile interval of the mean, resampling whole conversations."""
@@ -84,7 +84,7 @@ def bootstrap_ci(
     return (float(lo), float(hi))
 
 
-def score(
+def score_predictor(
     name: str, exs: Sequence[AddressingExample], predict: Callable[[AddressingExample], Any]
 ) -> Score:
     groups = [ex.conversation.group_id for ex in exs]
@@ -96,7 +96,7 @@ def score(
         hits = [float(p is not None and p in ex.gold) for p, ex in zip(preds, exs, strict=True)]
         answered = sum(p is not None for p in preds)
     p1 = float(np.mean(hits)) if hits else 0.0
-    lo, hi = bootstrap_ci(hits, groups)
+    lo, hi = conversation_bootstrap_ci(hits, groups)
     return Score(name, len(exs), p1, lo, hi, answered)
 
 
@@ -110,8 +110,8 @@ def evaluate_task(
     convs = list(conversations)
     exs = list(examples(convs, task))
     preds = dict(predictors) if predictors is not None else baselines_for(task)
-    scores = [score("chance", exs, chance)]
-    scores += [score(name, exs, fn) for name, fn in preds.items()]
+    scores = [score_predictor("chance", exs, chance)]
+    scores += [score_predictor(name, exs, fn) for name, fn in preds.items()]
     return TaskReport(
         task=task,
         dataset=dataset,
@@ -163,9 +163,9 @@ def write_reports(reports: Sequence[TaskReport], out: str | Path) -> Path:
 __all__ = [
     "Score",
     "TaskReport",
-    "bootstrap_ci",
+    "conversation_bootstrap_ci",
     "evaluate_task",
     "report_markdown",
-    "score",
+    "score_predictor",
     "write_reports",
 ]

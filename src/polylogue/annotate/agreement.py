@@ -21,8 +21,8 @@ from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
-Label = Hashable
-RatingTable = Mapping[str, Sequence[Label | None]]
+RatingLabel = Hashable
+RatingTable = Mapping[str, Sequence[RatingLabel | None]]
 
 
 def _check_aligned(ratings: RatingTable) -> int:
@@ -32,7 +32,9 @@ def _check_aligned(ratings: RatingTable) -> int:
     return lengths.pop() if lengths else 0
 
 
-def cohen_kappa(a: Sequence[Label | None], b: Sequence[Label | None]) -> tuple[float, int]:
+def cohen_kappa(
+    a: Sequence[RatingLabel | None], b: Sequence[RatingLabel | None]
+) -> tuple[float, int]:
     """Cohen's κ over the items both annotators labelled; returns ``(kappa, n_items)``."""
     if len(a) != len(b):
         raise ValueError(f"cohen_kappa: sequences differ in length ({len(a)} vs {len(b)})")
@@ -66,7 +68,7 @@ def fleiss_kappa(ratings: RatingTable) -> tuple[float, int]:
     per_item = [Counter(row) for row in complete]
     p_items = [(sum(c * c for c in cnt.values()) - m) / (m * (m - 1)) for cnt in per_item]
     p_bar = sum(p_items) / len(p_items)
-    totals: Counter[Label | None] = Counter()
+    totals: Counter[RatingLabel | None] = Counter()
     for cnt in per_item:
         totals.update(cnt)
     total = len(complete) * m
@@ -82,7 +84,7 @@ def krippendorff_alpha(ratings: RatingTable) -> tuple[float, int]:
     α = 1 − D_o / D_e with the coincidence matrix o_ck = Σ_u (pairs c–k in unit u) / (m_u − 1).
     """
     n_items = _check_aligned(ratings)
-    coincidence: dict[tuple[Label, Label], float] = {}
+    coincidence: dict[tuple[RatingLabel, RatingLabel], float] = {}
     used = 0
     for i in range(n_items):
         values = [v[i] for v in ratings.values() if v[i] is not None]
@@ -94,7 +96,7 @@ def krippendorff_alpha(ratings: RatingTable) -> tuple[float, int]:
             coincidence[(x, y)] = coincidence.get((x, y), 0.0) + 1.0 / (m_u - 1)
     if used == 0:
         return math.nan, 0
-    marginals: dict[Label, float] = {}
+    marginals: dict[RatingLabel, float] = {}
     for (c, _), w in coincidence.items():
         marginals[c] = marginals.get(c, 0.0) + w
     n = sum(marginals.values())
@@ -174,7 +176,7 @@ def summarize(slice_name: str, ratings: RatingTable) -> AgreementSummary:
     )
 
 
-def majority_label(labels: Sequence[Label | None]) -> Label | None:
+def majority_label(labels: Sequence[RatingLabel | None]) -> RatingLabel | None:
     """The strict plurality label, or ``None`` on a tie or when nobody answered."""
     counts = Counter(x for x in labels if x is not None)
     if not counts:

@@ -106,7 +106,7 @@ def _f(x: float) -> str:
 # ----------------------------------------------------------------------------- adjudication
 
 
-class Source(StrEnum):
+class LabelSource(StrEnum):
     UNANIMOUS = "unanimous"
     MAJORITY = "majority"
     ADJUDICATOR = "adjudicator"
@@ -118,7 +118,7 @@ class Resolution:
     item_id: str
     question_id: str
     label: str | None
-    source: Source
+    source: LabelSource
     votes: dict[str, str]
 
 
@@ -141,16 +141,16 @@ def resolve(
             key = (it.item_id, q.id)
             v = dict(sorted(votes.get(key, {}).items()))
             if key in decided:
-                out.append(Resolution(it.item_id, q.id, decided[key], Source.ADJUDICATOR, v))
+                out.append(Resolution(it.item_id, q.id, decided[key], LabelSource.ADJUDICATOR, v))
                 continue
             label = majority_label(list(v.values()))
             if label is None:
-                out.append(Resolution(it.item_id, q.id, None, Source.UNRESOLVED, v))
+                out.append(Resolution(it.item_id, q.id, None, LabelSource.UNRESOLVED, v))
             else:
                 source = (
-                    Source.UNANIMOUS
+                    LabelSource.UNANIMOUS
                     if len(set(v.values())) == 1 and len(v) > 1
-                    else Source.MAJORITY
+                    else LabelSource.MAJORITY
                 )
                 out.append(Resolution(it.item_id, q.id, str(label), source, v))
     return out
@@ -290,7 +290,7 @@ def _export_meetingtom(
     out: Path,
     provenance: dict[str, Any],
 ) -> None:
-    from polylogue.tom.records import RECONSTRUCTION_FILE, TASK_FILES, Task
+    from polylogue.tom.records import RECONSTRUCTION_FILE, TASK_FILES, ToMTask
 
     out.mkdir(parents=True, exist_ok=True)
     by_task: dict[str, list[dict[str, Any]]] = {}
@@ -304,7 +304,7 @@ def _export_meetingtom(
     if source and (Path(source) / RECONSTRUCTION_FILE).is_file():
         with open(Path(source) / RECONSTRUCTION_FILE, encoding="utf-8") as f:
             recon_lines = [ln for ln in f if ln.strip() and json.loads(ln).get("id") in wanted]
-    for task in Task:
+    for task in ToMTask:
         rows = by_task.get(task.value, [])
         with open(out / TASK_FILES[task], "w", encoding="utf-8") as f:
             for r in rows:
@@ -373,9 +373,9 @@ def export_answers(store: AnnotationStore, study: Study, path: str | Path) -> in
 __all__ = [
     "ALL",
     "ExportReport",
+    "LabelSource",
     "RatingSlice",
     "Resolution",
-    "Source",
     "agreement_report",
     "annotator_names",
     "answer_rows",

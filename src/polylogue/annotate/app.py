@@ -11,7 +11,7 @@ Access model
   random-looking server token (:func:`token_problem`); then every request must carry it
   (``Authorization: Bearer``, the ``polylogue_token`` cookie, or ``?token=`` once, which sets
   the cookie).
-* :func:`serve` only answers requests whose ``Host`` header names the bound address (or, on
+* :func:`serve_study` only answers requests whose ``Host`` header names the bound address (or, on
   loopback, ``localhost``/``127.0.0.1``/``[::1]``) and port, so a web page cannot reach the
   app through a DNS-rebinding name.
 * Request bodies over :data:`MAX_BODY_BYTES` are refused with 413 before they are parsed.
@@ -43,6 +43,7 @@ from polylogue.annotate.store import (
     StoreError,
     StudyItem,
 )
+from polylogue.errors import PolylogueInputError
 
 TOKEN_COOKIE = "polylogue_token"
 #: Largest request body read: answers and decisions are a few hundred bytes.
@@ -58,7 +59,7 @@ _STATIC_PAGES = {
 }
 
 
-class AccessError(ValueError):
+class AccessError(PolylogueInputError):
     """Refused server configuration (remote binding without flag or token)."""
 
 
@@ -212,22 +213,16 @@ def item_view_json(
     }
 
 
-def create_app(
-    store: AnnotationStore,
-    token: str | None = None,
-    media_root: str | Path | None = None,
-    allowed_hosts: Collection[str] | None = None,
-    port: int | None = None,
-) -> FastAPI:
-    """The FastAPI application for one study database.
+def _annotator(store: AnnotationStore, key: str, role: Role = Role.ANNOTATOR) -> Annotator:
+    """The person behind an access key, or 404 (also for a key of the other role)."""
+    who = store.annotator_by_key(key)
+    if who is None or who.role is not role:
+        raise HTTPException(status_code=404, detail="unknown access key")
+    return who
 
-    ``media_root`` overrides the media folder recorded in each study (MeetingToM clips).
-    ``allowed_hosts`` (and ``port``) restrict the ``Host`` header (see :func:`bound_hosts`);
-    ``None`` accepts any, as in-process test clients need.
-    """
-    app = FastAPI(title="polylogue annotate", docs_url=None, redoc_url=None, openapi_url=None)
-    pages = static_dir()
-    media_base = Path(media_root).resolve() if media_root is not None else None
+
+def _add_token_check(app: FastAPI, token: str | None) -> None:
+    """Every request shows the server token (header, cookie or ``?token=``); safe headers."""
 
     @app.middleware("http")
     async def guard(
@@ -256,11 +251,9 @@ def create_app(
             response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
         return response
 
-    def annotator(key: str, role: Role = Role.ANNOTATOR) -> Annotator:
-        who = store.annotator_by_key(key)
-        if who is None or who.role is not role:
-            raise HTTPException(status_code=404, detail="unknown access key")
-        return who
+
+def _add_pages(app: FastAPI, store: AnnotationStore, pages: Path) -> None:
+    """The HTML pages: index, annotator view, adjudicator view, and the key form's redirect."""
 
     def page(name: str) -> HTMLResponse:
         return HTMLResponse((pages / _STATIC_PAGES[name]).read_text(encoding="utf-8"))
@@ -271,12 +264,12 @@ def create_app(
 
     @app.get("/a/{key}", response_class=HTMLResponse)
     def annotate_page(key: str) -> HTMLResponse:
-        annotator(key)
+        _annotator(store, key)
         return page("annotate")
 
     @app.get("/adjudicate/{key}", response_class=HTMLResponse)
     def adjudicate_page(key: str) -> HTMLResponse:
-        annotator(key, Role.ADJUDICATOR)
+        _annotator(store, key, Role.ADJUDICATOR)
         return page("adjudicate")
 
     @app.get("/go")
@@ -288,26 +281,29 @@ def create_app(
         target = "a" if who.role is Role.ANNOTATOR else "adjudicate"
         return RedirectResponse(f"/{target}/{key.strip()}", status_code=303)
 
-    # ------------------------------------------------------------------ annotator API
 
-    def progress_json(who: Annotator) -> dict[str, Any]:
-        p = store.progress(who)
-        return {"done": p.done, "total": p.total, "next_position": p.next_position}
+def _progress_json(store: AnnotationStore, who: Annotator) -> dict[str, Any]:
+    p = store.progress(who)
+    return {"done": p.done, "total": p.total, "next_position": p.next_position}
+
+
+def _add_annotator_api(app: FastAPI, store: AnnotationStore, media_base: Path | None) -> None:
+    """State, items, answers and media of one annotator (``/api/a/{key}/...``)."""
 
     @app.get("/api/a/{key}/state")
     def state(key: str) -> dict[str, Any]:
-        who = annotator(key)
+        who = _annotator(store, key)
         return {
             "annotator": who.name,
             "study": who.study.name,
             "kind": who.study.kind.value,
             "instructions": who.study.instructions,
-            "progress": progress_json(who),
+            "progress": _progress_json(store, who),
         }
 
     @app.get("/api/a/{key}/items/{position}")
     def item(key: str, position: int) -> dict[str, Any]:
-        who = annotator(key)
+        who = _annotator(store, key)
         try:
             view = store.item_view(who, position)
         except StoreError as exc:
@@ -322,7 +318,7 @@ def create_app(
         question_id: str,
         body: dict[str, Any] = Body(...),
     ) -> dict[str, Any]:
-        who = annotator(key)
+        who = _annotator(store, key)
         if not 0 <= position < len(who.order):
             raise HTTPException(status_code=404, detail=f"no item at position {position}")
         label = body.get("label")
@@ -348,11 +344,15 @@ def create_app(
             )
         except StoreError as exc:
             raise HTTPException(status_code=422, detail=str(exc)) from exc
-        return {"question_id": question_id, "label": saved.label, "progress": progress_json(who)}
+        return {
+            "question_id": question_id,
+            "label": saved.label,
+            "progress": _progress_json(store, who),
+        }
 
     @app.get("/api/a/{key}/media/{position}/{question_id}")
     def media(key: str, position: int, question_id: str) -> FileResponse:
-        who = annotator(key)
+        who = _annotator(store, key)
         try:
             view = store.item_view(who, position)
         except StoreError as exc:
@@ -367,19 +367,21 @@ def create_app(
             raise HTTPException(status_code=404, detail="media file not found")
         return FileResponse(path)
 
-    # ------------------------------------------------------------------ adjudicator API
+
+def _add_adjudicator_api(app: FastAPI, store: AnnotationStore) -> None:
+    """The adjudicator's queue of ties and their decisions (``/api/adj/{key}/...``)."""
 
     @app.get("/api/adj/{key}/queue")
     def queue(key: str) -> dict[str, Any]:
-        from polylogue.annotate.analysis import Source, study_resolutions
+        from polylogue.annotate.analysis import LabelSource, study_resolutions
 
-        who = annotator(key, Role.ADJUDICATOR)
+        who = _annotator(store, key, Role.ADJUDICATOR)
         items = {it.item_id: it for it in store.items(who.study)}
         decided = {(d.item_id, d.question_id): d.label for d in store.adjudications(who.study)}
         open_items = []
         for r in study_resolutions(store, who.study):
-            tie = r.source is Source.UNRESOLVED and len(r.votes) > 0
-            if tie or (r.source is Source.ADJUDICATOR):
+            tie = r.source is LabelSource.UNRESOLVED and len(r.votes) > 0
+            if tie or (r.source is LabelSource.ADJUDICATOR):
                 it = items[r.item_id]
                 open_items.append(
                     {
@@ -397,7 +399,7 @@ def create_app(
         key: str,
         body: dict[str, Any] = Body(...),
     ) -> dict[str, Any]:
-        who = annotator(key, Role.ADJUDICATOR)
+        who = _annotator(store, key, Role.ADJUDICATOR)
         try:
             d = store.save_adjudication(
                 who.study,
@@ -411,13 +413,35 @@ def create_app(
             raise HTTPException(status_code=422, detail=str(exc)) from exc
         return {"item_id": d.item_id, "question_id": d.question_id, "label": d.label}
 
+
+def create_study_app(
+    store: AnnotationStore,
+    token: str | None = None,
+    media_root: str | Path | None = None,
+    allowed_hosts: Collection[str] | None = None,
+    port: int | None = None,
+) -> FastAPI:
+    """The FastAPI application for one study database.
+
+    ``media_root`` overrides the media folder recorded in each study (MeetingToM clips).
+    ``allowed_hosts`` (and ``port``) restrict the ``Host`` header (see :func:`bound_hosts`);
+    ``None`` accepts any, as in-process test clients need.
+    """
+    app = FastAPI(title="polylogue annotate", docs_url=None, redoc_url=None, openapi_url=None)
+    pages = static_dir()
+    media_base = Path(media_root).resolve() if media_root is not None else None
+
+    _add_token_check(app, token)
+    _add_pages(app, store, pages)
+    _add_annotator_api(app, store, media_base)
+    _add_adjudicator_api(app, store)
     app.mount("/static", StaticFiles(directory=pages), name="static")
     # Outermost: a wrong Host or an oversized body is refused before the token check or parsing.
     app.add_middleware(_Guard, allowed_hosts=allowed_hosts, port=port)
     return app
 
 
-def serve(
+def serve_study(
     store_path: str | Path,
     host: str = "127.0.0.1",
     port: int = 8765,
@@ -432,7 +456,7 @@ def serve(
 
     check_binding(host, allow_remote, token)
     store = AnnotationStore(store_path)
-    app = create_app(
+    app = create_study_app(
         store, token=token, media_root=media_root, allowed_hosts=bound_hosts(host), port=port
     )
     # No access log: request lines would write annotators' keys into the terminal and logs.
@@ -444,10 +468,10 @@ __all__ = [
     "AccessError",
     "bound_hosts",
     "check_binding",
-    "create_app",
+    "create_study_app",
     "host_allowed",
     "is_loopback",
-    "serve",
+    "serve_study",
     "static_dir",
     "token_problem",
 ]

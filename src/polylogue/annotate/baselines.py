@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from polylogue.annotate.analysis import Source, annotator_names, resolve
+from polylogue.annotate.analysis import LabelSource, annotator_names, resolve
 from polylogue.annotate.store import (
     AnnotationStore,
     Answer,
@@ -171,7 +171,7 @@ def baseline_tables(
                 if r.question_id == qid
             }
             rows.append(row("Majority", majority, "human-majority"))
-        if any(r.source is Source.ADJUDICATOR for r in resolutions if r.question_id == qid):
+        if any(r.source is LabelSource.ADJUDICATOR for r in resolutions if r.question_id == qid):
             adjudicated = {r.item_id: r.label for r in resolutions if r.question_id == qid}
             rows.append(row("Adjudicated", adjudicated, "human-adjudicated"))
         for name, pred in (models or {}).items():
@@ -201,7 +201,7 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.2f}"
 
 
-def read_predictions(path: str | Path) -> dict[str, str | None]:
+def read_run_decisions(path: str | Path) -> dict[str, str | None]:
     """A model's decisions from an evaluation run folder (or its ``predictions.jsonl``).
 
     Read with the runner's own reader; ``decision`` is null for an unparseable answer.
@@ -225,5 +225,5 @@ __all__ = [
     "ScoreRow",
     "baseline_tables",
     "format_table",
-    "read_predictions",
+    "read_run_decisions",
 ]

@@ -218,12 +218,12 @@ def turntaking_items(
 
 
 #: record -> utterances of its source window, or None when unavailable.
-TranscriptWindow = Callable[[ToMRecord], Sequence[Utterance] | None]
+TranscriptLookup = Callable[[ToMRecord], Sequence[Utterance] | None]
 
 
 def meetingtom_item(
     record: ToMRecord,
-    transcript: TranscriptWindow | None = None,
+    transcript: TranscriptLookup | None = None,
     media_root: str | Path | None = None,
     stratify: str = "task",
 ) -> StudyItem:
@@ -304,7 +304,7 @@ def tom_record_to_json(
     return d
 
 
-def ami_transcripts(ami_folder: str | Path) -> TranscriptWindow:
+def ami_transcripts(ami_folder: str | Path) -> TranscriptLookup:
     """Transcript windows from the AMI word files (via :mod:`polylogue.tom.transcript`).
 
     Times are relative to the clip start, as in the YOU questions ("says 'you' around 15.0s").
@@ -376,9 +376,9 @@ def meetingtom_items(
     stratify: str = "task",
 ) -> ItemSource:
     """Items from a MeetingToM release folder; transcripts (``ami_folder``) for the sample only."""
-    from polylogue.tom.records import load_benchmark as load_tom
+    from polylogue.tom.records import load_tom_benchmark
 
-    bench = load_tom(folder, tasks=tasks)
+    bench = load_tom_benchmark(folder, tasks=tasks)
     records = {r.id: r for r in bench.all_records()}
     items = [meetingtom_item(r, media_root=media_root, stratify=stratify) for r in records.values()]
     source = {

@@ -207,13 +207,10 @@ def serve(
     ] = None,
 ) -> None:
     """Serve the labelling app. Annotators open the links printed by `create`/`assign`."""
-    from polylogue.annotate.app import AccessError, check_binding
-    from polylogue.annotate.app import serve as run_server
+    from polylogue.annotate.app import check_binding
+    from polylogue.annotate.app import serve_study as run_server
 
-    try:
-        check_binding(host, allow_remote, token)
-    except AccessError as exc:
-        raise _fail(str(exc)) from exc
+    check_binding(host, allow_remote, token)  # AccessError: an input error (exit 2)
     if not db.is_file():
         raise _fail(f"{db}: no such study database (create one with `polylogue annotate create`)")
     console.print(f"serving {db} on http://{host}:{port}/  (Ctrl-C to stop)", markup=False)
@@ -266,15 +263,15 @@ def adjudicate(db: DbOption, study: StudyOption) -> None:
     """Majority vote; list the ties that still need the adjudicator view."""
     from collections import Counter
 
-    from polylogue.annotate.analysis import Source, study_resolutions
+    from polylogue.annotate.analysis import LabelSource, study_resolutions
     from polylogue.annotate.store import AnnotationStore, Role
 
     store = AnnotationStore(db)
     s = store.study(study)
     resolutions = study_resolutions(store, s)
     counts = Counter(r.source.value for r in resolutions)
-    out.print(", ".join(f"{src.value}: {counts.get(src.value, 0)}" for src in Source))
-    ties = [r for r in resolutions if r.source is Source.UNRESOLVED and r.votes]
+    out.print(", ".join(f"{src.value}: {counts.get(src.value, 0)}" for src in LabelSource))
+    ties = [r for r in resolutions if r.source is LabelSource.UNRESOLVED and r.votes]
     for r in ties:
         votes = ", ".join(f"{a}={lab}" for a, lab in r.votes.items())
         out.print(f"tie  {r.item_id}  {r.question_id}: {votes}", soft_wrap=True, markup=False)
@@ -334,7 +331,7 @@ def score(
     markdown: Annotated[Path | None, typer.Option(help="Also write the tables here.")] = None,
 ) -> None:
     """Human baselines in the layout of the paper's Table 4 (annotators, average, majority)."""
-    from polylogue.annotate.baselines import baseline_tables, format_table, read_predictions
+    from polylogue.annotate.baselines import baseline_tables, format_table, read_run_decisions
     from polylogue.annotate.store import AnnotationStore
 
     models = {}
@@ -342,7 +339,7 @@ def score(
         name, sep, path = spec.partition("=")
         if not sep:
             raise _fail(f"--predictions expects NAME=RUN_FOLDER (got {spec!r})")
-        models[name] = read_predictions(path)
+        models[name] = read_run_decisions(path)
     store = AnnotationStore(db)
     tables = baseline_tables(store, store.study(study), models)
     text = "\n\n".join(f"### {t.question_id}\n\n{format_table(t)}" for t in tables)

@@ -38,9 +38,14 @@ def validate_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Load all records and report the known anomalies and any inconsistencies."""
-    from polylogue.tom.records import KNOWN_ANOMALY_KINDS, anomaly_counts, load_benchmark, validate
+    from polylogue.tom.records import (
+        KNOWN_ANOMALY_KINDS,
+        anomaly_counts,
+        load_tom_benchmark,
+        validate,
+    )
 
-    bench = load_benchmark(data)
+    bench = load_tom_benchmark(data)
     findings = validate(bench)
     counts = anomaly_counts(findings)
     if as_json:
@@ -121,12 +126,12 @@ def run_cmd(
     """Run a model over records; resumes in the same hash-keyed run folder."""
     from polylogue.tom.backends import load_generator
     from polylogue.tom.prompts import parse_variant
-    from polylogue.tom.records import load_benchmark
+    from polylogue.tom.records import load_tom_benchmark
     from polylogue.tom.runner import run_tom
     from polylogue.tom.scoring import majority_labels
 
     options = parse_variant(variant)
-    bench = load_benchmark(data)
+    bench = load_tom_benchmark(data)
     records = bench.select(_split(tasks), _split(ids), _split(sessions), limit)
     if not records:
         raise typer.BadParameter("no records match the selection")
@@ -229,12 +234,12 @@ def score_cmd(
     labels: Annotated[str | None, typer.Option(help="Official: override every label list.")] = None,
 ) -> None:
     """Score run folders (strict and/or official) or an official prediction folder."""
-    from polylogue.tom.records import TASK_FILES, Task, load_benchmark
+    from polylogue.tom.records import TASK_FILES, ToMTask, load_tom_benchmark
     from polylogue.tom.report import scores_from_run
     from polylogue.tom.runner import MANIFEST
     from polylogue.tom.scoring import score_official
 
-    bench = load_benchmark(data)
+    bench = load_tom_benchmark(data)
     windows = tuple(int(w) for w in only_windows.split(","))
     modes = ["official", "strict"] if mode == "both" else [mode]
     results: list[dict[str, Any]] = []
@@ -252,7 +257,7 @@ def score_cmd(
                 )
         else:  # a folder of official-style prediction files
             res = score_official(
-                [bench.folder / TASK_FILES[t] for t in Task],
+                [bench.folder / TASK_FILES[t] for t in ToMTask],
                 path,
                 only_windows=windows,
                 labels_override=_split(labels),
@@ -281,10 +286,10 @@ def report_cmd(
     ] = False,
 ) -> None:
     """Markdown tables in the layouts of the paper's Tables 1-6."""
-    from polylogue.tom.records import load_benchmark
+    from polylogue.tom.records import load_tom_benchmark
     from polylogue.tom.report import build_report, label_tables, leak_values, scores_from_run
 
-    bench = load_benchmark(data)
+    bench = load_tom_benchmark(data)
     scores = [scores_from_run(bench, r, mode) for r in runs]
     by_id = bench.by_id()
     answered = {i for s in scores for i in s.record_ids}
@@ -324,9 +329,9 @@ def media_cmd(
 ) -> None:
     """Cut clips and mosaics for records from the reconstruction metadata."""
     from polylogue.tom.media import AmiMediaSource, build_record_media
-    from polylogue.tom.records import load_benchmark
+    from polylogue.tom.records import load_tom_benchmark
 
-    bench = load_benchmark(data)
+    bench = load_tom_benchmark(data)
     records = bench.select(ids=_split(ids))
     source = AmiMediaSource(ami_media)
     for rec in records:
@@ -366,20 +371,17 @@ def build_cmd(
     official scorer read it); its answers are proposals until two annotators and an
     adjudicator label it: ``polylogue annotate create --meetingtom OUT ...``.
     """
-    from polylogue.tom.build import BuildError, BuildOptions, build_items
+    from polylogue.tom.build import ToMBuildOptions, build_items
 
-    try:
-        options = BuildOptions(
-            tasks=tuple(_split(tasks) or ()),
-            meetings=tuple(_split(meetings) or ()) or None,
-            exclude_release=not include_release,
-            per_meeting=per_meeting,
-            q2_subject=q2_subject,
-        )
-        result = build_items(_ami_folder(ami), out, options, release_folder=data)
-    except BuildError as exc:
-        console.print(f"[bold red]error:[/bold red] {exc}", highlight=False)
-        raise typer.Exit(2) from exc
+    # BuildError is an input error: the one CLI handler prints it (exit 2).
+    options = ToMBuildOptions(
+        tasks=tuple(_split(tasks) or ()),
+        meetings=tuple(_split(meetings) or ()) or None,
+        exclude_release=not include_release,
+        per_meeting=per_meeting,
+        q2_subject=q2_subject,
+    )
+    result = build_items(_ami_folder(ami), out, options, release_folder=data)
     console.print(
         f"{len(result.items)} records from {len(result.meetings)} meetings"
         + (f" ({len(result.excluded)} release meetings left out)" if result.excluded else "")

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from polylogue.conversation import (
+    MIN_SILENCE_S,
     Conversation,
     ConversationFormatError,
     Participant,
@@ -69,9 +70,6 @@ Unit = Literal["da", "turn", "ipu"]
 
 #: Default silence (s) between one speaker's words that splits a dialogue act (``unit="ipu"``).
 DEFAULT_IPU_GAP = 0.2
-#: The shortest silence that counts at all (AMI times are in hundredths of a second), so a
-#: gap of 0 means "any measurable silence", not "every touching word boundary".
-MIN_SILENCE_S = 0.005
 
 
 # ----------------------------------------------------------------------------- public types

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from polylogue.errors import PolylogueInputError
 
 
-class StoreError(PolylogueInputError):
+class SessionStoreError(PolylogueInputError):
     """A state location that cannot be used (bad URL, unreachable Redis, ...)."""
 
 
@@ -131,7 +131,9 @@ class RedisStore:
         try:
             import redis.asyncio as aioredis
         except ImportError as e:  # pragma: no cover - depends on the install
-            raise StoreError("--state redis://... needs: pip install 'polylogue[serve]'") from e
+            raise SessionStoreError(
+                "--state redis://... needs: pip install 'polylogue[serve]'"
+            ) from e
         self.url = url
         self.r = aioredis.from_url(url, decode_responses=True)
         self.prefix = prefix
@@ -146,7 +148,7 @@ class RedisStore:
         try:
             await self.r.ping()
         except Exception as e:
-            raise StoreError(f"cannot reach Redis at {self.url}: {e}") from None
+            raise SessionStoreError(f"cannot reach Redis at {self.url}: {e}") from None
 
     async def version(self, sid: str) -> int | None:
         v = await self.r.get(self._k(sid, "v"))
@@ -208,5 +210,7 @@ def open_store(state: str | None, idle_s: float) -> SessionStore:
     if state.startswith("sqlite:///"):
         return SQLiteStore(state.removeprefix("sqlite:///"))
     if "://" in state:
-        raise StoreError(f"--state {state!r}: use redis://..., sqlite:///path or a file path")
+        raise SessionStoreError(
+            f"--state {state!r}: use redis://..., sqlite:///path or a file path"
+        )
     return SQLiteStore(state)

@@ -27,9 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from polylogue.errors import RunStopped
 from polylogue.llm.spec import parse_llm_spec
 from polylogue.tom.prompts import ToMPrompt
-from polylogue.tom.records import LABELS, PARTICIPANT_LETTERS, Task, ToMItem
+from polylogue.tom.records import LABELS, PARTICIPANT_LETTERS, ToMItem, ToMTask
 from polylogue.tom.transcript import DISCOURSE_MARKERS, TranscriptWindow
 
 if TYPE_CHECKING:
@@ -38,11 +39,17 @@ if TYPE_CHECKING:
 
 
 class GenerationError(RuntimeError):
-    """A per-record failure (the record is written with the error and counts as missing)."""
+    """A per-record failure (the record is written with the error and counts as missing).
+
+    Internal: the runner catches it per record; it never reaches the CLI.
+    """
 
 
-class TransientGenerationError(RuntimeError):
-    """A failure that should stop the run so that it can be resumed (network, server down)."""
+class TransientGenerationError(RunStopped):
+    """A failure that should stop the run so that it can be resumed (network, server down).
+
+    A :class:`~polylogue.errors.RunStopped`: the CLI prints it as one line and exits 1.
+    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,9 +156,9 @@ class HeuristicGenerator:
         item, window = request.item, request.window
         if window is None:
             raise GenerationError("the heuristic baseline needs the transcript window")
-        if item.task is Task.STATE:
+        if item.task is ToMTask.STATE:
             answers = {"Q1": self._state(item, window)}
-        elif item.task is Task.YOU:
+        elif item.task is ToMTask.YOU:
             answers = self._you(item, window)
         else:
             answers = self._consensus(window)
@@ -272,7 +279,7 @@ class HFTextGenerator:
             usage={"prompt_tokens": len(ids), "truncated": truncated},
         )
 
-    def _choose(self, ids: list[int], task: Task, questions: Sequence[str]) -> str:
+    def _choose(self, ids: list[int], task: ToMTask, questions: Sequence[str]) -> str:
         """Option scoring with one pass over the prompt (KV cache) and short continuations."""
         lm = self._load()
         answers: dict[str, str] = {}

@@ -38,7 +38,7 @@ from polylogue.tom.backends import (
     HeuristicGenerator,
     MajorityGenerator,
 )
-from polylogue.tom.records import YOU_Q1_LABELS, Task, ToMRecord
+from polylogue.tom.records import YOU_Q1_LABELS, ToMRecord, ToMTask
 from polylogue.tom.scoring import QuestionMetrics, majority_labels, question_metrics
 from polylogue.tom.transcript import (
     AmiSessions,
@@ -69,7 +69,7 @@ class LeakGenerator:
         return {"kind": "leak", "rule": "YOU Q1 = subject of Q2's question text in the prompt"}
 
     def generate(self, request: GenerationRequest) -> Generation:
-        if request.item.task is not Task.YOU:
+        if request.item.task is not ToMTask.YOU:
             raise GenerationError(f"{LEAK_NAME} answers YOU Q1 only")
         answers = {}
         if "Q1" in request.prompt.questions:
@@ -84,7 +84,7 @@ def leak_metrics(records: Sequence[ToMRecord]) -> QuestionMetrics | None:
 
     Strict: every record counts, over the fixed YOU Q1 label set. ``None`` without YOU records.
     """
-    you = [r for r in records if r.task is Task.YOU]
+    you = [r for r in records if r.task is ToMTask.YOU]
     if not you:
         return None
     gold = [r.gold.answers["Q1"] for r in you]
@@ -174,7 +174,7 @@ def fit_crossfit_heuristic(
     folds = series_folds([r.item.session_id for r in records], k)
     windows: dict[str, TranscriptWindow] = {}
     for r in records:
-        if r.task in (Task.STATE, Task.YOU):
+        if r.task in (ToMTask.STATE, ToMTask.YOU):
             windows[r.id] = transcript_window(sessions, r.item.session_id, r.item.window, opts)
     probe = HeuristicGenerator()
 
@@ -189,8 +189,8 @@ def fit_crossfit_heuristic(
     params: dict[int, dict[str, float]] = {}
     for fold in range(k):
         train = [r for r in records if folds[ami_series(r.item.session_id)] != fold]
-        state = [(r, windows[r.id]) for r in train if r.task is Task.STATE]
-        you = [(r, windows[r.id]) for r in train if r.task is Task.YOU]
+        state = [(r, windows[r.id]) for r in train if r.task is ToMTask.STATE]
+        you = [(r, windows[r.id]) for r in train if r.task is ToMTask.YOU]
         params[fold] = {
             "speak_s": _best(speak_grid, state, state_answer) if state else 1.0,
             "reply_s": _best(reply_grid, you, you_answer) if you else 6.0,

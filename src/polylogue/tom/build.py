@@ -73,8 +73,8 @@ from polylogue.tom.records import (
     TASK_FILES,
     YOU_Q1_LABELS,
     YOU_Q2_LABELS,
-    Task,
-    load_benchmark,
+    ToMTask,
+    load_tom_benchmark,
 )
 from polylogue.tom.transcript import DISCOURSE_MARKERS, AmiSessions
 
@@ -118,7 +118,7 @@ class BuildError(PolylogueInputError):
 
 
 @dataclass(frozen=True, slots=True)
-class BuildOptions:
+class ToMBuildOptions:
     tasks: tuple[str, ...] = ("state", "you", "consensus")
     #: AMI meetings to mine (default: every four-person meeting of this AMI copy).
     meetings: tuple[str, ...] | None = None
@@ -136,7 +136,7 @@ class BuildOptions:
     q2_subject: str = "proposal"
 
     def __post_init__(self) -> None:
-        bad = [t for t in self.tasks if t not in {t.value for t in Task}]
+        bad = [t for t in self.tasks if t not in {t.value for t in ToMTask}]
         if bad:
             raise BuildError(f"unknown task(s) {bad}")
         if not 0 < self.you_at_s < self.window_s or self.state_s * 2 > self.window_s:
@@ -160,7 +160,7 @@ class Proposal:
 
 @dataclass(frozen=True, slots=True)
 class BuiltItem:
-    task: Task
+    task: ToMTask
     session: str
     bundle_name: str
     start: float
@@ -326,7 +326,7 @@ class _Candidate:
     payload: dict[str, Any]
 
 
-def _you_candidates(layers: MeetingLayers, opts: BuildOptions) -> list[_Candidate]:
+def _you_candidates(layers: MeetingLayers, opts: ToMBuildOptions) -> list[_Candidate]:
     out = []
     for w in layers.words:
         if w.text.lower() != "you" or w.start is None or w.speaker not in PARTICIPANT_LETTERS:
@@ -351,7 +351,7 @@ def _you_candidates(layers: MeetingLayers, opts: BuildOptions) -> list[_Candidat
 
 
 def _you_addressee(
-    word: AmiWord, act: Utterance, usage: str | None, layers: MeetingLayers, opts: BuildOptions
+    word: AmiWord, act: Utterance, usage: str | None, layers: MeetingLayers, opts: ToMBuildOptions
 ) -> Proposal | None:
     speaker = word.speaker
     if act.addressees is not None:
@@ -409,7 +409,7 @@ def _you_attitude(
 # ----------------------------------------------------------------------------- CONSENSUS
 
 
-def _consensus_candidates(layers: MeetingLayers, opts: BuildOptions) -> list[_Candidate]:
+def _consensus_candidates(layers: MeetingLayers, opts: ToMBuildOptions) -> list[_Candidate]:
     before = opts.window_s - 15.0
     anchors: list[tuple[int, float, str]] = [
         (2, end, f"decision span {start:.1f}-{end:.1f} s") for start, end in layers.decisions
@@ -461,7 +461,7 @@ def _consensus_proposal(
 _STATE_ANCHORS = {"be.neg": 6, "el.und": 5, "stl": 4, "fra": 4, "be.pos": 3, "und": 3}
 
 
-def _state_candidates(layers: MeetingLayers, opts: BuildOptions) -> list[_Candidate]:
+def _state_candidates(layers: MeetingLayers, opts: ToMBuildOptions) -> list[_Candidate]:
     out = []
     for u in layers.acts:
         if u.speaker not in PARTICIPANT_LETTERS or u.start is None:
@@ -539,7 +539,7 @@ def _fmt_time(t: float) -> str:
     return f"{t:.1f}"
 
 
-def build_meeting(layers: MeetingLayers, opts: BuildOptions) -> list[BuiltItem]:
+def build_meeting(layers: MeetingLayers, opts: ToMBuildOptions) -> list[BuiltItem]:
     """Items of one meeting for the requested tasks."""
     m = layers.meeting
     items: list[BuiltItem] = []
@@ -551,7 +551,7 @@ def build_meeting(layers: MeetingLayers, opts: BuildOptions) -> list[BuiltItem]:
                 prop = _state_proposal(layers, target, w0, w0 + opts.state_s, (c.start, c.end))
                 items.append(
                     BuiltItem(
-                        task=Task.STATE,
+                        task=ToMTask.STATE,
                         session=m,
                         bundle_name=f"{source}_w{k}",
                         start=w0,
@@ -572,7 +572,7 @@ def build_meeting(layers: MeetingLayers, opts: BuildOptions) -> list[BuiltItem]:
             q2_text = YOU_Q2_TEMPLATE.format(subject=subject, speaker=speaker)
             items.append(
                 BuiltItem(
-                    task=Task.YOU,
+                    task=ToMTask.YOU,
                     session=m,
                     bundle_name=f"{m}_you{n:04d}",
                     start=c.start,
@@ -587,7 +587,7 @@ def build_meeting(layers: MeetingLayers, opts: BuildOptions) -> list[BuiltItem]:
             p1 = Proposal(p1.answer, p1.source, f"{c.payload['why']}; {p1.evidence}")
             items.append(
                 BuiltItem(
-                    task=Task.CONSENSUS,
+                    task=ToMTask.CONSENSUS,
                     session=m,
                     bundle_name=f"{m}_consensus{n:04d}",
                     start=c.start,
@@ -606,13 +606,13 @@ def build_meeting(layers: MeetingLayers, opts: BuildOptions) -> list[BuiltItem]:
 
 
 def release_sessions(folder: str | Path) -> set[str]:
-    bench = load_benchmark(folder)
+    bench = load_tom_benchmark(folder)
     return {r.item.session_id for r in bench.all_records()}
 
 
 def release_closeups(folder: str | Path) -> dict[str, dict[str, str]]:
     """Series -> close-up view -> letter, where every release session of the series agrees."""
-    bench = load_benchmark(folder)
+    bench = load_tom_benchmark(folder)
     seen: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for r in bench.all_records():
         recon = r.item.reconstruction
@@ -627,7 +627,7 @@ def release_closeups(folder: str | Path) -> dict[str, dict[str, str]]:
     return out
 
 
-def _mosaic(task: Task) -> dict[str, Any]:
+def _mosaic(task: ToMTask) -> dict[str, Any]:
     m: dict[str, Any] = {
         "layout": "2x2",
         "top_left": "Closeup1",
@@ -635,7 +635,7 @@ def _mosaic(task: Task) -> dict[str, Any]:
         "bottom_left": "Closeup3",
         "bottom_right": "Closeup4",
     }
-    if task is Task.CONSENSUS:
+    if task is ToMTask.CONSENSUS:
         m |= {"tile_width": 640, "tile_height": 360, "output_width": 1280, "output_height": 720}
     return m
 
@@ -666,7 +666,7 @@ def reconstruction_record(item: BuiltItem, closeups: Mapping[str, str]) -> dict[
         "bundle_name": item.bundle_name,
         "session_id": item.session,
     }
-    if item.task is Task.STATE:
+    if item.task is ToMTask.STATE:
         view = next((v for v, a in closeups.items() if a == item.target), None)
         d |= {
             "source_bundle_name": item.source_bundle_name,
@@ -680,7 +680,7 @@ def reconstruction_record(item: BuiltItem, closeups: Mapping[str, str]) -> dict[
     d |= {
         "source_window": window,
         "questions": sorted(item.questions),
-        "required_views": (["Corner"] if item.task is Task.YOU else []) + list(CLOSEUP_VIEWS),
+        "required_views": (["Corner"] if item.task is ToMTask.YOU else []) + list(CLOSEUP_VIEWS),
         "mosaic": _mosaic(item.task),
         "closeup_to_agent": dict(closeups),
     }
@@ -691,15 +691,15 @@ def write_release(
     items: Sequence[BuiltItem], out: Path, closeups: Mapping[str, Mapping[str, str]]
 ) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    by_task: dict[Task, list[BuiltItem]] = defaultdict(list)
+    by_task: dict[ToMTask, list[BuiltItem]] = defaultdict(list)
     for it in items:
         by_task[it.task].append(it)
-    for task in Task:  # every task file, empty or not, so load_benchmark reads the folder
+    for task in ToMTask:  # every task file, empty or not, so load_tom_benchmark reads the folder
         with open(out / TASK_FILES[task], "w", encoding="utf-8") as f:
             for it in by_task.get(task, []):
                 f.write(json.dumps(item_record(it)) + "\n")
     with open(out / RECONSTRUCTION_FILE, "w", encoding="utf-8") as f:
-        for task in Task:
+        for task in ToMTask:
             for it in by_task.get(task, []):
                 mapping = closeups.get(ami_series(it.session), {})
                 f.write(json.dumps(reconstruction_record(it, mapping)) + "\n")
@@ -729,11 +729,11 @@ def default_meetings(ami_folder: str | Path) -> list[str]:
 def build_items(
     ami_folder: str | Path,
     out: str | Path,
-    options: BuildOptions | None = None,
+    options: ToMBuildOptions | None = None,
     release_folder: str | Path | None = None,
 ) -> BuildResult:
     """Mine, propose, write the release-format folder, and check it against the release."""
-    opts = options or BuildOptions()
+    opts = options or ToMBuildOptions()
     if release_folder is None:
         from polylogue.paths import corpus_dir
 

@@ -24,13 +24,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from polylogue.tom.records import CLOSEUP_VIEWS, Mosaic, Reconstruction, SourceWindow, Task
+from polylogue.errors import PolylogueInputError
+from polylogue.tom.records import CLOSEUP_VIEWS, Mosaic, Reconstruction, SourceWindow, ToMTask
 
 DEFAULT_TILE = (640, 360)
 _DEFAULT_MOSAIC = Mosaic("Closeup1", "Closeup2", "Closeup3", "Closeup4")
 
 
-class MediaError(RuntimeError):
+class MediaError(PolylogueInputError, RuntimeError):
+    # RuntimeError kept as a base so that callers catching it before still do.
     """ffmpeg failed, an input is missing or ambiguous, or an output came out empty."""
 
 
@@ -272,7 +274,7 @@ def build_record_media(
     start, duration = clamp_window(recon.source_window)
     audio = source.audio(recon.session_id) if with_audio else None
     files: dict[str, Path] = {}
-    if recon.task is Task.STATE:
+    if recon.task is ToMTask.STATE:
         if not recon.target_view:
             raise MediaError(f"{recon.id}: STATE record without target_view")
         files["clip"] = folder / "clip.mp4"
@@ -295,10 +297,10 @@ def build_record_media(
                 cut_clip(source.video(recon.session_id, view), t, start, duration, None, enc)
                 tiles.append(t)
             wav = cut_audio(audio, tmp / "audio.wav", start, duration) if audio else None
-            name = "Q2_mosaic" if recon.task is Task.YOU else "mosaic"
+            name = "Q2_mosaic" if recon.task is ToMTask.YOU else "mosaic"
             files[name] = folder / f"{name}.mp4"
             build_mosaic(tiles, files[name], tile, wav, enc)
-        if recon.task is Task.YOU:
+        if recon.task is ToMTask.YOU:
             files["Q1_corner"] = folder / "Q1_corner.mp4"
             corner = source.video(recon.session_id, "Corner")
             cut_clip(

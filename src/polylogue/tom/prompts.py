@@ -1,4 +1,4 @@
-"""MeetingToM prompt variants: one frozen, hashable :class:`PromptOptions` per variant.
+"""MeetingToM prompt variants: one frozen, hashable :class:`ToMPromptOptions` per variant.
 
 The structure follows the official evaluation prompts (a base template per task, with a
 reasoning addendum for the task-aligned CoT and Emotional CoT variants); the texts in
@@ -30,8 +30,9 @@ from pathlib import Path
 from string import Template
 from typing import Any, Literal
 
+from polylogue.errors import PolylogueInputError
 from polylogue.tom.media import FrameSampling, PromptMedia, corner_layout_text, mosaic_layout_text
-from polylogue.tom.records import LABELS, Task, ToMItem
+from polylogue.tom.records import LABELS, ToMItem, ToMTask
 from polylogue.tom.transcript import TranscriptOptions, TranscriptWindow, render_transcript
 
 Reasoning = Literal["none", "task_cot", "eot", "naive_cot"]
@@ -56,12 +57,12 @@ DA_LEGEND = (
 )
 
 
-class PromptError(ValueError):
+class PromptError(PolylogueInputError):
     """An option combination that cannot be built (e.g. video modality without media)."""
 
 
 @dataclass(frozen=True, slots=True)
-class PromptOptions:
+class ToMPromptOptions:
     reasoning: Reasoning = "none"
     modality: Modality = "both"
     remove_discourse_markers: bool = False
@@ -133,7 +134,7 @@ class PromptOptions:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> PromptOptions:
+    def from_dict(cls, d: dict[str, Any]) -> ToMPromptOptions:
         return cls(**{**d, "priors": tuple(d.get("priors") or ())})
 
     def digest(self) -> str:
@@ -157,8 +158,8 @@ VARIANT_TOKENS: dict[str, dict[str, Any]] = {
 }
 
 
-def parse_variant(name: str) -> PromptOptions:
-    """``cot+utter+prior-role`` -> :class:`PromptOptions`; the inverse of ``PromptOptions.name``."""
+def parse_variant(name: str) -> ToMPromptOptions:
+    """``cot+utter+prior-role`` -> :class:`ToMPromptOptions`; the inverse of its ``name``."""
     fields: dict[str, Any] = {}
     priors: list[str] = []
     for token in filter(None, (t.strip() for t in name.split("+"))):
@@ -170,7 +171,7 @@ def parse_variant(name: str) -> PromptOptions:
             raise PromptError(
                 f"unknown variant token {token!r}; known: {', '.join(VARIANT_TOKENS)}, prior-<kind>"
             )
-    return PromptOptions(**fields, priors=tuple(priors))
+    return ToMPromptOptions(**fields, priors=tuple(priors))
 
 
 # ----------------------------------------------------------------------------- rendered prompts
@@ -217,29 +218,38 @@ def template(name: str) -> str:
     return resources.files("polylogue.tom").joinpath("templates", f"{name}.txt").read_text("utf-8")
 
 
-def _options(task: Task, q: str) -> str:
+def _options(task: ToMTask, q: str) -> str:
     return ", ".join(LABELS[(task, q)])
 
 
-_INPUTS: dict[tuple[Task, str], str] = {
-    (Task.STATE, "video"): "a 5-second close-up video of ONE meeting participant, the target.",
-    (Task.STATE, "utterance"): "the transcript of a 5-second window of a four-person meeting "
+_INPUTS: dict[tuple[ToMTask, str], str] = {
+    (ToMTask.STATE, "video"): "a 5-second close-up video of ONE meeting participant, the target.",
+    (ToMTask.STATE, "utterance"): "the transcript of a 5-second window of a four-person meeting "
     "(participants A, B, C, D). It may be empty if nobody spoke.",
-    (Task.STATE, "both"): "a 5-second close-up video of ONE meeting participant, the target, and "
+    (
+        ToMTask.STATE,
+        "both",
+    ): "a 5-second close-up video of ONE meeting participant, the target, and "
     "the transcript of the same window (it may be empty if nobody spoke).",
-    (Task.YOU, "video"): "two videos of the same window of a four-person meeting (participants A, "
+    (
+        ToMTask.YOU,
+        "video",
+    ): "two videos of the same window of a four-person meeting (participants A, "
     "B, C, D): Video 1 is a wide corner view of the room, for Q1; Video 2 is a 2x2 grid of "
     "close-ups, one per participant, for Q2.",
-    (Task.YOU, "utterance"): "the transcript of a window of a four-person meeting (participants "
+    (ToMTask.YOU, "utterance"): "the transcript of a window of a four-person meeting (participants "
     "A, B, C, D).",
-    (Task.YOU, "both"): "two videos of the same window of a four-person meeting (participants A, "
+    (
+        ToMTask.YOU,
+        "both",
+    ): "two videos of the same window of a four-person meeting (participants A, "
     "B, C, D) and its transcript: Video 1 is a wide corner view of the room, for Q1; Video 2 is a "
     "2x2 grid of close-ups, one per participant, for Q2.",
-    (Task.CONSENSUS, "video"): "one video of a window of a four-person meeting (participants A, "
+    (ToMTask.CONSENSUS, "video"): "one video of a window of a four-person meeting (participants A, "
     "B, C, D): a 2x2 grid of close-ups, one per participant.",
-    (Task.CONSENSUS, "utterance"): "the transcript of a window of a four-person meeting "
+    (ToMTask.CONSENSUS, "utterance"): "the transcript of a window of a four-person meeting "
     "(participants A, B, C, D).",
-    (Task.CONSENSUS, "both"): "one video of a window of a four-person meeting (participants A, "
+    (ToMTask.CONSENSUS, "both"): "one video of a window of a four-person meeting (participants A, "
     "B, C, D), a 2x2 grid of close-ups, one per participant, and the transcript of the same "
     "window.",
 }
@@ -256,24 +266,24 @@ _Q2_ONLY_INPUTS = {
     "of close-ups, one per participant, and its transcript.",
 }
 _FOCUS = {
-    (Task.STATE, "video"): " Rely on what the target visibly does.",
-    (Task.STATE, "both"): " Rely mainly on what the target visibly does; use the transcript as "
+    (ToMTask.STATE, "video"): " Rely on what the target visibly does.",
+    (ToMTask.STATE, "both"): " Rely mainly on what the target visibly does; use the transcript as "
     "support.",
 }
 _EOT_FOCUS = {
-    Task.STATE: ("the target participant's behaviour", ""),
-    Task.YOU: (
+    ToMTask.STATE: ("the target participant's behaviour", ""),
+    ToMTask.YOU: (
         "the speaker's statement",
         " For Q1, name a single person only when the cues single one out.",
     ),
-    Task.CONSENSUS: (
+    ToMTask.CONSENSUS: (
         "the group's agreement",
         " For Q2, name a participant only when one person clearly stands out.",
     ),
 }
 
 
-def _reasoning_block(task: Task, options: PromptOptions, you_mode: str) -> str:
+def _reasoning_block(task: ToMTask, options: ToMPromptOptions, you_mode: str) -> str:
     if options.reasoning == "none":
         return ""
     if options.reasoning == "naive_cot":
@@ -281,7 +291,7 @@ def _reasoning_block(task: Task, options: PromptOptions, you_mode: str) -> str:
     elif options.reasoning == "eot":
         focus, extra = _EOT_FOCUS[task]
         text = Template(template("eot")).substitute(eot_focus=focus, eot_extra=extra)
-    elif task is Task.YOU:
+    elif task is ToMTask.YOU:
         text = {
             "joint": template("you_cot") + template("you_cot_q2"),
             "q1": template("you_cot"),
@@ -292,7 +302,7 @@ def _reasoning_block(task: Task, options: PromptOptions, you_mode: str) -> str:
     return "\n" + text.rstrip() + "\n"
 
 
-def _priors_block(item: ToMItem, options: PromptOptions, window: TranscriptWindow | None) -> str:
+def _priors_block(item: ToMItem, options: ToMPromptOptions, window: TranscriptWindow | None) -> str:
     if not options.priors:
         return ""
     if window is None:
@@ -311,21 +321,21 @@ def _priors_block(item: ToMItem, options: PromptOptions, window: TranscriptWindo
     return "\n".join(lines) + "\n"
 
 
-def _layout_block(item: ToMItem, options: PromptOptions, you_mode: str) -> str:
-    if item.task is Task.STATE:
+def _layout_block(item: ToMItem, options: ToMPromptOptions, you_mode: str) -> str:
+    if item.task is ToMTask.STATE:
         return ""
     recon = item.reconstruction
     parts = []
-    if item.task is Task.YOU and options.uses_video and you_mode != "q2":
+    if item.task is ToMTask.YOU and options.uses_video and you_mode != "q2":
         parts.append(
             ("Video 1 (corner view)" if you_mode == "joint" else "Video")
             + ": "
             + corner_layout_text(recon)
         )
-    if (item.task is Task.CONSENSUS or you_mode != "q1") and options.uses_video:
+    if (item.task is ToMTask.CONSENSUS or you_mode != "q1") and options.uses_video:
         label = (
             "Video 2 (close-up grid)"
-            if item.task is Task.YOU and you_mode == "joint"
+            if item.task is ToMTask.YOU and you_mode == "joint"
             else "Video (important)"
         )
         parts.append(f"{label}: {mosaic_layout_text(recon)}")
@@ -334,7 +344,7 @@ def _layout_block(item: ToMItem, options: PromptOptions, you_mode: str) -> str:
 
 def build_prompt(
     item: ToMItem,
-    options: PromptOptions,
+    options: ToMPromptOptions,
     window: TranscriptWindow | None = None,
     media: PromptMedia | None = None,
 ) -> ToMPrompt:
@@ -345,7 +355,7 @@ def build_prompt(
     A YOU item under ``you_questions="separate"`` (the default) gets one part per question:
     the returned prompt asks Q1 and Q2, its text is the Q1 part's, and ``parts`` holds both.
     """
-    if item.task is not Task.YOU:
+    if item.task is not ToMTask.YOU:
         return _build(item, options, window, media, "joint")
     if options.you_questions == "joint":
         return _build(item, options, window, media, "joint")
@@ -358,7 +368,7 @@ def build_prompt(
 
 def _build(
     item: ToMItem,
-    options: PromptOptions,
+    options: ToMPromptOptions,
     window: TranscriptWindow | None,
     media: PromptMedia | None,
     you_mode: str,
@@ -380,7 +390,7 @@ def _build(
     single = {"q1": _Q1_ONLY_INPUTS, "q2": _Q2_ONLY_INPUTS}.get(you_mode, {})
     inputs = (
         single[options.modality]
-        if task is Task.YOU and options.modality in single
+        if task is ToMTask.YOU and options.modality in single
         else _INPUTS[(task, options.modality)]
     )
     values = {
@@ -392,17 +402,17 @@ def _build(
         "transcript": transcript,
     }
     questions: tuple[str, ...]
-    if task is Task.STATE:
+    if task is ToMTask.STATE:
         values |= {
             "target": item.target or "unknown",
             "question": item.questions["Q1"].text,
             "options": _options(task, "Q1"),
         }
         name, questions = "state", ("Q1",)
-    elif task is Task.YOU and you_mode == "q1":
+    elif task is ToMTask.YOU and you_mode == "q1":
         values |= {"q1": item.questions["Q1"].text, "q1_options": _options(task, "Q1")}
         name, questions = "you_q1", ("Q1",)
-    elif task is Task.YOU and you_mode == "q2":
+    elif task is ToMTask.YOU and you_mode == "q2":
         values |= {"q2": item.questions["Q2"].text, "q2_options": _options(task, "Q2")}
         name, questions = "you_q2", ("Q2",)
     else:
@@ -431,10 +441,10 @@ def _build(
     )
 
 
-def _video_roles(task: Task, you_mode: str) -> list[tuple[str, str]]:
-    if task is Task.STATE:
+def _video_roles(task: ToMTask, you_mode: str) -> list[tuple[str, str]]:
+    if task is ToMTask.STATE:
         return [("clip", "Target close-up")]
-    if task is Task.YOU:
+    if task is ToMTask.YOU:
         if you_mode == "q1":
             return [("Q1_corner", "Video")]
         if you_mode == "q2":

@@ -24,7 +24,7 @@ from typing import Any
 from polylogue.conversation import ConversationFormatError
 
 
-class Task(StrEnum):
+class ToMTask(StrEnum):
     STATE = "state"
     YOU = "you"
     CONSENSUS = "consensus"
@@ -52,19 +52,19 @@ PARTICIPANT_LETTERS: tuple[str, ...] = ("A", "B", "C", "D")
 CLOSEUP_VIEWS: tuple[str, ...] = ("Closeup1", "Closeup2", "Closeup3", "Closeup4")
 
 #: The fixed label set of every (task, question) pair.
-LABELS: dict[tuple[Task, str], tuple[str, ...]] = {
-    (Task.STATE, "Q1"): STATE_LABELS,
-    (Task.YOU, "Q1"): YOU_Q1_LABELS,
-    (Task.YOU, "Q2"): YOU_Q2_LABELS,
-    (Task.CONSENSUS, "Q1"): CONS_Q1_LABELS,
-    (Task.CONSENSUS, "Q2"): CONS_Q2_LABELS,
+LABELS: dict[tuple[ToMTask, str], tuple[str, ...]] = {
+    (ToMTask.STATE, "Q1"): STATE_LABELS,
+    (ToMTask.YOU, "Q1"): YOU_Q1_LABELS,
+    (ToMTask.YOU, "Q2"): YOU_Q2_LABELS,
+    (ToMTask.CONSENSUS, "Q1"): CONS_Q1_LABELS,
+    (ToMTask.CONSENSUS, "Q2"): CONS_Q2_LABELS,
 }
-TASK_QUESTIONS: dict[Task, tuple[str, ...]] = {
-    Task.STATE: ("Q1",),
-    Task.YOU: ("Q1", "Q2"),
-    Task.CONSENSUS: ("Q1", "Q2"),
+TASK_QUESTIONS: dict[ToMTask, tuple[str, ...]] = {
+    ToMTask.STATE: ("Q1",),
+    ToMTask.YOU: ("Q1", "Q2"),
+    ToMTask.CONSENSUS: ("Q1", "Q2"),
 }
-TASK_FILES: dict[Task, str] = {t: f"{t.value}.jsonl" for t in Task}
+TASK_FILES: dict[ToMTask, str] = {t: f"{t.value}.jsonl" for t in ToMTask}
 RECONSTRUCTION_FILE = "reconstruction.jsonl"
 
 _STATE_Q = re.compile(r"participant (?P<target>\S+?)'s state")
@@ -73,7 +73,7 @@ _YOU_Q2 = re.compile(r"What is (?P<subject>\S+?)'s attitude toward (?P<speaker>\
 
 
 @dataclass(frozen=True, slots=True)
-class Question:
+class ToMQuestion:
     text: str
     options: tuple[str, ...]
 
@@ -120,7 +120,7 @@ class Reconstruction:
     """One media-reconstruction spec (``reconstruction.jsonl`` line); never holds gold."""
 
     id: str
-    task: Task
+    task: ToMTask
     bundle_name: str
     session_id: str
     source_window: SourceWindow
@@ -143,10 +143,10 @@ class ToMItem:
     """Everything a model may be shown for one evaluation record (no gold)."""
 
     id: str
-    task: Task
+    task: ToMTask
     bundle_name: str
     session_id: str
-    questions: dict[str, Question]
+    questions: dict[str, ToMQuestion]
     reconstruction: Reconstruction
     source_bundle_name: str | None = None
     window_index: int | None = None
@@ -165,7 +165,7 @@ class ToMItem:
     @property
     def scoring_bundle(self) -> str:
         """The bundle key the official evaluator uses (STATE: the *source* bundle)."""
-        if self.task is Task.STATE and self.source_bundle_name:
+        if self.task is ToMTask.STATE and self.source_bundle_name:
             return self.source_bundle_name
         return self.bundle_name
 
@@ -186,7 +186,7 @@ class ToMRecord:
         return self.item.id
 
     @property
-    def task(self) -> Task:
+    def task(self) -> ToMTask:
         return self.item.task
 
 
@@ -195,15 +195,15 @@ class ToMBenchmark:
     """All records of a MeetingToM release folder, in file order per task."""
 
     folder: Path
-    records: dict[Task, tuple[ToMRecord, ...]]
+    records: dict[ToMTask, tuple[ToMRecord, ...]]
     #: Reconstruction ids that have no evaluation record (normally none).
     orphan_reconstructions: tuple[str, ...] = ()
 
-    def task_records(self, task: Task | str) -> tuple[ToMRecord, ...]:
-        return self.records.get(Task(task), ())
+    def task_records(self, task: ToMTask | str) -> tuple[ToMRecord, ...]:
+        return self.records.get(ToMTask(task), ())
 
     def all_records(self) -> Iterator[ToMRecord]:
-        for task in Task:
+        for task in ToMTask:
             yield from self.records.get(task, ())
 
     def by_id(self) -> dict[str, ToMRecord]:
@@ -211,13 +211,13 @@ class ToMBenchmark:
 
     def select(
         self,
-        tasks: Iterable[Task | str] | None = None,
+        tasks: Iterable[ToMTask | str] | None = None,
         ids: Iterable[str] | None = None,
         sessions: Iterable[str] | None = None,
         limit_per_task: int | None = None,
     ) -> list[ToMRecord]:
         """Records filtered by task, id and session, keeping file order; ``limit`` per task."""
-        wanted_tasks = [Task(t) for t in tasks] if tasks is not None else list(Task)
+        wanted_tasks = [ToMTask(t) for t in tasks] if tasks is not None else list(ToMTask)
         id_set = set(ids) if ids is not None else None
         sess_set = set(sessions) if sessions is not None else None
         out: list[ToMRecord] = []
@@ -268,7 +268,7 @@ def _parse_reconstruction(d: dict[str, Any]) -> Reconstruction:
         )
     return Reconstruction(
         id=str(d["id"]),
-        task=Task(d["task"]),
+        task=ToMTask(d["task"]),
         bundle_name=str(d["bundle_name"]),
         session_id=str(d["session_id"]),
         source_window=SourceWindow(float(sw["start"]), float(sw["end"]), float(sw["duration"])),
@@ -297,17 +297,17 @@ def load_reconstructions(path: str | Path) -> dict[str, Reconstruction]:
     return out
 
 
-def _parse_item(d: dict[str, Any], task: Task, recon: Reconstruction) -> tuple[ToMItem, ToMGold]:
+def _parse_item(d: dict[str, Any], task: ToMTask, recon: Reconstruction) -> tuple[ToMItem, ToMGold]:
     questions = {
-        str(k): Question(text=str(v["text"]), options=tuple(str(o) for o in v["options"]))
+        str(k): ToMQuestion(text=str(v["text"]), options=tuple(str(o) for o in v["options"]))
         for k, v in d["questions"].items()
     }
     target = speaker = subject = None
     you_time = None
-    if task is Task.STATE:
+    if task is ToMTask.STATE:
         m = _STATE_Q.search(questions["Q1"].text)
         target = m.group("target") if m else recon.target_agent
-    elif task is Task.YOU:
+    elif task is ToMTask.YOU:
         m1 = _YOU_Q1.search(questions["Q1"].text)
         if m1:
             speaker, you_time = m1.group("speaker"), float(m1.group("time"))
@@ -332,8 +332,8 @@ def _parse_item(d: dict[str, Any], task: Task, recon: Reconstruction) -> tuple[T
     return item, gold
 
 
-def load_benchmark(
-    folder: str | Path | None = None, tasks: Sequence[Task | str] | None = None
+def load_tom_benchmark(
+    folder: str | Path | None = None, tasks: Sequence[ToMTask | str] | None = None
 ) -> ToMBenchmark:
     """Load a MeetingToM folder (default: ``meetingtom`` under the shared data root).
 
@@ -346,8 +346,8 @@ def load_benchmark(
         folder = corpus_dir("meetingtom")
     folder = Path(folder)
     recons = load_reconstructions(folder / RECONSTRUCTION_FILE)
-    wanted = [Task(t) for t in tasks] if tasks is not None else list(Task)
-    records: dict[Task, tuple[ToMRecord, ...]] = {}
+    wanted = [ToMTask(t) for t in tasks] if tasks is not None else list(ToMTask)
+    records: dict[ToMTask, tuple[ToMRecord, ...]] = {}
     used: set[str] = set()
     for task in wanted:
         path = folder / TASK_FILES[task]
@@ -358,7 +358,7 @@ def load_benchmark(
                 raise ConversationFormatError(
                     path, f"line {lineno}", f"id {rid!r} has no line in {RECONSTRUCTION_FILE}"
                 )
-            if Task(d.get("task", task.value)) is not task:
+            if ToMTask(d.get("task", task.value)) is not task:
                 raise ConversationFormatError(path, f"line {lineno}", f"task {d.get('task')!r}")
             try:
                 item, gold = _parse_item(d, task, recons[rid])
@@ -398,6 +398,61 @@ KNOWN_ANOMALY_KINDS: dict[str, str] = {
 }
 
 
+def _gold_and_window_anomalies(rec: ToMRecord) -> list[Anomaly]:
+    """Gold labels outside the fixed sets, nonstandard options, inconsistent source windows."""
+    item, gold, sw = rec.item, rec.gold, rec.item.reconstruction.source_window
+    rid = item.id
+    out: list[Anomaly] = []
+    for q in TASK_QUESTIONS[item.task]:
+        value = gold.answers.get(q)
+        if value is None:
+            out.append(Anomaly("missing_gold", rid, f"no answers.{q}"))
+        elif value not in LABELS[(item.task, q)]:
+            out.append(Anomaly("invalid_gold", rid, f"answers.{q}={value!r}"))
+        question = item.questions.get(q)
+        if question is not None and tuple(question.options) != LABELS[(item.task, q)]:
+            out.append(Anomaly("nonstandard_options", rid, f"{q} options {question.options}"))
+    if sw.start < 0:
+        out.append(Anomaly("negative_start", rid, f"source_window.start={sw.start}"))
+    if abs(sw.end - sw.start - sw.duration) > 1e-6:
+        out.append(Anomaly("window_inconsistent", rid, f"end-start != duration ({sw})"))
+    return out
+
+
+def _you_anomalies(rec: ToMRecord) -> list[Anomaly]:
+    """YOU: unknown speakers or Q2 subjects, self-address, and how Q2's subject relates to Q1."""
+    item, rid = rec.item, rec.item.id
+    out: list[Anomaly] = []
+    letters = set(PARTICIPANT_LETTERS)
+    if item.speaker == "?":
+        out.append(Anomaly("unknown_speaker", rid, "speaker '?'"))
+    elif item.speaker not in letters:
+        out.append(Anomaly("unknown_participant", rid, f"speaker {item.speaker!r}"))
+    subj = item.attitude_subject
+    if subj is not None and subj not in letters and subj != "MULTIPLE":
+        out.append(Anomaly("unknown_participant", rid, f"Q2 subject {subj!r}"))
+    q1 = rec.gold.answers.get("Q1")
+    if item.speaker in letters and q1 == item.speaker:
+        out.append(Anomaly("self_address", rid, f"speaker {q1} addresses {q1}"))
+    if subj is not None and q1 is not None:
+        if subj == q1:
+            out.append(Anomaly("q2_names_q1_gold", rid, f"Q2 subject {subj} = Q1 gold"))
+        else:
+            out.append(Anomaly("q2_subject_differs", rid, f"Q2 subject {subj}, Q1 gold {q1}"))
+    return out
+
+
+def _consensus_order_anomalies(bench: ToMBenchmark) -> list[Anomaly]:
+    cons = bench.task_records(ToMTask.CONSENSUS)
+    return [
+        Anomaly(
+            "consensus_order", cur.id, f"{cur.item.bundle_name} follows {prev.item.bundle_name}"
+        )
+        for prev, cur in itertools.pairwise(cons)
+        if cur.item.bundle_name < prev.item.bundle_name
+    ]
+
+
 def validate(bench: ToMBenchmark) -> list[Anomaly]:
     """Check a loaded benchmark and report documented anomalies and real inconsistencies.
 
@@ -426,73 +481,25 @@ def validate(bench: ToMBenchmark) -> list[Anomaly]:
     for rec in bench.all_records():
         item, gold, recon = rec.item, rec.gold, rec.item.reconstruction
         rid = item.id
-        for q in TASK_QUESTIONS[item.task]:
-            value = gold.answers.get(q)
-            if value is None:
-                out.append(Anomaly("missing_gold", rid, f"no answers.{q}"))
-            elif value not in LABELS[(item.task, q)]:
-                out.append(Anomaly("invalid_gold", rid, f"answers.{q}={value!r}"))
-            question = item.questions.get(q)
-            if question is not None and tuple(question.options) != LABELS[(item.task, q)]:
-                out.append(Anomaly("nonstandard_options", rid, f"{q} options {question.options}"))
-        if recon.source_window.start < 0:
-            out.append(
-                Anomaly("negative_start", rid, f"source_window.start={recon.source_window.start}")
-            )
-        sw = recon.source_window
-        if abs(sw.end - sw.start - sw.duration) > 1e-6:
-            out.append(Anomaly("window_inconsistent", rid, f"end-start != duration ({sw})"))
+        out.extend(_gold_and_window_anomalies(rec))
         for view, agent in recon.closeup_to_agent.items():
             note_mapping(rid, item.session_id, view, agent)
-
-        if item.task is Task.STATE:
+        if item.task is ToMTask.STATE:
             if recon.target_view and recon.target_agent:
                 note_mapping(rid, item.session_id, recon.target_view, recon.target_agent)
             if item.target != recon.target_agent:
-                out.append(
-                    Anomaly(
-                        "target_mismatch",
-                        rid,
-                        f"question names {item.target}, metadata {recon.target_agent}",
-                    )
-                )
-        else:
-            if sw.duration != 50.0:
-                out.append(Anomaly("nonstandard_duration", rid, f"duration={sw.duration}"))
-        if item.task is Task.YOU:
-            letters = set(PARTICIPANT_LETTERS)
-            if item.speaker == "?":
-                out.append(Anomaly("unknown_speaker", rid, "speaker '?'"))
-            elif item.speaker not in letters:
-                out.append(Anomaly("unknown_participant", rid, f"speaker {item.speaker!r}"))
-            subj = item.attitude_subject
-            if subj is not None and subj not in letters and subj != "MULTIPLE":
-                out.append(Anomaly("unknown_participant", rid, f"Q2 subject {subj!r}"))
-            q1 = gold.answers.get("Q1")
-            if item.speaker in letters and q1 == item.speaker:
-                out.append(Anomaly("self_address", rid, f"speaker {q1} addresses {q1}"))
-            if subj is not None and q1 is not None:
-                if subj == q1:
-                    out.append(Anomaly("q2_names_q1_gold", rid, f"Q2 subject {subj} = Q1 gold"))
-                else:
-                    out.append(
-                        Anomaly("q2_subject_differs", rid, f"Q2 subject {subj}, Q1 gold {q1}")
-                    )
-        if item.task is Task.CONSENSUS:
+                detail = f"question names {item.target}, metadata {recon.target_agent}"
+                out.append(Anomaly("target_mismatch", rid, detail))
+        elif recon.source_window.duration != 50.0:
+            detail = f"duration={recon.source_window.duration}"
+            out.append(Anomaly("nonstandard_duration", rid, detail))
+        if item.task is ToMTask.YOU:
+            out.extend(_you_anomalies(rec))
+        if item.task is ToMTask.CONSENSUS:
             q1, q2 = gold.answers.get("Q1"), gold.answers.get("Q2")
             if (q1 == "PSEUDO_CONSENSUS") != (q2 not in (None, "NONE")):
                 out.append(Anomaly("consensus_q2_inconsistent", rid, f"Q1={q1} but Q2={q2}"))
-
-    cons = bench.task_records(Task.CONSENSUS)
-    for prev, cur in itertools.pairwise(cons):
-        if cur.item.bundle_name < prev.item.bundle_name:
-            out.append(
-                Anomaly(
-                    "consensus_order",
-                    cur.id,
-                    f"{cur.item.bundle_name} follows {prev.item.bundle_name}",
-                )
-            )
+    out.extend(_consensus_order_anomalies(bench))
     return out
 
 

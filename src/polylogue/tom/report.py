@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from polylogue.tom.baselines import leak_metrics
-from polylogue.tom.prompts import PromptOptions
-from polylogue.tom.records import LABELS, TASK_FILES, Task, ToMBenchmark, ToMRecord
-from polylogue.tom.runner import load_run
+from polylogue.tom.prompts import ToMPromptOptions
+from polylogue.tom.records import LABELS, TASK_FILES, ToMBenchmark, ToMRecord, ToMTask
+from polylogue.tom.runner import load_tom_run
 from polylogue.tom.scoring import (
     QuestionMetrics,
     load_official_gold,
@@ -87,7 +87,7 @@ class RunScores:
     """The paper's metrics for one run (fractions; ``None`` where the run lacks the task)."""
 
     model: str
-    options: PromptOptions
+    options: ToMPromptOptions
     mode: str
     values: dict[str, float | None]
     #: Items behind each value and (strict) the share with a usable answer.
@@ -117,7 +117,7 @@ def scores_from_rows(
     bench: ToMBenchmark,
     rows: Sequence[Mapping[str, Any]],
     model: str,
-    options: PromptOptions,
+    options: ToMPromptOptions,
     mode: str = "strict",
     only_windows: Sequence[int] = (0, 1),
 ) -> RunScores:
@@ -145,15 +145,15 @@ def scores_from_rows(
             if m.n:  # an empty subset (no predicted PSEUDO_CONSENSUS) has no coverage
                 coverage[short] = m.coverage
     else:
-        gold = load_official_gold([bench.folder / TASK_FILES[t] for t in Task])
+        gold = load_official_gold([bench.folder / TASK_FILES[t] for t in ToMTask])
         by_task = {t: [r for r in rows if r.get("task") == t.value] for t in tasks}
         for task, task_rows in by_task.items():
             metrics, summary = score_official_rows(task_rows, task, gold[task], only_windows)
             details |= {f"{task.value}.{q}": m for q, m in metrics.items()}
-            if task is Task.STATE:
+            if task is ToMTask.STATE:
                 values |= {"t1_acc": summary["state_acc"], "t1_macro": summary["state_macro_f1"]}
                 n["t1"] = metrics["Q1"].n
-            elif task is Task.YOU:
+            elif task is ToMTask.YOU:
                 values |= {
                     "t21_acc": summary["you_q1_acc"],
                     "t21_macro": summary["you_q1_macro_f1"],
@@ -170,7 +170,7 @@ def scores_from_rows(
                 }
                 n |= {"t31": metrics["Q1"].n, "t32": metrics["Q2_cond"].n}
                 # The strict Task 3.2 subsets have no official counterpart: always strict.
-                cons = [r for r in records if r.task is Task.CONSENSUS]
+                cons = [r for r in records if r.task is ToMTask.CONSENSUS]
                 strict = strict_task32(cons, strict_from_rows(cons, task_rows))
                 for short, key in (
                     ("t32pc", "consensus.Q2_goldpc"),
@@ -199,8 +199,8 @@ def scores_from_rows(
 def scores_from_run(
     bench: ToMBenchmark, folder: str | Path, mode: str = "strict", model: str | None = None
 ) -> RunScores:
-    manifest, rows = load_run(folder)
-    options = PromptOptions.from_dict(manifest["options"])
+    manifest, rows = load_tom_run(folder)
+    options = ToMPromptOptions.from_dict(manifest["options"])
     scores = scores_from_rows(bench, rows, model or manifest["generator_name"], options, mode)
     return replace(scores, folder=str(folder))
 
@@ -209,15 +209,15 @@ def chance_values() -> dict[str, float | None]:
     """Uniform guessing; its expected macro-F1 equals its accuracy. The official Task 3.2
     (conditional on a correct Q1) is left undefined; each strict subset expects 1/5."""
     acc = {
-        "t1": 1 / len(LABELS[(Task.STATE, "Q1")]),
-        "t21": 1 / len(LABELS[(Task.YOU, "Q1")]),
-        "t22": 1 / len(LABELS[(Task.YOU, "Q2")]),
-        "t31": 1 / len(LABELS[(Task.CONSENSUS, "Q1")]),
+        "t1": 1 / len(LABELS[(ToMTask.STATE, "Q1")]),
+        "t21": 1 / len(LABELS[(ToMTask.YOU, "Q1")]),
+        "t22": 1 / len(LABELS[(ToMTask.YOU, "Q2")]),
+        "t31": 1 / len(LABELS[(ToMTask.CONSENSUS, "Q1")]),
     }
     out: dict[str, float | None] = {}
     for k, v in acc.items():
         out |= {f"{k}_acc": v, f"{k}_macro": v}
-    q2 = 1 / len(LABELS[(Task.CONSENSUS, "Q2")])
+    q2 = 1 / len(LABELS[(ToMTask.CONSENSUS, "Q2")])
     return out | {"t32_acc": None, "t32_macro": None, "t32pc_acc": q2, "t32pred_acc": q2}
 
 
@@ -275,13 +275,13 @@ def _n_note(runs: Sequence[RunScores]) -> str:
     return f"\n\n_Scoring: {mode} ({rule}); n: {per_run}._"
 
 
-BASE = PromptOptions()
+BASE = ToMPromptOptions()
 
 
-def _same_except(opts: PromptOptions, **changes: Any) -> bool:
+def _same_except(opts: ToMPromptOptions, **changes: Any) -> bool:
     """Options equal to the default except the given fields (frame settings ignored)."""
 
-    def core(o: PromptOptions) -> PromptOptions:
+    def core(o: ToMPromptOptions) -> ToMPromptOptions:
         return replace(o, frame_fps=None, frame_count=None, max_frames=0)
 
     return core(opts) == core(replace(BASE, **changes))
@@ -305,7 +305,7 @@ def _models(runs: Sequence[RunScores]) -> list[str]:
     return list(dict.fromkeys(r.model for r in runs))
 
 
-def table1(
+def tom_table1(
     runs: Sequence[RunScores],
     baselines: Mapping[str, Mapping[str, float | None]] | None = None,
     leak: Mapping[str, float | None] | None = None,
@@ -471,7 +471,7 @@ def build_report(
     Task 2.1 column.
     """
     parts = [
-        table1(runs, baselines, leak),
+        tom_table1(runs, baselines, leak),
         table2(runs, leak),
         table3(runs, modality, leak),
         table4(runs, modality, leak),

@@ -45,8 +45,8 @@ from polylogue.tom.backends import (
     ToMGenerator,
 )
 from polylogue.tom.parts import generate as generate_parts
-from polylogue.tom.prompts import PromptOptions, build_prompt
-from polylogue.tom.records import RECONSTRUCTION_FILE, TASK_FILES, Task, ToMBenchmark, ToMRecord
+from polylogue.tom.prompts import ToMPromptOptions, build_prompt
+from polylogue.tom.records import RECONSTRUCTION_FILE, TASK_FILES, ToMBenchmark, ToMRecord, ToMTask
 from polylogue.tom.transcript import AmiSessions, transcript_window
 
 PREDICTIONS = "predictions.jsonl"
@@ -75,7 +75,7 @@ def slug(text: str) -> str:
 class RunSpec:
     generator: dict[str, Any]
     generator_name: str
-    options: PromptOptions
+    options: ToMPromptOptions
     record_ids: tuple[str, ...]
     data_hash: str
 
@@ -94,15 +94,15 @@ class RunSpec:
         return f"{slug(self.generator_name)}__{slug(self.options.name)}__{self.key[:12]}"
 
 
-def custom_id(record: ToMRecord, options: PromptOptions, questions: Sequence[str]) -> str:
+def custom_id(record: ToMRecord, options: ToMPromptOptions, questions: Sequence[str]) -> str:
     item = record.item
-    last = str(item.window_index) if item.task is Task.STATE else options.official_tag
+    last = str(item.window_index) if item.task is ToMTask.STATE else options.official_tag
     return f"{item.task.value}::{item.scoring_bundle}::{''.join(questions)}::{last}"
 
 
 def prediction_row(
     record: ToMRecord,
-    options: PromptOptions,
+    options: ToMPromptOptions,
     questions: Sequence[str],
     text: str | None,
     *,
@@ -143,11 +143,11 @@ def prediction_row(
     return row
 
 
-MediaProvider = Callable[[ToMRecord, PromptOptions], Any]
+MediaProvider = Callable[[ToMRecord, ToMPromptOptions], Any]
 
 
 @dataclass
-class RunResult:
+class ToMRunResult:
     folder: Path
     rows: list[dict[str, Any]]
     generated: int
@@ -159,13 +159,13 @@ def run_tom(
     bench: ToMBenchmark,
     records: Sequence[ToMRecord],
     generator: ToMGenerator,
-    options: PromptOptions,
+    options: ToMPromptOptions,
     out_root: str | Path,
     ami_folder: str | Path | None = None,
     media: MediaProvider | None = None,
     cache_path: str | Path | None = None,
     progress: Callable[[int, int], None] | None = None,
-) -> RunResult:
+) -> ToMRunResult:
     """Generate a reply per record (skipping those already in the run folder) and record it.
 
     ``ami_folder`` (AMI manual annotations) is needed for utterances and priors; ``media`` builds
@@ -210,7 +210,7 @@ def run_tom(
         n_errors=sum(1 for r in rows if r.get("error")),
     )
     write_json_atomic(folder / MANIFEST, manifest)
-    return RunResult(
+    return ToMRunResult(
         folder=folder,
         rows=rows,
         generated=loop.n_new,
@@ -250,7 +250,7 @@ class _Replier:
 
     spec: RunSpec
     generator: ToMGenerator
-    options: PromptOptions
+    options: ToMPromptOptions
     sessions: AmiSessions | None
     media: MediaProvider | None
     cache: ResponseCache | None
@@ -308,7 +308,7 @@ class _Replier:
         )
 
 
-def load_run(folder: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def load_tom_run(folder: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     folder = Path(folder)
     manifest_path = folder / MANIFEST
     if not manifest_path.is_file():
@@ -325,8 +325,8 @@ def export_official(
     Variant settings other than the reasoning tag (modality, priors...) go into the model part of
     the name, so runs of different ablations never overwrite each other's summary cells.
     """
-    manifest, rows = load_run(run_folder)
-    options = PromptOptions.from_dict(manifest["options"])
+    manifest, rows = load_tom_run(run_folder)
+    options = ToMPromptOptions.from_dict(manifest["options"])
     extra = options.name.split("+")[1:]
     base = slug(model or manifest["generator_name"])
     model_part = "-".join([base, *extra]) if extra else base

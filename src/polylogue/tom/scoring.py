@@ -27,8 +27,8 @@ from typing import Any
 from polylogue.tom.records import (
     LABELS,
     TASK_QUESTIONS,
-    Task,
     ToMRecord,
+    ToMTask,
 )
 
 # ----------------------------------------------------------------------------- normalisation
@@ -232,8 +232,8 @@ def extract_answers(
     return found
 
 
-def _official_allowed(task: Task) -> dict[str, Iterable[str] | None]:
-    if task is Task.YOU:
+def _official_allowed(task: ToMTask) -> dict[str, Iterable[str] | None]:
+    if task is ToMTask.YOU:
         return {"Q1": None, "Q2": None}  # the official evaluator does not validate YOU
     return {q: LABELS[(task, q)] for q in TASK_QUESTIONS[task]}
 
@@ -250,12 +250,12 @@ def _as_int(v: Any) -> int | None:
         return None
 
 
-def prediction_key(row: Mapping[str, Any], task: Task) -> tuple[str, int] | str | None:
+def prediction_key(row: Mapping[str, Any], task: ToMTask) -> tuple[str, int] | str | None:
     """The official identity of a prediction row: (source bundle, window) for STATE, else bundle."""
     raw_meta = row.get("metadata")
     meta: Mapping[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
     parts = str(row.get("custom_id") or "").split("::") if row.get("custom_id") else []
-    if task is Task.STATE:
+    if task is ToMTask.STATE:
         bundle = meta.get("bundle_name") or None
         window = _as_int(meta.get("window_index"))
         if window is None and isinstance(meta.get("transcript_txt"), str):
@@ -395,17 +395,17 @@ def question_metrics(
 # ----------------------------------------------------------------------------- official mode
 
 
-def _normalise_gold(task: Task, question: str, value: Any) -> str:
+def _normalise_gold(task: ToMTask, question: str, value: Any) -> str:
     raw = str(value)
-    if task is Task.YOU:
+    if task is ToMTask.YOU:
         return raw  # kept raw by the official evaluator
     label = normalise_label(raw, LABELS[(task, question)])
     return label if label is not None else raw
 
 
-def load_official_gold(paths: Iterable[str | Path]) -> dict[Task, dict[Any, dict[str, str]]]:
+def load_official_gold(paths: Iterable[str | Path]) -> dict[ToMTask, dict[Any, dict[str, str]]]:
     """Gold answers keyed like predictions, from any mix of task files (legacy STATE too)."""
-    gold: dict[Task, dict[Any, dict[str, str]]] = {t: {} for t in Task}
+    gold: dict[ToMTask, dict[Any, dict[str, str]]] = {t: {} for t in ToMTask}
     for path in paths:
         with open(path, encoding="utf-8") as f:
             for line in f:
@@ -415,12 +415,12 @@ def load_official_gold(paths: Iterable[str | Path]) -> dict[Task, dict[Any, dict
                 rid = str(row.get("id", ""))
                 task_name = row.get("task") or (rid.split(":", 1)[0] if ":" in rid else "")
                 try:
-                    task = Task(task_name)
+                    task = ToMTask(task_name)
                 except ValueError:
                     continue
                 bundle = row.get("bundle_name") or (rid.split(":", 1)[1] if ":" in rid else rid)
                 answers = row.get("answers") or {}
-                if task is Task.STATE:
+                if task is ToMTask.STATE:
                     if row.get("source_bundle_name") and row.get("window_index") is not None:
                         key = (str(row["source_bundle_name"]), int(row["window_index"]))
                         if "Q1" in answers:
@@ -440,16 +440,16 @@ def load_official_gold(paths: Iterable[str | Path]) -> dict[Task, dict[Any, dict
     return gold
 
 
-def route_file(name: str) -> list[Task]:
+def route_file(name: str) -> list[ToMTask]:
     """Which tasks a prediction file is scored under, from its lower-cased file name."""
     low = name.lower()
-    tasks: list[Task] = []
+    tasks: list[ToMTask] = []
     if "state" in low and "you" not in low and "consensus" not in low:
-        tasks.append(Task.STATE)
+        tasks.append(ToMTask.STATE)
     if "you" in low:
-        tasks.append(Task.YOU)
+        tasks.append(ToMTask.YOU)
     if "consensus" in low:
-        tasks.append(Task.CONSENSUS)
+        tasks.append(ToMTask.CONSENSUS)
     return tasks
 
 
@@ -482,7 +482,7 @@ class OfficialFileResult:
     """Metrics of one prediction file under one task, as the official evaluator computes them."""
 
     file: str
-    task: Task
+    task: ToMTask
     model: str
     variant: str
     metrics: dict[str, QuestionMetrics]
@@ -521,7 +521,7 @@ def _read_prediction_rows(path: Path, counts: FileCounts) -> list[dict[str, Any]
 
 
 def _labels_for(
-    task: Task,
+    task: ToMTask,
     question: str,
     gold: Sequence[str],
     pred: Sequence[str],
@@ -529,21 +529,15 @@ def _labels_for(
 ) -> tuple[str, ...]:
     if override:
         return tuple(override)
-    if task is Task.YOU:
+    if task is ToMTask.YOU:
         return tuple(sorted(set(gold) | set(pred)))
     return LABELS[(task, question)]
 
 
-def score_official_rows(
-    rows: Sequence[Mapping[str, Any]],
-    task: Task,
-    gold: Mapping[Any, Mapping[str, str]],
-    only_windows: Iterable[int] = (0, 1),
-    labels_override: Sequence[str] | None = None,
-    counts: FileCounts | None = None,
-) -> tuple[dict[str, QuestionMetrics], dict[str, float]]:
-    """Score one task's prediction rows against keyed gold, with the official semantics."""
-    counts = counts if counts is not None else FileCounts()
+def _official_predictions(
+    rows: Sequence[Mapping[str, Any]], task: ToMTask, counts: FileCounts
+) -> dict[Any, dict[str, str | None]]:
+    """Key -> parsed answers, counting rows without key, with a missing label, and duplicates."""
     allowed = _official_allowed(task)
     questions = TASK_QUESTIONS[task]
     preds: dict[Any, dict[str, str | None]] = {}
@@ -558,48 +552,64 @@ def score_official_rows(
         if key in preds:
             counts.duplicate_keys += 1
         preds[key] = answers  # later rows overwrite earlier ones
+    return preds
 
-    windows = set(only_windows)
-    gold_keys = sorted(
-        k for k in gold if task is not Task.STATE or (isinstance(k, tuple) and k[1] in windows)
-    )
+
+def _aligned(
+    gold: Mapping[Any, Mapping[str, str]],
+    preds: Mapping[Any, Mapping[str, str | None]],
+    q: str,
+    keys: Iterable[Any],
+) -> tuple[list[str], list[str], int]:
+    """(gold, prediction) pairs of question ``q`` where both exist, and how many golds there are."""
+    g, p, n_gold = [], [], 0
+    for k in keys:
+        if q not in gold[k]:
+            continue
+        n_gold += 1
+        pv = preds.get(k, {}).get(q)
+        if pv is not None:
+            g.append(gold[k][q])
+            p.append(pv)
+    return g, p, n_gold
+
+
+def _score_per_question(
+    task: ToMTask,
+    gold: Mapping[Any, Mapping[str, str]],
+    preds: Mapping[Any, Mapping[str, str | None]],
+    gold_keys: Sequence[Any],
+    labels_override: Sequence[str] | None,
+) -> tuple[dict[str, QuestionMetrics], dict[str, float]]:
+    """STATE and YOU: each question scored on its own."""
     metrics: dict[str, QuestionMetrics] = {}
-    summary: dict[str, float] = {}
-    counts.missing_pred_for_gold = sum(1 for k in gold_keys if k not in preds)
+    for q in TASK_QUESTIONS[task]:
+        g, p, n_gold = _aligned(gold, preds, q, gold_keys)
+        labels = _labels_for(task, q, g, p, labels_override)
+        metrics[q] = question_metrics(g, p, labels, n_gold=n_gold, n_missing=n_gold - len(g))
+    if task is ToMTask.STATE:
+        return metrics, {
+            "state_acc": metrics["Q1"].accuracy,
+            "state_macro_f1": metrics["Q1"].macro_f1,
+        }
+    return metrics, {
+        "you_q1_acc": metrics["Q1"].accuracy,
+        "you_q1_macro_f1": metrics["Q1"].macro_f1,
+        "you_q2_acc": metrics["Q2"].accuracy,
+        "you_q2_macro_f1": metrics["Q2"].macro_f1,
+    }
 
-    def aligned(q: str, keys: Iterable[Any]) -> tuple[list[str], list[str], int]:
-        g, p, n_gold = [], [], 0
-        for k in keys:
-            if q not in gold[k]:
-                continue
-            n_gold += 1
-            pv = preds.get(k, {}).get(q)
-            if pv is not None:
-                g.append(gold[k][q])
-                p.append(pv)
-        return g, p, n_gold
 
-    if task in (Task.STATE, Task.YOU):
-        for q in questions:
-            g, p, n_gold = aligned(q, gold_keys)
-            labels = _labels_for(task, q, g, p, labels_override)
-            metrics[q] = question_metrics(g, p, labels, n_gold=n_gold, n_missing=n_gold - len(g))
-        if task is Task.STATE:
-            summary = {
-                "state_acc": metrics["Q1"].accuracy,
-                "state_macro_f1": metrics["Q1"].macro_f1,
-            }
-        else:
-            summary = {
-                "you_q1_acc": metrics["Q1"].accuracy,
-                "you_q1_macro_f1": metrics["Q1"].macro_f1,
-                "you_q2_acc": metrics["Q2"].accuracy,
-                "you_q2_macro_f1": metrics["Q2"].macro_f1,
-            }
-        return metrics, summary
-
-    # CONSENSUS
-    g1, p1, n_gold1 = aligned("Q1", gold_keys)
+def _score_consensus(
+    gold: Mapping[Any, Mapping[str, str]],
+    preds: Mapping[Any, Mapping[str, str | None]],
+    gold_keys: Sequence[Any],
+    labels_override: Sequence[str] | None,
+) -> tuple[dict[str, QuestionMetrics], dict[str, float]]:
+    """CONSENSUS: Q1 alone, Q2 conditional on a right Q1, and the paper's points (Q1 + Q2)."""
+    task = ToMTask.CONSENSUS
+    metrics: dict[str, QuestionMetrics] = {}
+    g1, p1, n_gold1 = _aligned(gold, preds, "Q1", gold_keys)
     metrics["Q1"] = question_metrics(
         g1,
         p1,
@@ -626,14 +636,34 @@ def score_official_rows(
     g2 = [gold[k]["Q2"] for k in cond_keys]
     p2 = [str(preds[k]["Q2"]) for k in cond_keys]
     metrics["Q2_cond"] = question_metrics(g2, p2, _labels_for(task, "Q2", g2, p2, labels_override))
-    summary = {
+    return metrics, {
         "cons_q1_acc": metrics["Q1"].accuracy,
         "cons_q1_macro_f1": metrics["Q1"].macro_f1,
         "cons_q2_cond_acc": metrics["Q2_cond"].accuracy,
         "cons_points_acc": _div(score, 2 * len(both)),
         "cons_points_n": float(len(both)),
     }
-    return metrics, summary
+
+
+def score_official_rows(
+    rows: Sequence[Mapping[str, Any]],
+    task: ToMTask,
+    gold: Mapping[Any, Mapping[str, str]],
+    only_windows: Iterable[int] = (0, 1),
+    labels_override: Sequence[str] | None = None,
+    counts: FileCounts | None = None,
+) -> tuple[dict[str, QuestionMetrics], dict[str, float]]:
+    """Score one task's prediction rows against keyed gold, with the official semantics."""
+    counts = counts if counts is not None else FileCounts()
+    preds = _official_predictions(rows, task, counts)
+    windows = set(only_windows)
+    gold_keys = sorted(
+        k for k in gold if task is not ToMTask.STATE or (isinstance(k, tuple) and k[1] in windows)
+    )
+    counts.missing_pred_for_gold = sum(1 for k in gold_keys if k not in preds)
+    if task is ToMTask.CONSENSUS:
+        return _score_consensus(gold, preds, gold_keys, labels_override)
+    return _score_per_question(task, gold, preds, gold_keys, labels_override)
 
 
 SUMMARY_COLUMNS: tuple[str, ...] = (
@@ -682,13 +712,13 @@ def score_official(
     gold_paths: Iterable[str | Path],
     pred_dir: str | Path,
     ext: str = ".jsonl",
-    tasks: Iterable[Task | str] = tuple(Task),
+    tasks: Iterable[ToMTask | str] = tuple(ToMTask),
     only_windows: Iterable[int] = (0, 1),
     labels_override: Sequence[str] | None = None,
 ) -> OfficialResult:
     """Score every ``*ext`` file in ``pred_dir`` (sorted by name), one result per file and task."""
     gold = load_official_gold(gold_paths)
-    wanted = {Task(t) for t in tasks}
+    wanted = {ToMTask(t) for t in tasks}
     windows = tuple(only_windows)
     files: list[OfficialFileResult] = []
     table: dict[tuple[str, str], dict[str, float]] = {}
@@ -732,7 +762,7 @@ class StrictResult:
         }
 
 
-def strict_answers(row: Mapping[str, Any], task: Task) -> dict[str, str | None]:
+def strict_answers(row: Mapping[str, Any], task: ToMTask) -> dict[str, str | None]:
     """Validated answers of one prediction row (YOU labels checked against their options)."""
     allowed = {q: LABELS[(task, q)] for q in TASK_QUESTIONS[task]}
     return extract_answers(row, TASK_QUESTIONS[task], allowed)
@@ -752,9 +782,9 @@ def score_strict(
     windows = set(only_windows)
     metrics: dict[str, QuestionMetrics] = {}
     summary: dict[str, float] = {}
-    by_task: dict[Task, list[ToMRecord]] = {}
+    by_task: dict[ToMTask, list[ToMRecord]] = {}
     for r in records:
-        if r.task is Task.STATE and r.item.window_index not in windows:
+        if r.task is ToMTask.STATE and r.item.window_index not in windows:
             continue
         by_task.setdefault(r.task, []).append(r)
 
@@ -773,11 +803,11 @@ def score_strict(
             g, p, missing = collect(recs, q)
             key = (
                 f"{task.value}.{q}"
-                if not (task is Task.CONSENSUS and q == "Q2")
+                if not (task is ToMTask.CONSENSUS and q == "Q2")
                 else "consensus.Q2_all"
             )
             metrics[key] = question_metrics(g, p, LABELS[(task, q)], n_missing=missing)
-        if task is Task.CONSENSUS:
+        if task is ToMTask.CONSENSUS:
             cond = [r for r in recs if predictions.get(r.id, {}).get("Q1") == r.gold.answers["Q1"]]
             g, p, missing = collect(cond, "Q2")
             metrics["consensus.Q2_cond"] = question_metrics(
@@ -814,7 +844,7 @@ def strict_task32(
       is right only if the gold Q2 agrees (NONE unless gold is PSEUDO_CONSENSUS too). Empty
       (n = 0) for a model that never predicts it.
     """
-    cons = [r for r in records if r.task is Task.CONSENSUS]
+    cons = [r for r in records if r.task is ToMTask.CONSENSUS]
     out: dict[str, QuestionMetrics] = {}
     for key, keep in (
         ("consensus.Q2_goldpc", lambda r: r.gold.answers["Q1"] == PSEUDO),
@@ -825,7 +855,7 @@ def strict_task32(
         raw = [predictions.get(r.id, {}).get("Q2") for r in subset]
         pred = [p if p is not None else MISSING for p in raw]
         out[key] = question_metrics(
-            gold, pred, LABELS[(Task.CONSENSUS, "Q2")], n_missing=sum(p is None for p in raw)
+            gold, pred, LABELS[(ToMTask.CONSENSUS, "Q2")], n_missing=sum(p is None for p in raw)
         )
     return out
 
@@ -833,10 +863,10 @@ def strict_task32(
 # ----------------------------------------------------------------------------- baselines
 
 
-def majority_labels(records: Sequence[ToMRecord]) -> dict[tuple[Task, str], str]:
+def majority_labels(records: Sequence[ToMRecord]) -> dict[tuple[ToMTask, str], str]:
     """Most frequent gold label per question (ties broken by option order)."""
-    out: dict[tuple[Task, str], str] = {}
-    for task in Task:
+    out: dict[tuple[ToMTask, str], str] = {}
+    for task in ToMTask:
         recs = [r for r in records if r.task is task]
         for q in TASK_QUESTIONS[task]:
             if not recs:

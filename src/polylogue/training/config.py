@@ -18,10 +18,10 @@ from typing import Any, Literal
 
 from polylogue.errors import PolylogueInputError
 from polylogue.prompts.builder import PromptOptions
+from polylogue.training.sampler import EpochSize
 
 TrainMode = Literal["decision", "reasoning"]
 SamplerKind = Literal["four_way", "label", "shuffle"]
-EpochSize = Literal["dataset", "largest"]
 Precision = Literal["auto", "bf16", "fp16", "fp32"]
 
 #: Attention and MLP projections of Llama-style decoders (SmolLM2, Llama, Qwen, Mistral).

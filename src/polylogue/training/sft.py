@@ -77,7 +77,7 @@ class TrainingDataError(PolylogueInputError):
 
 
 @dataclass
-class TrainResult:
+class SFTResult:
     run_dir: Path
     best_step: int | None
     best_metric: float | None
@@ -319,7 +319,7 @@ def _precision(config: TrainConfig) -> tuple[bool, bool, Any]:
     return False, False, torch.float32
 
 
-def eval_command(config: TrainConfig, run_dir: Path, data: str = "BENCHMARK") -> str:
+def suggested_eval_command(config: TrainConfig, run_dir: Path, data: str = "BENCHMARK") -> str:
     p = config.prompt_options()
     parts = [
         "polylogue eval",
@@ -338,7 +338,7 @@ def eval_command(config: TrainConfig, run_dir: Path, data: str = "BENCHMARK") ->
     return " ".join(parts)
 
 
-def train(config: TrainConfig, *, resume: bool = False) -> TrainResult:
+def train(config: TrainConfig, *, resume: bool = False) -> SFTResult:
     """Fine-tune ``config.model`` with LoRA on the configured benchmark(s); returns the result.
 
     Runs unchanged on one CPU, one GPU, or many GPUs under ``accelerate launch`` (DDP/FSDP).
@@ -427,14 +427,14 @@ def train(config: TrainConfig, *, resume: bool = False) -> TrainResult:
         "tokens_per_second": round(tokens / seconds, 2) if seconds > 0 else 0.0,
         "train_loss": float(output.training_loss),
     }
-    result = TrainResult(
+    result = SFTResult(
         run_dir=run_dir,
         best_step=best_step,
         best_metric=None if state.best_metric is None else float(state.best_metric),
         validations=_validations(state.log_history, validation.history),
         log_history=list(state.log_history),
         example_report=report.to_dict(),
-        eval_command=eval_command(config, run_dir, config.data[0]),
+        eval_command=suggested_eval_command(config, run_dir, config.data[0]),
         throughput=throughput,
     )
     # load_best_model_at_end has restored the best adapter: save it at the run root. Every
@@ -558,7 +558,7 @@ def _step_of(checkpoint: str | None) -> int | None:
 
 def _write_run_files(
     config: TrainConfig,
-    result: TrainResult,
+    result: SFTResult,
     report: ExampleReport,
     train_points: Sequence[DecisionPoint],
     val_points: Sequence[DecisionPoint],

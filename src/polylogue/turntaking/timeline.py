@@ -32,14 +32,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from polylogue.conversation import Conversation, Utterance
+from polylogue.conversation import MIN_SILENCE_S, Conversation, Utterance
 from polylogue.turntaking.cues import is_lexical_backchannel
 from polylogue.turntaking.types import Outcome
 
 #: Default silence that makes a pause (seconds); see docs/benchmark.md for 0/200/500 ms counts.
 DEFAULT_GAP_S = 0.2
-#: The shortest silence that counts at all, so ``gap=0`` means "any measurable silence".
-MIN_SILENCE_S = 0.005
 #: A lexical backchannel in a timed corpus lasts at most this long.
 BACKCHANNEL_MAX_S = 1.5
 #: AMI dialogue-act type of a backchannel (``ontologies/da-types.xml``).
