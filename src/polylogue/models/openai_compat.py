@@ -7,6 +7,8 @@ concurrency, retries honouring ``Retry-After``, response cache) -> :func:`parse_
   :class:`PredictionError` so a run keeps them.
 * A request the server rejects as invalid for that input (400/413/422, e.g. a prompt over the
   context size) is recorded as an unparseable answer with the error text: it is wrong, not lost.
+  So is a 200 reply that is not a chat completion (``choices`` of strings, ``content`` a number,
+  ``logprob: "abc"``...), with its raw body in ``raw_output``: the run goes on past it.
   401/403/404 stop the run: they are configuration errors, not properties of a sample.
 * P(SPEAK) comes from ``top_logprobs`` at the position of the decision word when the server
   returns them: the probability mass of the first token of each answer word, renormalised.
@@ -23,6 +25,7 @@ from polylogue.llm.cache import ResponseCache
 from polylogue.llm.openai import (
     AnswerTokens,
     ChatResult,
+    MalformedResponse,
     OpenAIClient,
     RequestRejected,
     answer_probabilities,
@@ -161,9 +164,11 @@ class OpenAICompatPredictor:
                 top_logprobs=self.top_logprobs,
             )
         except RequestRejected as exc:  # a property of this input: wrong, with the reason
+            # A malformed 200 body is kept verbatim (key redacted) so it can be inspected.
+            raw = exc.body if isinstance(exc, MalformedResponse) else ""
             latency = time.perf_counter() - start
             return Prediction(
-                inp.point_id, None, None, None, "", latency, extra={"error": str(exc)}
+                inp.point_id, None, None, None, raw, latency, extra={"error": str(exc)}
             )
         latency = time.perf_counter() - start
         content = result.text

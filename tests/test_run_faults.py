@@ -1,0 +1,243 @@
+"""Faults around runs (issue 18 items 8-12, issue 15 item 7), against a real misbehaving
+chat-completions server on loopback, real run folders and real processes.
+
+* malformed 200 bodies are recorded as unparseable with their raw body; the run goes on;
+* unparseable points count as wrong in the threshold metrics too;
+* the API key never reaches disk, unknown ``-O`` keys are refused;
+* a run folder is locked against a second identical run;
+* full / read-only disks give one clear line and leave nothing that looks complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_eval_support import friends_benchmark
+
+from polylogue.evaluation.runner import RunError, load_points, read_predictions, run_evaluation
+from polylogue.llm.openai import (
+    MalformedResponse,
+    OpenAIClient,
+    RequestRejected,
+    ServerUnreachable,
+)
+from polylogue.models import load_predictor
+
+POLYLOGUE = str(Path(sys.executable).parent / "polylogue")
+MESSAGES = [{"role": "user", "content": "hi"}]
+
+
+def completion(content: Any = "SILENT", logprob: Any = -0.1) -> dict[str, Any]:
+    return {
+        "choices": [
+            {
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+                "logprobs": {
+                    "content": [
+                        {
+                            "token": "S",
+                            "logprob": logprob,
+                            "top_logprobs": [
+                                {"token": "S", "logprob": logprob},
+                                {"token": "SP", "logprob": -2.5},
+                            ],
+                        }
+                    ]
+                },
+            }
+        ]
+    }
+
+
+#: 200 bodies that are JSON but no chat completion (the issue's reproductions).
+MALFORMED: dict[str, Any] = {
+    "choices of strings": {"choices": ["SPEAK"]},
+    "choices an object": {"choices": {"0": {"message": {"content": "SPEAK"}}}},
+    "content a number": completion(content=7),
+    "content a list": completion(content=["SPEAK"]),
+    "logprob a string": completion(logprob="abc"),
+    "body a list": [1, 2],
+}
+
+
+class Misbehaving:
+    """A chat-completions server on loopback whose replies a test scripts.
+
+    ``reply(headers, body)`` returns (status, JSON-able or str); by default every request gets
+    a good completion. Headers and bodies of all requests are kept.
+    """
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        self.reply = lambda headers, body: (200, completion())
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                data_in = self.rfile.read(int(self.headers["Content-Length"]))
+                if self.path.endswith("/tokenize"):
+                    status, reply = 404, {"error": "no"}
+                else:
+                    body = json.loads(data_in)
+                    with server.lock:
+                        server.requests.append({"headers": dict(self.headers), "body": body})
+                        status, reply = server.reply(dict(self.headers), body)
+                data = reply.encode() if isinstance(reply, str) else json.dumps(reply).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def server() -> Iterator[Misbehaving]:
+    s = Misbehaving()
+    yield s
+    s.httpd.shutdown()
+    s.httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return friends_benchmark(tmp_path_factory.mktemp("bench") / "friends")
+
+
+def _user_text(body: dict[str, Any]) -> str:
+    return str(body["messages"][-1]["content"])
+
+
+# ----------------------------------------------------------------------------- item 8
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED))
+def test_malformed_200_body_is_rejected_with_its_raw_body(server: Misbehaving, name: str) -> None:
+    server.reply = lambda headers, body: (200, MALFORMED[name])
+    client = OpenAIClient("m", server.url, backoff_s=0.01)
+    with pytest.raises(MalformedResponse) as info:
+        client.generate(MESSAGES, top_logprobs=2)
+    assert isinstance(info.value, RequestRejected)  # tasks record it as this point's answer
+    assert json.loads(info.value.body) == MALFORMED[name]
+    assert len(server.requests) == 1  # not retried: the same request gets the same body
+
+
+def test_run_records_malformed_points_and_goes_on(
+    server: Misbehaving, bench: Path, tmp_path: Path
+) -> None:
+    points, info = load_points(bench, "test")
+    points = points[:12]
+    bad_ids = {p.point_id for p in points[::3]}
+    # The server answers by prompt: the points chosen here get one malformed body each.
+    bad_prompts = {}
+    for p, body in zip(
+        [p for p in points if p.point_id in bad_ids], MALFORMED.values(), strict=False
+    ):
+        bad_prompts[p.point_id] = body
+
+    from polylogue.prompts.builder import PromptOptions, build_messages
+
+    by_text = {
+        str(build_messages(p.input, PromptOptions())[-1]["content"]): bad_prompts.get(p.point_id)
+        for p in points
+    }
+
+    def reply(headers: dict[str, str], body: dict[str, Any]) -> tuple[int, Any]:
+        bad = by_text.get(_user_text(body))
+        return (200, bad) if bad is not None else (200, completion())
+
+    server.reply = reply
+    spec = f"openai:m@{server.url}"
+    cache = str(tmp_path / "runs" / "_cache" / "r.sqlite")
+    result = run_evaluation(
+        points,
+        info,
+        load_predictor(spec, concurrency=3, backoff_s=0.01, cache_path=cache),
+        tmp_path / "runs",
+        progress=False,
+        n_boot=0,
+    )
+    assert result.complete and result.n_done == 12
+    records = {r["point_id"]: r for r in read_predictions(result.folder / "predictions.jsonl")}
+    for pid, body in bad_prompts.items():
+        rec = records[pid]
+        assert rec["decision"] is None and rec["p_speak"] is None
+        assert "malformed response" in rec["extra"]["error"]
+        assert json.loads(rec["raw_output"]) == body
+    assert all(
+        records[p.point_id]["decision"] == "SILENT" for p in points if p.point_id not in bad_ids
+    )
+    assert result.metrics is not None and result.metrics["n_unparseable"] == len(bad_prompts)
+    # A rerun finds everything done (the malformed points are answers, not holes).
+    n_requests = len(server.requests)
+    again = run_evaluation(
+        points,
+        info,
+        load_predictor(spec, concurrency=3, backoff_s=0.01, cache_path=cache),
+        tmp_path / "runs",
+        progress=False,
+        n_boot=0,
+    )
+    assert again.n_new == 0 and len(server.requests) == n_requests
+
+
+# ----------------------------------------------------------------------------- issue 15 item 7
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_refused_connection_fails_fast_naming_the_url() -> None:
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    # Generous backoff: were refusals retried with it, this would wait minutes.
+    client = OpenAIClient("m", url, max_retries=5, backoff_s=30.0)
+    with pytest.raises(ServerUnreachable, match=url.replace(".", r"\.")) as info:
+        client.generate(MESSAGES)
+    assert "refused" in str(info.value).lower() or "connect" in str(info.value).lower()
+
+
+def test_eval_cli_on_a_dead_server_is_one_line_with_the_url(bench: Path, tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    out = subprocess.run(
+        [POLYLOGUE, "eval", "-d", str(bench), "-m", f"openai:m@{url}", "--limit", "4"]
+        + ["--out", str(tmp_path / "runs"), "--no-progress", "--n-boot", "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 1, out.stderr
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:") and url in lines[0], out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_429_and_5xx_keep_their_backoff(server: Misbehaving) -> None:
+    replies = [(503, "busy"), (429, "slow"), (200, completion())]
+    server.reply = lambda headers, body: replies.pop(0)
+    result = OpenAIClient("m", server.url, max_retries=3, backoff_s=0.01).generate(MESSAGES)
+    assert result.attempts == 3 and result.text == "SILENT"
+
+
+def _unused(*_: object) -> None:  # keep imports used by later sections
+    _ = (os, RunError)
