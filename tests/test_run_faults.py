@@ -220,8 +220,10 @@ def test_refused_connection_fails_fast_naming_the_url() -> None:
 def test_eval_cli_on_a_dead_server_is_one_line_with_the_url(bench: Path, tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{_closed_port()}/v1"
     out = subprocess.run(
-        [POLYLOGUE, "eval", "-d", str(bench), "-m", f"openai:m@{url}", "--limit", "4"]
-        + ["--out", str(tmp_path / "runs"), "--no-progress", "--n-boot", "0"],
+        [
+            *(POLYLOGUE, "eval", "-d", str(bench), "-m", f"openai:m@{url}", "--limit", "4"),
+            *("--out", str(tmp_path / "runs"), "--no-progress", "--n-boot", "0"),
+        ],
         capture_output=True,
         text=True,
         timeout=120,
@@ -239,5 +241,80 @@ def test_429_and_5xx_keep_their_backoff(server: Misbehaving) -> None:
     assert result.attempts == 3 and result.text == "SILENT"
 
 
-def _unused(*_: object) -> None:  # keep imports used by later sections
-    _ = (os, RunError)
+# ----------------------------------------------------------------------------- item 9
+
+
+def test_unparseable_points_are_wrong_in_the_threshold_metrics() -> None:
+    from polylogue.evaluation.metrics import compute_metrics
+
+    gold = ["SPEAK", "SPEAK", "SILENT", "SILENT"]
+    probs = [0.9, 0.8, 0.1, 0.2]  # separates the classes perfectly
+    clean = compute_metrics(gold, gold, p_speak=probs, n_boot=0)["threshold_sweep"]
+    assert clean["roc_auc"] == 1.0 and clean["best_balanced_accuracy"] == 1.0
+    # The second SPEAK answer did not parse: its 0.8 must not count. It ranks below both
+    # SILENT points (AUC 2/4) and is missed at every threshold (best balanced accuracy 3/4).
+    pred = ["SPEAK", None, "SILENT", "SILENT"]
+    sweep = compute_metrics(gold, pred, p_speak=probs, n_boot=0)["threshold_sweep"]
+    assert sweep["roc_auc"] == 0.5
+    assert sweep["best_balanced_accuracy"] == 0.75
+    assert all(0.0 <= t <= 1.0 for t in sweep["thresholds"])
+    assert min(sweep["missed_turn_rate"]) == 0.5
+    # An unparseable SILENT point speaks at every threshold.
+    pred = ["SPEAK", "SPEAK", None, "SILENT"]
+    sweep = compute_metrics(gold, pred, p_speak=probs, n_boot=0)["threshold_sweep"]
+    assert min(sweep["false_interruption_rate"]) == 0.5 and sweep["roc_auc"] == 0.5
+
+
+def test_run_with_unparseable_answers_scores_below_the_clean_run(
+    server: Misbehaving, bench: Path, tmp_path: Path
+) -> None:
+    from polylogue.prompts.builder import PromptOptions, build_messages
+
+    points, info = load_points(bench, "test")
+    points = points[:60]
+    gold = {str(build_messages(p.input, PromptOptions())[-1]["content"]): p for p in points}
+    unparseable = {p.point_id for p in points[:52]}
+
+    def answer(mangle: bool) -> Any:
+        def reply(headers: dict[str, str], body: dict[str, Any]) -> tuple[int, Any]:
+            point = gold[_user_text(body)]
+            speak = point.gold.label.value == "SPEAK"
+            content = "SPEAK" if speak else "SILENT"
+            if mangle and point.point_id in unparseable:
+                content = "hard to say"
+            # Informative first-token logprobs: the same in both runs.
+            top = [
+                {"token": "SP", "logprob": -0.2 if speak else -2.0},
+                {"token": "S", "logprob": -2.0 if speak else -0.2},
+            ]
+            tok = {"token": content[:1], "logprob": -0.2, "top_logprobs": top}
+            return 200, {
+                "choices": [
+                    {
+                        "message": {"content": content},
+                        "finish_reason": "stop",
+                        "logprobs": {"content": [tok]},
+                    }
+                ]
+            }
+
+        return reply
+
+    sweeps = {}
+    for name, mangle in (("clean", False), ("mangled", True)):
+        server.reply = answer(mangle)
+        res = run_evaluation(
+            points,
+            info,
+            load_predictor(f"openai:m@{server.url}", concurrency=4),
+            tmp_path / name,
+            progress=False,
+            n_boot=0,
+        )
+        assert res.metrics is not None
+        sweeps[name] = res.metrics["threshold_sweep"]
+        if mangle:
+            assert res.metrics["n_unparseable"] == 52
+    assert sweeps["clean"]["roc_auc"] == 1.0
+    assert sweeps["mangled"]["roc_auc"] < 0.8
+    assert sweeps["mangled"]["best_balanced_accuracy"] < sweeps["clean"]["best_balanced_accuracy"]
