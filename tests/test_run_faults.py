@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from test_eval_support import friends_benchmark
 
-from polylogue.evaluation.runner import RunError, load_points, read_predictions, run_evaluation
+from polylogue.evaluation.runner import load_points, read_predictions, run_evaluation
 from polylogue.llm.openai import (
     MalformedResponse,
     OpenAIClient,
@@ -318,3 +318,84 @@ def test_run_with_unparseable_answers_scores_below_the_clean_run(
     assert sweeps["clean"]["roc_auc"] == 1.0
     assert sweeps["mangled"]["roc_auc"] < 0.8
     assert sweeps["mangled"]["best_balanced_accuracy"] < sweeps["clean"]["best_balanced_accuracy"]
+
+
+# ----------------------------------------------------------------------------- item 10
+
+
+def test_api_key_echoed_by_the_server_never_reaches_disk(
+    server: Misbehaving, bench: Path, tmp_path: Path
+) -> None:
+    secret = "pl-" + "7f3a9c" * 6
+    calls = []
+
+    def echo(headers: dict[str, str], body: dict[str, Any]) -> tuple[int, Any]:
+        calls.append(1)
+        auth = headers.get("Authorization", "")
+        if len(calls) == 2:  # a 400 whose message quotes the header
+            return 400, {"error": f"bad request from {auth}"}
+        if len(calls) == 3:  # a malformed body that quotes it
+            return 200, {"choices": [auth]}
+        return 200, completion(content=f"SILENT (you sent {auth})")
+
+    server.reply = echo
+    env = {**os.environ, "MY_LLM_CREDS": secret}
+    out = subprocess.run(
+        [
+            *(POLYLOGUE, "eval", "-d", str(bench), "-m", f"openai:m@{server.url}"),
+            *("--limit", "5", "--concurrency", "1", "--api-key-env", "MY_LLM_CREDS"),
+            *("--out", str(tmp_path / "runs"), "--no-progress", "--n-boot", "0"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert out.returncode == 0, out.stderr
+    assert server.requests[0]["headers"]["Authorization"] == f"Bearer {secret}"
+    files = [f for f in (tmp_path / "runs").rglob("*") if f.is_file()]
+    assert any(f.name == "predictions.jsonl" for f in files)
+    assert any(f.suffix == ".sqlite" for f in files)
+    for f in files:
+        assert secret.encode() not in f.read_bytes(), f
+    preds = next(f for f in files if f.name == "predictions.jsonl").read_text()
+    assert "[REDACTED]" in preds and "Bearer [REDACTED]" in preds
+    assert secret not in out.stdout + out.stderr
+
+
+def test_unknown_and_secret_options_are_refused(bench: Path, tmp_path: Path) -> None:
+    from polylogue.errors import PolylogueInputError
+
+    with pytest.raises(PolylogueInputError, match="max_retires"):
+        load_predictor("openai:m@http://127.0.0.1:9/v1", max_retires=2)
+    with pytest.raises(PolylogueInputError, match="seed"):
+        load_predictor("baseline:always-speak", seed=2)
+    secret = "pl-" + "1b" * 16
+    out = subprocess.run(
+        [
+            *(POLYLOGUE, "eval", "-d", str(bench), "-m", "openai:m@http://127.0.0.1:9/v1"),
+            *("-O", f"api_key={secret}", "--out", str(tmp_path / "runs")),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 2 and "api_key" in out.stderr and "--api-key-env" in out.stderr
+    assert secret not in out.stderr and not (tmp_path / "runs").exists()
+
+
+def test_saved_command_line_has_no_secrets() -> None:
+    from polylogue.runs import redact_argv, secret_values
+
+    env = {"OPENAI_API_KEY": "sk-abcdefgh12345", "MYVAR": "zz-secret-999", "HOME": "/home/u"}
+    argv = [
+        *("polylogue", "eval", "-O", "api_key=sk-1", "--option=auth_token=t0k"),
+        *("-O", "max_retries=2", "-m", "openai:m@https://bob:pw@host/v1"),
+        *("--note", "sk-abcdefgh12345", "x=zz-secret-999", "--home", "/home/u"),
+    ]
+    got = redact_argv(argv, secret_values(env, extra=["MYVAR"]))
+    assert got == [
+        *("polylogue", "eval", "-O", "api_key=[REDACTED]", "--option=auth_token=[REDACTED]"),
+        *("-O", "max_retries=2", "-m", "openai:m@https://[REDACTED]@host/v1"),
+        *("--note", "[REDACTED]", "x=[REDACTED]", "--home", "/home/u"),
+    ]

@@ -16,9 +16,10 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Generic, TypeVar
@@ -123,15 +124,57 @@ def utc_now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
-def new_manifest(kind: str, run_key: str, packages: Iterable[str] = ()) -> dict[str, Any]:
-    """The fields every run manifest starts with; a runner adds its own."""
+REDACTED = "[REDACTED]"
+
+#: Environment variables whose names contain one of these hold secrets (OPENAI_API_KEY,
+#: HF_TOKEN...): their values never enter a manifest's saved command line.
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+#: ``-O NAME=VALUE`` options whose NAME looks secret have their VALUE replaced.
+_SECRET_OPTION = re.compile(
+    r"^(-O|--option=)?([^=\s]*(?:key|token|secret|passw|auth)[^=\s]*)=(.*)$", re.IGNORECASE
+)
+#: ``scheme://user:password@host`` in a URL.
+_URL_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
+
+
+def secret_values(environ: Mapping[str, str] | None = None, extra: Iterable[str] = ()) -> list[str]:
+    """Values of secret-named environment variables (8+ characters) and of ``extra`` names."""
+    env = os.environ if environ is None else environ
+    names = {n for n in env if _SECRET_NAME.search(n)} | set(extra)
+    return sorted({env[n] for n in names if len(env.get(n, "")) >= 8}, key=len, reverse=True)
+
+
+def redact_argv(argv: Sequence[str], secrets: Iterable[str] = ()) -> list[str]:
+    """A command line safe to store: secret ``-O`` values, URL passwords and ``secrets`` out."""
+    secrets = [x for x in secrets if x]
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        follows_option = i > 0 and argv[i - 1] in ("-O", "--option")
+        m = _SECRET_OPTION.match(arg)
+        if m and (follows_option or m.group(1)):
+            arg = f"{m.group(1) or ''}{m.group(2)}={REDACTED}"
+        arg = _URL_USERINFO.sub(f"{REDACTED}@", arg)
+        for secret in secrets:
+            arg = arg.replace(secret, REDACTED)
+        out.append(arg)
+    return out
+
+
+def new_manifest(
+    kind: str, run_key: str, packages: Iterable[str] = (), secret_env: Iterable[str] = ()
+) -> dict[str, Any]:
+    """The fields every run manifest starts with; a runner adds its own.
+
+    ``command`` is the command line with secrets removed (:func:`redact_argv`); ``secret_env``
+    names variables holding secrets beyond those whose names say so (``--api-key-env MYVAR``).
+    """
     return {
         "kind": kind,
         "run_key": run_key,
         "created": utc_now(),
         "versions": versions(packages),
         "git_commit": git_commit(),
-        "command": list(sys.argv),
+        "command": redact_argv(sys.argv, secret_values(extra=secret_env)),
         "status": "running",
     }
 

@@ -346,8 +346,12 @@ def _manifest(
     old = resume_manifest(path, key)
     if old is not None:
         return old
+    key_env = getattr(predictor, "api_key_env", None)
     manifest = new_manifest(
-        RUN_KIND, key, ("numpy", "scikit-learn", "torch", "transformers", "peft", "httpx")
+        RUN_KIND,
+        key,
+        ("numpy", "scikit-learn", "torch", "transformers", "peft", "httpx"),
+        secret_env=[key_env] if isinstance(key_env, str) else [],
     )
     manifest["model"] = {"name": predictor.name, "spec": spec, "description": description}
     manifest["dataset"] = {

@@ -31,7 +31,13 @@ from polylogue.llm.openai import (
     answer_probabilities,
     token_index_at,
 )
-from polylogue.models.base import ModelSpec, Prediction, PredictionError
+from polylogue.models.base import (
+    ModelSpec,
+    ModelSpecError,
+    Prediction,
+    PredictionError,
+    check_options,
+)
 from polylogue.prompts.builder import PromptOptions, build_messages, prompt_fingerprint
 from polylogue.prompts.parsing import parse_decision
 from polylogue.turntaking.types import DecisionInput
@@ -238,8 +244,9 @@ def make_openai_predictor(spec: ModelSpec, **options: Any) -> OpenAICompatPredic
         "cache_path",
         "batch_size",
     }
-    kwargs = {k: v for k, v in options.items() if k in allowed and v is not None}
     if options.get("adapter"):
-        raise ValueError("LoRA adapters are served by the server; --adapter is for hf: models")
+        raise ModelSpecError("LoRA adapters are served by the server; --adapter is for hf: models")
+    check_options(spec.text, {k: v for k, v in options.items() if k != "adapter"}, allowed)
+    kwargs = {k: v for k, v in options.items() if v is not None}
     assert spec.url is not None
     return OpenAICompatPredictor(model=spec.target, base_url=spec.url, **kwargs)
