@@ -399,3 +399,77 @@ def test_saved_command_line_has_no_secrets() -> None:
         *("-O", "max_retries=2", "-m", "openai:m@https://[REDACTED]@host/v1"),
         *("--note", "[REDACTED]", "x=[REDACTED]", "--home", "/home/u"),
     ]
+
+
+# ----------------------------------------------------------------------------- item 11
+
+
+def _eval_cmd(bench: Path, url: str, out: Path, *extra: str) -> list[str]:
+    return [
+        *(POLYLOGUE, "eval", "-d", str(bench), "-m", f"openai:m@{url}", "--concurrency", "1"),
+        *("--batch-size", "1", "--out", str(out), "--no-progress", "--n-boot", "0", *extra),
+    ]
+
+
+def _wait_for_lines(folder: Path, n: int, proc: subprocess.Popen[str]) -> Path:
+    import time
+
+    for _ in range(600):
+        found = list(folder.glob("*/predictions.jsonl"))
+        if found and found[0].read_text().count("\n") >= n:
+            return found[0]
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    raise AssertionError("the first run wrote nothing")
+
+
+def test_second_identical_run_stops_while_the_first_holds_the_folder(
+    server: Misbehaving, bench: Path, tmp_path: Path
+) -> None:
+    import signal
+    import time
+
+    def slow(headers: dict[str, str], body: dict[str, Any]) -> tuple[int, Any]:
+        time.sleep(0.1)
+        return 200, completion()
+
+    server.reply = slow
+    out = tmp_path / "runs"
+    cmd = _eval_cmd(bench, server.url, out, "--limit", "8")
+    first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    preds = _wait_for_lines(out, 1, first)
+    second = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert second.returncode == 1, second.stderr
+    assert "in use by another polylogue run" in second.stderr and "Traceback" not in second.stderr
+    assert first.wait(120) == 0, first.communicate()
+    ids = [json.loads(line)["point_id"] for line in preds.read_text().splitlines()]
+    assert len(ids) == 8 == len(set(ids))  # every point once, the server asked once per point
+    assert len(server.requests) == 8
+    # A killed holder releases the lock (the kernel drops it): a rerun resumes.
+    cmd = _eval_cmd(bench, server.url, out, "--limit", "20")
+    killed = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for_lines(out, 10, killed)
+    killed.send_signal(signal.SIGKILL)
+    killed.wait(30)
+    rerun = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert rerun.returncode == 0, rerun.stderr
+    ids = [json.loads(line)["point_id"] for line in preds.read_text().splitlines() if line]
+    assert len(set(ids)) == 20
+
+
+def test_every_runner_takes_the_same_lock(tmp_path: Path) -> None:
+    import inspect
+
+    from polylogue.evaluation import runner as eval_runner
+    from polylogue.runs import RunFolderBusy, lock_run_folder
+    from polylogue.tom import runner as tom_runner
+    from polylogue.training import distill
+
+    # flock locks belong to an open file description: a second open conflicts in one process too.
+    with lock_run_folder(tmp_path), pytest.raises(RunFolderBusy, match=str(tmp_path)):
+        with lock_run_folder(tmp_path):
+            pass
+    with lock_run_folder(tmp_path):  # released on exit
+        pass
+    for fn in (eval_runner.run_evaluation, tom_runner.run_tom, distill.distill):
+        assert "lock_run_folder(" in inspect.getsource(fn), fn

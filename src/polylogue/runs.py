@@ -19,16 +19,51 @@ import platform
 import re
 import subprocess
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Generic, TypeVar
 
-from polylogue.errors import PolylogueInputError
+from polylogue.errors import PolylogueInputError, RunStopped
 
 
 class RunFileError(PolylogueInputError):
     """A predictions file was edited or damaged (a malformed line before the last one)."""
+
+
+class RunFolderBusy(RunStopped):
+    """Another process is running the same run (same folder) right now."""
+
+
+@contextmanager
+def lock_run_folder(folder: str | Path) -> Iterator[None]:
+    """Hold an exclusive lock on a run folder while a run works in it.
+
+    Two identical runs at once would each do (and pay for) every item and write it twice; the
+    second one therefore stops at once with :class:`RunFolderBusy` (exit status 1) and can be
+    rerun when the first is done. The lock is an advisory ``flock`` on the folder itself (no
+    lock file: a complete run in a read-only folder can still be opened), released by the
+    kernel when the holder exits or is killed. Where ``fcntl`` does not exist (Windows) runs
+    are not locked.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunFolderBusy(
+                f"{folder} is in use by another polylogue run of the same setup; wait for it to "
+                "finish (or stop it), then rerun this command to resume"
+            ) from None
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
 
 
 def canonical_json(obj: Any) -> str:

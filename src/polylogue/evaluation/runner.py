@@ -31,6 +31,7 @@ from polylogue.runs import (
     ChunkFailed,
     JsonlAppender,
     canonical_json,
+    lock_run_folder,
     new_manifest,
     read_records,
     resume_manifest,
@@ -206,6 +207,38 @@ def run_evaluation(
     key = run_key(dataset, description)
     folder = Path(out_dir) / run_folder_name(dataset, predictor.name, key)
     folder.mkdir(parents=True, exist_ok=True)
+    with lock_run_folder(folder):  # a second identical run stops here
+        return _run_locked(
+            points,
+            dataset,
+            predictor,
+            folder,
+            key,
+            description,
+            spec=spec,
+            limit=limit,
+            chunk_size=chunk_size,
+            n_boot=n_boot,
+            progress=progress,
+            extra_manifest=extra_manifest,
+        )
+
+
+def _run_locked(
+    points: Sequence[DecisionPoint],
+    dataset: DatasetInfo,
+    predictor: Predictor,
+    folder: Path,
+    key: str,
+    description: dict[str, Any],
+    *,
+    spec: str | None,
+    limit: int | None,
+    chunk_size: int | None,
+    n_boot: int,
+    progress: bool,
+    extra_manifest: dict[str, Any] | None,
+) -> RunResult:
     pred_path = folder / "predictions.jsonl"
     manifest_path = folder / "manifest.json"
 
