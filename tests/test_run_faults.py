@@ -466,9 +466,12 @@ def test_every_runner_takes_the_same_lock(tmp_path: Path) -> None:
     from polylogue.training import distill
 
     # flock locks belong to an open file description: a second open conflicts in one process too.
-    with lock_run_folder(tmp_path), pytest.raises(RunFolderBusy, match=str(tmp_path)):
-        with lock_run_folder(tmp_path):
-            pass
+    with (
+        lock_run_folder(tmp_path),
+        pytest.raises(RunFolderBusy, match=str(tmp_path)),
+        lock_run_folder(tmp_path),
+    ):
+        pass
     with lock_run_folder(tmp_path):  # released on exit
         pass
     for fn in (eval_runner.run_evaluation, tom_runner.run_tom, distill.distill):

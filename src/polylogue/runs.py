@@ -113,12 +113,32 @@ def read_records(
 def write_json_atomic(path: Path, obj: Any) -> None:
     """Write JSON so a reader never sees half a file (temp file + fsync + rename)."""
     tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=2, ensure_ascii=False, default=str)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(obj, f, indent=2, ensure_ascii=False, default=str)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        # A full disk must not leave a stray half-written .tmp next to the manifest.
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_json_if_changed(path: Path, obj: Any) -> bool:
+    """:func:`write_json_atomic` unless ``path`` already holds the same JSON (then no write).
+
+    Re-scoring a complete run changes nothing, so it works in a read-only folder.
+    """
+    new = json.loads(json.dumps(obj, ensure_ascii=False, default=str))
+    try:
+        if json.loads(path.read_text(encoding="utf-8")) == new:
+            return False
+    except (OSError, ValueError):
+        pass
+    write_json_atomic(path, obj)
+    return True
 
 
 def git_commit() -> str | None:

@@ -37,6 +37,7 @@ from polylogue.runs import (
     resume_manifest,
     run_chunks,
     write_json_atomic,
+    write_json_if_changed,
 )
 from polylogue.turntaking.types import DecisionPoint
 
@@ -247,6 +248,17 @@ def _run_locked(
         raise ValueError(f"dataset {dataset.name}/{dataset.split} has duplicate point ids")
     selected = list(points if limit is None else points[: max(0, limit)])
     done_ids = {r["point_id"] for r in read_predictions(pred_path, repair=True)}
+    n_todo = sum(1 for p in selected if p.point_id not in done_ids)
+
+    if n_todo == 0 and manifest_path.exists():
+        # Nothing to predict: re-score only. The manifest is kept as it is (no "running", no
+        # resumed_at) and files are rewritten only if their content changes, so a complete
+        # run can be re-scored in a read-only folder.
+        manifest = _manifest(manifest_path, key, dataset, predictor, description, spec, len(points))
+        manifest["resumed_at"] = manifest.get("resumed_at", [None])[:-1]
+        if not manifest["resumed_at"]:
+            del manifest["resumed_at"]
+        return _finish(folder, selected, points, dataset, predictor, manifest, 0, None, n_boot)
 
     manifest = _manifest(manifest_path, key, dataset, predictor, description, spec, len(points))
     manifest.update(extra_manifest or {})
@@ -255,7 +267,6 @@ def _run_locked(
     write_json_atomic(manifest_path, manifest)
 
     size = max(1, chunk_size or int(getattr(predictor, "batch_size", 0) or 16))
-    n_todo = sum(1 for p in selected if p.point_id not in done_ids)
     bar: _Progress = (
         _RichProgress(len(selected), len(selected) - n_todo, predictor.name)
         if progress
@@ -282,38 +293,76 @@ def _run_locked(
             )
     except (Exception, KeyboardInterrupt) as exc:
         bar.close()
-        _record_stop(manifest_path, manifest, exc, len(done_ids) + shown)
+        note = _record_stop(manifest_path, manifest, exc, len(done_ids) + shown)
         if isinstance(exc, KeyboardInterrupt):
             raise
         raise RunError(
             f"run stopped after {len(done_ids) + shown} of {len(selected)} points "
-            f"({type(exc).__name__}: {exc}). Finished predictions are kept in {pred_path}; "
-            "rerun the same command to resume."
+            f"({_describe(exc)}). Finished predictions are kept in {pred_path}; "
+            f"rerun the same command to resume.{note}"
         ) from exc
     bar.close()
     elapsed = time.perf_counter() - started
+    session = {"n_new": loop.n_new, "seconds": round(elapsed, 3)}
+    return _finish(
+        folder, selected, points, dataset, predictor, manifest, loop.n_new, session, n_boot
+    )
 
+
+def _describe(exc: BaseException) -> str:
+    """An error in one line: a full or read-only disk by its plain cause and the file."""
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f" writing {exc.filename}" if exc.filename else ""
+        return f"{exc.strerror}{where}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _finish(
+    folder: Path,
+    selected: Sequence[DecisionPoint],
+    points: Sequence[DecisionPoint],
+    dataset: DatasetInfo,
+    predictor: Predictor,
+    manifest: dict[str, Any],
+    n_new: int,
+    session: dict[str, Any] | None,
+    n_boot: int,
+) -> RunResult:
+    """Score the finished points of the selection; write metrics and manifest if they change."""
     wanted = {p.point_id for p in selected}
-    scored = [r for r in read_predictions(pred_path) if r["point_id"] in wanted]
+    scored = [r for r in read_predictions(folder / "predictions.jsonl") if r["point_id"] in wanted]
     metrics = _write_metrics(folder, scored, dataset, predictor.name, len(points), n_boot)
     manifest.update(
         {
             "status": "complete" if len(scored) == len(points) else "partial",
             "n_done": len(scored),
             "error": None,
-            "last_session": {"n_new": loop.n_new, "seconds": round(elapsed, 3)},
         }
     )
-    write_json_atomic(manifest_path, manifest)
-    return RunResult(folder, len(points), len(scored), loop.n_new, metrics, manifest)
+    if session is not None:
+        manifest["last_session"] = session
+    write_json_if_changed(folder / "manifest.json", manifest)
+    return RunResult(folder, len(points), len(scored), n_new, metrics, manifest)
 
 
-def _record_stop(path: Path, manifest: dict[str, Any], exc: BaseException, n_done: int) -> None:
-    """Mark a run that stopped early (Ctrl-C or an error) in its manifest."""
+def _record_stop(path: Path, manifest: dict[str, Any], exc: BaseException, n_done: int) -> str:
+    """Mark a run that stopped early (Ctrl-C or an error) in its manifest.
+
+    Returns "" or, when the manifest cannot be written either (the disk is full), a sentence
+    saying so: the manifest then still says "running", and the user is told rather than left
+    to find out.
+    """
     manifest["status"] = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
-    manifest["error"] = f"{type(exc).__name__}: {exc}"
+    manifest["error"] = _describe(exc)
     manifest["n_done"] = n_done
-    write_json_atomic(path, manifest)
+    try:
+        write_json_atomic(path, manifest)
+    except OSError as err:
+        return (
+            f" {path} could not be updated ({err.strerror or err}) and still says "
+            '"running"; no process is running it.'
+        )
+    return ""
 
 
 def _write_metrics(
@@ -338,7 +387,7 @@ def _write_metrics(
             "n_split": n_split,
         }
     )
-    write_json_atomic(folder / "metrics.json", metrics)
+    write_json_if_changed(folder / "metrics.json", metrics)
     return metrics
 
 
