@@ -476,3 +476,113 @@ def test_every_runner_takes_the_same_lock(tmp_path: Path) -> None:
         pass
     for fn in (eval_runner.run_evaluation, tom_runner.run_tom, distill.distill):
         assert "lock_run_folder(" in inspect.getsource(fn), fn
+
+
+# ----------------------------------------------------------------------------- item 12
+# A full or read-only disk, for real: a tiny tmpfs (or a read-only bind mount) in a private
+# mount namespace (``unshare -rm``: no root needed where user namespaces are allowed).
+
+
+def _in_namespace(script: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    probe = subprocess.run(["unshare", "-rm", "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"no user namespaces here to mount a small disk: {probe.stderr.strip()}")
+    return subprocess.run(
+        ["unshare", "-rm", "sh", "-c", f"set -u\n{script}"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+
+
+def _errors(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.strip()]
+
+
+def test_full_disk_during_eval_is_one_line_and_keeps_what_finished(
+    bench: Path, tmp_path: Path
+) -> None:
+    disk, copy = tmp_path / "disk", tmp_path / "copy"
+    disk.mkdir()
+    copy.mkdir()
+    cmd = " ".join(
+        [
+            *(POLYLOGUE, "eval", "-d", str(bench), "-m", "baseline:explicit-address"),
+            *("--out", str(disk / "runs"), "--no-progress", "--n-boot", "0", "2>", "err.txt"),
+        ]
+    )
+    out = _in_namespace(
+        f"mount -t tmpfs -o size=40k tmpfs {disk}\n{cmd}\necho rc=$?\ncp -a {disk}/. {copy}/",
+        tmp_path,
+    )
+    assert "rc=1" in out.stdout, out.stdout + out.stderr
+    err = _errors((tmp_path / "err.txt").read_text())
+    assert len(err) == 1 and err[0].startswith("error:"), err
+    assert "No space left on device" in err[0] and "Traceback" not in err[0]
+    (folder,) = (copy / "runs").iterdir()
+    assert not list(folder.glob("*.tmp"))
+    manifest = json.loads((folder / "manifest.json").read_text())
+    # Either the manifest says the run failed, or the one line says it could not be updated.
+    assert manifest["status"] == "failed" or 'still says "running"' in err[0]
+    kept = read_predictions(folder / "predictions.jsonl")  # readable; a torn tail is cut
+    assert 0 < len(kept) < 200
+
+
+def test_complete_run_is_rescored_in_a_read_only_folder(bench: Path, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    cmd = [POLYLOGUE, "eval", "-d", str(bench), "-m", "baseline:previous-speaker"]
+    cmd += ["--out", str(runs), "--no-progress", "--n-boot", "20"]
+    first = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0, first.stderr
+    (folder,) = runs.iterdir()
+    before = {f.name: f.read_bytes() for f in folder.iterdir()}
+    out = _in_namespace(
+        f"mount --bind {runs} {runs} && mount -o remount,bind,ro {runs}\n"
+        f"touch {folder}/probe 2>/dev/null && echo WRITABLE\n" + " ".join(cmd) + "\necho rc=$?",
+        tmp_path,
+    )
+    assert "WRITABLE" not in out.stdout and "rc=0" in out.stdout, out.stdout + out.stderr
+    assert "complete" in out.stderr and "Acc" in out.stderr
+    assert {f.name: f.read_bytes() for f in folder.iterdir()} == before
+
+
+def test_build_on_a_full_disk_leaves_no_benchmark_folder(tmp_path: Path) -> None:
+    disk, copy = tmp_path / "disk", tmp_path / "copy"
+    disk.mkdir()
+    copy.mkdir()
+    from polylogue.paths import data_root
+
+    cmd = (
+        f"{POLYLOGUE} build --corpus friends --limit-conversations 4 --out {disk}/bench "
+        f"--data-root {data_root()}"
+    )
+    out = _in_namespace(
+        f"mount -t tmpfs -o size=64k tmpfs {disk}\n{cmd} 2> err.txt\necho rc=$?\n"
+        f"cp -a {disk}/. {copy}/",
+        tmp_path,
+    )
+    assert "rc=1" in out.stdout, out.stdout + out.stderr
+    stderr = (tmp_path / "err.txt").read_text()
+    # (the build's progress line may precede it; the error itself is one line)
+    err = [line for line in _errors(stderr) if line.startswith("error:")]
+    assert err == ["error: No space left on device"] and "Traceback" not in stderr, stderr
+    assert list(copy.iterdir()) == []  # no bench/, no half-written staging folder
+
+
+def test_decide_json_to_a_full_device_is_one_line(tmp_path: Path) -> None:
+    transcript = tmp_path / "t.txt"
+    transcript.write_text("Alice: Dave, can you check?\nBob: sure\nDave: ok\nAlice: thanks\n")
+    with open("/dev/full", "w") as full:
+        out = subprocess.run(
+            [POLYLOGUE, "decide", str(transcript), "--as", "Dave", "--json"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    assert out.returncode == 1
+    err = _errors(out.stderr)
+    assert err == ["error: cannot write the output: No space left on device"] or (
+        len(err) == 1 and "No space left on device" in err[0]
+    ), out.stderr
