@@ -126,6 +126,21 @@ def write_json_atomic(path: Path, obj: Any) -> None:
         raise
 
 
+def overwrite_json_in_place(path: Path, obj: Any) -> None:
+    """Rewrite an existing JSON file over its own blocks (no new file, no rename).
+
+    The fallback when :func:`write_json_atomic` fails on a full disk: a small manifest fits in
+    the blocks it already has, so its status can still be set. Not atomic: a crash in the
+    middle leaves a torn file, which :func:`resume_manifest` treats as no manifest.
+    """
+    text = json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n"
+    with open(path, "r+", encoding="utf-8") as f:
+        f.write(text)
+        f.truncate()
+        f.flush()
+        os.fsync(f.fileno())
+
+
 def write_json_if_changed(path: Path, obj: Any) -> bool:
     """:func:`write_json_atomic` unless ``path`` already holds the same JSON (then no write).
 

@@ -33,6 +33,7 @@ from polylogue.runs import (
     canonical_json,
     lock_run_folder,
     new_manifest,
+    overwrite_json_in_place,
     read_records,
     resume_manifest,
     run_chunks,
@@ -356,7 +357,10 @@ def _record_stop(path: Path, manifest: dict[str, Any], exc: BaseException, n_don
     manifest["error"] = _describe(exc)
     manifest["n_done"] = n_done
     try:
-        write_json_atomic(path, manifest)
+        try:
+            write_json_atomic(path, manifest)
+        except OSError:  # a full disk has no room for a new file: reuse the old one's blocks
+            overwrite_json_in_place(path, manifest)
     except OSError as err:
         return (
             f" {path} could not be updated ({err.strerror or err}) and still says "
