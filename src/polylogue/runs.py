@@ -16,18 +16,54 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Generic, TypeVar
 
-from polylogue.errors import PolylogueInputError
+from polylogue.errors import PolylogueInputError, RunStopped
 
 
 class RunFileError(PolylogueInputError):
     """A predictions file was edited or damaged (a malformed line before the last one)."""
+
+
+class RunFolderBusy(RunStopped):
+    """Another process is running the same run (same folder) right now."""
+
+
+@contextmanager
+def lock_run_folder(folder: str | Path) -> Iterator[None]:
+    """Hold an exclusive lock on a run folder while a run works in it.
+
+    Two identical runs at once would each do (and pay for) every item and write it twice; the
+    second one therefore stops at once with :class:`RunFolderBusy` (exit status 1) and can be
+    rerun when the first is done. The lock is an advisory ``flock`` on the folder itself (no
+    lock file: a complete run in a read-only folder can still be opened), released by the
+    kernel when the holder exits or is killed. Where ``fcntl`` does not exist (Windows) runs
+    are not locked.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunFolderBusy(
+                f"{folder} is in use by another polylogue run of the same setup; wait for it to "
+                "finish (or stop it), then rerun this command to resume"
+            ) from None
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
 
 
 def canonical_json(obj: Any) -> str:
@@ -77,12 +113,47 @@ def read_records(
 def write_json_atomic(path: Path, obj: Any) -> None:
     """Write JSON so a reader never sees half a file (temp file + fsync + rename)."""
     tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=2, ensure_ascii=False, default=str)
-        f.write("\n")
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(obj, f, indent=2, ensure_ascii=False, default=str)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        # A full disk must not leave a stray half-written .tmp next to the manifest.
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def overwrite_json_in_place(path: Path, obj: Any) -> None:
+    """Rewrite an existing JSON file over its own blocks (no new file, no rename).
+
+    The fallback when :func:`write_json_atomic` fails on a full disk: a small manifest fits in
+    the blocks it already has, so its status can still be set. Not atomic: a crash in the
+    middle leaves a torn file, which :func:`resume_manifest` treats as no manifest.
+    """
+    text = json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n"
+    with open(path, "r+", encoding="utf-8") as f:
+        f.write(text)
+        f.truncate()
         f.flush()
         os.fsync(f.fileno())
-    os.replace(tmp, path)
+
+
+def write_json_if_changed(path: Path, obj: Any) -> bool:
+    """:func:`write_json_atomic` unless ``path`` already holds the same JSON (then no write).
+
+    Re-scoring a complete run changes nothing, so it works in a read-only folder.
+    """
+    new = json.loads(json.dumps(obj, ensure_ascii=False, default=str))
+    try:
+        if json.loads(path.read_text(encoding="utf-8")) == new:
+            return False
+    except (OSError, ValueError):
+        pass
+    write_json_atomic(path, obj)
+    return True
 
 
 def git_commit() -> str | None:
@@ -123,15 +194,57 @@ def utc_now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
-def new_manifest(kind: str, run_key: str, packages: Iterable[str] = ()) -> dict[str, Any]:
-    """The fields every run manifest starts with; a runner adds its own."""
+REDACTED = "[REDACTED]"
+
+#: Environment variables whose names contain one of these hold secrets (OPENAI_API_KEY,
+#: HF_TOKEN...): their values never enter a manifest's saved command line.
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+#: ``-O NAME=VALUE`` options whose NAME looks secret have their VALUE replaced.
+_SECRET_OPTION = re.compile(
+    r"^(-O|--option=)?([^=\s]*(?:key|token|secret|passw|auth)[^=\s]*)=(.*)$", re.IGNORECASE
+)
+#: ``scheme://user:password@host`` in a URL.
+_URL_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
+
+
+def secret_values(environ: Mapping[str, str] | None = None, extra: Iterable[str] = ()) -> list[str]:
+    """Values of secret-named environment variables (8+ characters) and of ``extra`` names."""
+    env = os.environ if environ is None else environ
+    names = {n for n in env if _SECRET_NAME.search(n)} | set(extra)
+    return sorted({env[n] for n in names if len(env.get(n, "")) >= 8}, key=len, reverse=True)
+
+
+def redact_argv(argv: Sequence[str], secrets: Iterable[str] = ()) -> list[str]:
+    """A command line safe to store: secret ``-O`` values, URL passwords and ``secrets`` out."""
+    secrets = [x for x in secrets if x]
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        follows_option = i > 0 and argv[i - 1] in ("-O", "--option")
+        m = _SECRET_OPTION.match(arg)
+        if m and (follows_option or m.group(1)):
+            arg = f"{m.group(1) or ''}{m.group(2)}={REDACTED}"
+        arg = _URL_USERINFO.sub(f"{REDACTED}@", arg)
+        for secret in secrets:
+            arg = arg.replace(secret, REDACTED)
+        out.append(arg)
+    return out
+
+
+def new_manifest(
+    kind: str, run_key: str, packages: Iterable[str] = (), secret_env: Iterable[str] = ()
+) -> dict[str, Any]:
+    """The fields every run manifest starts with; a runner adds its own.
+
+    ``command`` is the command line with secrets removed (:func:`redact_argv`); ``secret_env``
+    names variables holding secrets beyond those whose names say so (``--api-key-env MYVAR``).
+    """
     return {
         "kind": kind,
         "run_key": run_key,
         "created": utc_now(),
         "versions": versions(packages),
         "git_commit": git_commit(),
-        "command": list(sys.argv),
+        "command": redact_argv(sys.argv, secret_values(extra=secret_env)),
         "status": "running",
     }
 

@@ -6,8 +6,11 @@ imports happen inside the command functions so ``polylogue --help`` stays fast.
 
 from __future__ import annotations
 
+import errno
 import functools
 import importlib
+import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -49,8 +52,24 @@ def _report_errors(func: Callable[..., Any]) -> Callable[..., Any]:
         except RunStopped as exc:
             print_error(exc)
             raise typer.Exit(1) from exc
+        except OSError as exc:
+            if exc.errno not in _DISK_ERRNOS:
+                raise
+            print_error(_disk_error(exc))
+            raise typer.Exit(1) from exc
 
     return wrapper
+
+
+#: A full, read-only or unwritable disk: one line (the cause and the file), exit status 1.
+_DISK_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG, errno.EIO}
+)
+
+
+def _disk_error(exc: OSError) -> str:
+    where = f": {exc.filename}" if exc.filename else ""
+    return f"{exc.strerror or exc}{where}"
 
 
 def print_error(message: object) -> None:
@@ -82,5 +101,23 @@ _wrap_commands(app)
 
 
 def main() -> None:
-    """Entry point (every command reports user errors through :func:`_report_errors`)."""
-    app()
+    """Entry point (every command reports user errors through :func:`_report_errors`).
+
+    Output still buffered when a command returns is flushed here, so ``> /dev/full`` (or a
+    disk that fills) gives one line and exit status 1 instead of a traceback at shutdown.
+    """
+    code: int | str | None = 0
+    try:
+        app()
+    except SystemExit as exc:
+        code = exc.code
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        if not code:
+            print_error(f"cannot write the output: {exc.strerror or exc}")
+            code = 1
+        # Nothing more can reach stdout: point it at /dev/null so shutdown does not try again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(code)

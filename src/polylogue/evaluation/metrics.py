@@ -305,24 +305,58 @@ class ThresholdSweep:
         }
 
 
+#: Scores an unparseable point gets in :func:`threshold_sweep`: outside [0, 1] on the wrong side,
+#: so it is wrong at every threshold and ranks below (gold SPEAK) or above (gold SILENT) every
+#: point that has a real probability: a backend's P(SPEAK) for an answer it could not give in
+#: the required format never counts.
+UNPARSEABLE_SCORE_SPEAK = -1.0
+UNPARSEABLE_SCORE_SILENT = 2.0
+
+
 def threshold_sweep(
-    gold: Sequence[Label], p_speak: Sequence[float | None], *, max_points: int = 201
+    gold: Sequence[Label],
+    p_speak: Sequence[float | None],
+    *,
+    pred: Sequence[Label | None] | None = None,
+    max_points: int = 201,
 ) -> ThresholdSweep | None:
     """Balanced accuracy and the interruption / missed-turn trade-off across thresholds.
 
-    Returns None when no point has a probability or only one gold class has any.
+    With ``pred``, a point whose answer was unparseable (``None``) counts as wrong whatever its
+    probability: it is scored :data:`UNPARSEABLE_SCORE_SPEAK` / :data:`UNPARSEABLE_SCORE_SILENT`
+    (the wrong end, beyond [0, 1]) in the ROC AUC and at every threshold of the table, which
+    then lists thresholds in [0, 1] only. Points with a parsed answer and no probability are
+    left out (``coverage`` says how many are in). Returns None when no parsed point has a
+    probability or only one gold class is covered.
     """
     from sklearn.metrics import roc_auc_score, roc_curve
 
-    n = _check_lengths(gold, p_speak)
-    keep = [i for i, p in enumerate(p_speak) if p is not None and math.isfinite(p)]
-    if not keep:
+    n = _check_lengths(gold, p_speak, pred)
+    gold_speak = _gold_codes(gold) == 0
+    scores_by_point: list[float | None] = []
+    n_real = n_penalised = 0
+    for i, p in enumerate(p_speak):
+        if pred is not None and pred[i] is None:
+            scores_by_point.append(
+                UNPARSEABLE_SCORE_SPEAK if gold_speak[i] else UNPARSEABLE_SCORE_SILENT
+            )
+            n_penalised += 1
+        elif p is not None and math.isfinite(p):
+            scores_by_point.append(float(p))
+            n_real += 1
+        else:
+            scores_by_point.append(None)
+    if n_real == 0:
         return None
-    y = (_gold_codes([gold[i] for i in keep]) == 0).astype(np.int64)
-    scores = np.array([p_speak[i] for i in keep], dtype=np.float64)
+    keep = [i for i, sc in enumerate(scores_by_point) if sc is not None]
+    y = gold_speak[keep].astype(np.int64)
+    scores = np.array([scores_by_point[i] for i in keep], dtype=np.float64)
     if y.min() == y.max():
         return None
     fpr, tpr, thr = roc_curve(y, scores, drop_intermediate=False)
+    if n_penalised:  # rows beyond [0, 1] exist only because of the penalty scores
+        inside = (thr >= 0.0) & (thr <= 1.0)
+        fpr, tpr, thr = fpr[inside], tpr[inside], thr[inside]
     thr = np.clip(thr, 0.0, 1.0)  # sklearn's first threshold is +inf ("never speak")
     if len(thr) > max_points:  # keep the curve's shape, thin the table
         idx = np.unique(np.linspace(0, len(thr) - 1, max_points).round().astype(int))
@@ -470,7 +504,7 @@ def compute_metrics(
             "n_units": len(set(group)) if group is not None else n,
         }
     if p_speak is not None:
-        sweep = threshold_sweep(gold, p_speak)
+        sweep = threshold_sweep(gold, p_speak, pred=pred)
         result["threshold_sweep"] = None if sweep is None else sweep.to_dict()
     return result
 

@@ -31,11 +31,14 @@ from polylogue.runs import (
     ChunkFailed,
     JsonlAppender,
     canonical_json,
+    lock_run_folder,
     new_manifest,
+    overwrite_json_in_place,
     read_records,
     resume_manifest,
     run_chunks,
     write_json_atomic,
+    write_json_if_changed,
 )
 from polylogue.turntaking.types import DecisionPoint
 
@@ -206,6 +209,38 @@ def run_evaluation(
     key = run_key(dataset, description)
     folder = Path(out_dir) / run_folder_name(dataset, predictor.name, key)
     folder.mkdir(parents=True, exist_ok=True)
+    with lock_run_folder(folder):  # a second identical run stops here
+        return _run_locked(
+            points,
+            dataset,
+            predictor,
+            folder,
+            key,
+            description,
+            spec=spec,
+            limit=limit,
+            chunk_size=chunk_size,
+            n_boot=n_boot,
+            progress=progress,
+            extra_manifest=extra_manifest,
+        )
+
+
+def _run_locked(
+    points: Sequence[DecisionPoint],
+    dataset: DatasetInfo,
+    predictor: Predictor,
+    folder: Path,
+    key: str,
+    description: dict[str, Any],
+    *,
+    spec: str | None,
+    limit: int | None,
+    chunk_size: int | None,
+    n_boot: int,
+    progress: bool,
+    extra_manifest: dict[str, Any] | None,
+) -> RunResult:
     pred_path = folder / "predictions.jsonl"
     manifest_path = folder / "manifest.json"
 
@@ -214,6 +249,17 @@ def run_evaluation(
         raise ValueError(f"dataset {dataset.name}/{dataset.split} has duplicate point ids")
     selected = list(points if limit is None else points[: max(0, limit)])
     done_ids = {r["point_id"] for r in read_predictions(pred_path, repair=True)}
+    n_todo = sum(1 for p in selected if p.point_id not in done_ids)
+
+    if n_todo == 0 and manifest_path.exists():
+        # Nothing to predict: re-score only. The manifest is kept as it is (no "running", no
+        # resumed_at) and files are rewritten only if their content changes, so a complete
+        # run can be re-scored in a read-only folder.
+        manifest = _manifest(manifest_path, key, dataset, predictor, description, spec, len(points))
+        manifest["resumed_at"] = manifest.get("resumed_at", [None])[:-1]
+        if not manifest["resumed_at"]:
+            del manifest["resumed_at"]
+        return _finish(folder, selected, points, dataset, predictor, manifest, 0, None, n_boot)
 
     manifest = _manifest(manifest_path, key, dataset, predictor, description, spec, len(points))
     manifest.update(extra_manifest or {})
@@ -222,7 +268,6 @@ def run_evaluation(
     write_json_atomic(manifest_path, manifest)
 
     size = max(1, chunk_size or int(getattr(predictor, "batch_size", 0) or 16))
-    n_todo = sum(1 for p in selected if p.point_id not in done_ids)
     bar: _Progress = (
         _RichProgress(len(selected), len(selected) - n_todo, predictor.name)
         if progress
@@ -249,38 +294,79 @@ def run_evaluation(
             )
     except (Exception, KeyboardInterrupt) as exc:
         bar.close()
-        _record_stop(manifest_path, manifest, exc, len(done_ids) + shown)
+        note = _record_stop(manifest_path, manifest, exc, len(done_ids) + shown)
         if isinstance(exc, KeyboardInterrupt):
             raise
         raise RunError(
             f"run stopped after {len(done_ids) + shown} of {len(selected)} points "
-            f"({type(exc).__name__}: {exc}). Finished predictions are kept in {pred_path}; "
-            "rerun the same command to resume."
+            f"({_describe(exc)}). Finished predictions are kept in {pred_path}; "
+            f"rerun the same command to resume.{note}"
         ) from exc
     bar.close()
     elapsed = time.perf_counter() - started
+    session = {"n_new": loop.n_new, "seconds": round(elapsed, 3)}
+    return _finish(
+        folder, selected, points, dataset, predictor, manifest, loop.n_new, session, n_boot
+    )
 
+
+def _describe(exc: BaseException) -> str:
+    """An error in one line: a full or read-only disk by its plain cause and the file."""
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f" writing {exc.filename}" if exc.filename else ""
+        return f"{exc.strerror}{where}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _finish(
+    folder: Path,
+    selected: Sequence[DecisionPoint],
+    points: Sequence[DecisionPoint],
+    dataset: DatasetInfo,
+    predictor: Predictor,
+    manifest: dict[str, Any],
+    n_new: int,
+    session: dict[str, Any] | None,
+    n_boot: int,
+) -> RunResult:
+    """Score the finished points of the selection; write metrics and manifest if they change."""
     wanted = {p.point_id for p in selected}
-    scored = [r for r in read_predictions(pred_path) if r["point_id"] in wanted]
+    scored = [r for r in read_predictions(folder / "predictions.jsonl") if r["point_id"] in wanted]
     metrics = _write_metrics(folder, scored, dataset, predictor.name, len(points), n_boot)
     manifest.update(
         {
             "status": "complete" if len(scored) == len(points) else "partial",
             "n_done": len(scored),
             "error": None,
-            "last_session": {"n_new": loop.n_new, "seconds": round(elapsed, 3)},
         }
     )
-    write_json_atomic(manifest_path, manifest)
-    return RunResult(folder, len(points), len(scored), loop.n_new, metrics, manifest)
+    if session is not None:
+        manifest["last_session"] = session
+    write_json_if_changed(folder / "manifest.json", manifest)
+    return RunResult(folder, len(points), len(scored), n_new, metrics, manifest)
 
 
-def _record_stop(path: Path, manifest: dict[str, Any], exc: BaseException, n_done: int) -> None:
-    """Mark a run that stopped early (Ctrl-C or an error) in its manifest."""
+def _record_stop(path: Path, manifest: dict[str, Any], exc: BaseException, n_done: int) -> str:
+    """Mark a run that stopped early (Ctrl-C or an error) in its manifest.
+
+    Returns "" or, when the manifest cannot be written either (the disk is full), a sentence
+    saying so: the manifest then still says "running", and the user is told rather than left
+    to find out.
+    """
     manifest["status"] = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
-    manifest["error"] = f"{type(exc).__name__}: {exc}"
+    manifest["error"] = _describe(exc)
     manifest["n_done"] = n_done
-    write_json_atomic(path, manifest)
+    try:
+        try:
+            write_json_atomic(path, manifest)
+        except OSError:  # a full disk has no room for a new file: reuse the old one's blocks
+            overwrite_json_in_place(path, manifest)
+    except OSError as err:
+        return (
+            f" {path} could not be updated ({err.strerror or err}) and still says "
+            '"running"; no process is running it.'
+        )
+    return ""
 
 
 def _write_metrics(
@@ -305,7 +391,7 @@ def _write_metrics(
             "n_split": n_split,
         }
     )
-    write_json_atomic(folder / "metrics.json", metrics)
+    write_json_if_changed(folder / "metrics.json", metrics)
     return metrics
 
 
@@ -346,8 +432,12 @@ def _manifest(
     old = resume_manifest(path, key)
     if old is not None:
         return old
+    key_env = getattr(predictor, "api_key_env", None)
     manifest = new_manifest(
-        RUN_KIND, key, ("numpy", "scikit-learn", "torch", "transformers", "peft", "httpx")
+        RUN_KIND,
+        key,
+        ("numpy", "scikit-learn", "torch", "transformers", "peft", "httpx"),
+        secret_env=[key_env] if isinstance(key_env, str) else [],
     )
     manifest["model"] = {"name": predictor.name, "spec": spec, "description": description}
     manifest["dataset"] = {

@@ -3,13 +3,22 @@
 * Async requests with bounded concurrency (:meth:`OpenAIClient.generate_many`), or one at a
   time (:meth:`OpenAIClient.generate`).
 * Retries with exponential backoff, honouring ``Retry-After``, on 408/409/425/429, 5xx,
-  timeouts, connection errors and malformed bodies; :class:`RetriesExhausted` when they run out.
+  timeouts, dropped connections and bodies that are not JSON; :class:`RetriesExhausted` when
+  they run out. A server that refuses the connection (nothing listening, unknown host) gets one
+  quick retry, then :class:`ServerUnreachable` names the URL: a dead server fails in about a
+  second, not after the whole backoff.
 * 400/413/422 (e.g. a prompt over the context size) raise :class:`RequestRejected`: a property
   of that input, which a task records as an unparseable answer. 401/403/404 raise
   :class:`ServerConfigError`: the configuration is wrong, stop.
+* A 200 body that is JSON but not a chat completion (``choices`` not a list of objects,
+  ``content`` neither text nor null, a ``logprob`` that is not a finite number...) raises
+  :class:`MalformedResponse` (a :class:`RequestRejected`) holding the raw body, without retrying:
+  a task records that point as unparseable and the run goes on. Such a body is never cached.
 * A server that refuses ``logprobs`` is asked again without them, and not asked for them again.
 * The API key is read from the environment variable ``api_key_env`` and sent only in the
-  ``Authorization`` header: it never enters payloads, cache keys, descriptions or run folders.
+  ``Authorization`` header: it never enters payloads, cache keys or descriptions, and every
+  text the server sends back (bodies, cached replies, error messages) has it replaced by
+  ``[REDACTED]`` before anyone sees it, so a server echoing the header cannot put it on disk.
 * With a :class:`~polylogue.llm.cache.ResponseCache`, deterministic replies (temperature 0) are
   stored by a hash of (base URL, request payload).
 
@@ -43,14 +52,100 @@ class ServerConfigError(RuntimeError):
     """Authentication, permission or not-found: the run's configuration is wrong (401/403/404)."""
 
 
+class MalformedResponse(RequestRejected):
+    """A 200 reply that is not a usable chat completion; ``body`` is its (redacted) raw text."""
+
+    def __init__(self, message: str, body: str) -> None:
+        super().__init__(message)
+        self.body = body
+
+
 class RetriesExhausted(RuntimeError):
     """Every attempt failed with a retryable error (server down, overloaded, garbage)."""
 
 
+class ServerUnreachable(RetriesExhausted):
+    """Nothing accepts connections at the server's URL (refused, unknown host)."""
+
+
+#: Retries after a refused connection (one, after :data:`CONNECT_RETRY_DELAY_S`): a server that
+#: is starting gets a second chance, a dead one fails fast.
+CONNECT_RETRIES = 1
+CONNECT_RETRY_DELAY_S = 0.5
+
+REDACTED = "[REDACTED]"
+
+
 class _Retryable(Exception):
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
+    def __init__(
+        self, message: str, retry_after: float | None = None, *, refused: bool = False
+    ) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        #: The connection was refused: retried at most :data:`CONNECT_RETRIES` times.
+        self.refused = refused
+
+
+def redact(value: Any, secret: str | None) -> Any:
+    """``value`` with every occurrence of ``secret`` in its strings (keys too) replaced."""
+    if not secret:
+        return value
+    if isinstance(value, str):
+        return value.replace(secret, REDACTED)
+    if isinstance(value, Mapping):
+        return {redact(k, secret): redact(v, secret) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact(v, secret) for v in value]
+    return value
+
+
+def chat_body_problem(body: Any) -> str | None:
+    """Why ``body`` is not a usable chat completion, or None when it is.
+
+    Checked: ``choices`` is a non-empty list of objects; the first has a ``message`` object
+    (or none) whose ``content`` is text or null; ``logprobs.content`` (when present) is a list
+    of objects whose ``logprob`` values, and those of their ``top_logprobs``, are finite numbers.
+    """
+    if not isinstance(body, dict):
+        return f"body is a JSON {type(body).__name__}, not an object"
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices:
+        return "no choices list in response"
+    choice = choices[0]
+    if not isinstance(choice, dict):
+        return f"choices[0] is a JSON {type(choice).__name__}, not an object"
+    message = choice.get("message")
+    if message is not None and not isinstance(message, dict):
+        return "choices[0].message is not an object"
+    content = (message or {}).get("content")
+    if content is not None and not isinstance(content, str):
+        return f"message content is a JSON {type(content).__name__}, not text"
+    reasoning = (message or {}).get("reasoning_content")
+    if reasoning is not None and not isinstance(reasoning, str):
+        return "reasoning_content is not text"
+    if body.get("usage") is not None and not isinstance(body.get("usage"), dict):
+        return "usage is not an object"
+    logprobs = choice.get("logprobs")
+    if logprobs is None:
+        return None
+    if not isinstance(logprobs, dict):
+        return "choices[0].logprobs is not an object"
+    tokens = logprobs.get("content")
+    if tokens is None:
+        return None
+    if not isinstance(tokens, list):
+        return "logprobs.content is not a list"
+    for i, tok in enumerate(tokens):
+        entries = [tok, *((tok.get("top_logprobs") or []) if isinstance(tok, dict) else [])]
+        if isinstance(tok, dict) and not isinstance(tok.get("top_logprobs") or [], list):
+            return f"logprobs.content[{i}].top_logprobs is not a list"
+        for entry in entries:
+            if not isinstance(entry, dict):
+                return f"logprobs.content[{i}] holds a non-object"
+            lp = entry.get("logprob")
+            if isinstance(lp, bool) or not isinstance(lp, int | float) or not math.isfinite(lp):
+                return f"logprobs.content[{i}] has logprob {lp!r}, not a finite number"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +207,12 @@ class OpenAIClient:
         if self.concurrency < 1:
             raise ValueError("concurrency must be >= 1")
 
+    def _api_key(self) -> str | None:
+        return os.environ.get(self.api_key_env) or None
+
+    def _redact(self, text: str) -> str:
+        return str(redact(text, self._api_key()))
+
     @property
     def root_url(self) -> str:
         """The server root (``base_url`` without ``/v1``), for llama.cpp's ``/tokenize``."""
@@ -146,7 +247,7 @@ class OpenAIClient:
         # No keep-alive: xllamacpp drops pooled connections after some responses
         # (offline-models.md), and one TCP handshake per LLM call costs nothing in comparison.
         limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=0)
-        key = os.environ.get(self.api_key_env)
+        key = self._api_key()
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         return httpx.AsyncClient(timeout=self.timeout_s, limits=limits, headers=headers)
 
@@ -197,8 +298,9 @@ class OpenAIClient:
         key = request_key({"url": self.base_url, "payload": payload}) if cache is not None else None
         if cache is not None and key is not None:
             hit = cache.get(key)
-            if hit is not None:
-                return ChatResult(hit, 0, True)
+            # A reply cached by an older version is used only if it is still well formed.
+            if hit is not None and chat_body_problem(hit) is None:
+                return ChatResult(redact(hit, self._api_key()), 0, True)
         body, attempts = await self._post_with_retries(http, payload)
         if cache is not None and key is not None:
             cache.put(key, body)
@@ -224,35 +326,53 @@ class OpenAIClient:
         self, http: Any, payload: dict[str, Any]
     ) -> tuple[dict[str, Any], int]:
         url = f"{self.base_url}/chat/completions"
-        last: Exception | None = None
+        last: _Retryable | None = None
+        refusals = 0
         for attempt in range(1, self.max_retries + 2):
             try:
                 return await self._post_once(http, url, payload), attempt
             except _Retryable as exc:
                 last = exc
-                retry_after = exc.retry_after
+            if last.refused:
+                refusals += 1
+                if refusals > CONNECT_RETRIES or attempt > self.max_retries:
+                    raise ServerUnreachable(
+                        f"cannot connect to {self.base_url} ({last}); is the server running "
+                        "at that address?"
+                    )
+                await asyncio.sleep(CONNECT_RETRY_DELAY_S)
+                continue
             if attempt > self.max_retries:
                 break
-            delay = retry_after if retry_after is not None else self.backoff_s * 2 ** (attempt - 1)
+            delay = (
+                last.retry_after
+                if last.retry_after is not None
+                else self.backoff_s * 2 ** (attempt - 1)
+            )
             await asyncio.sleep(min(60.0, delay) * (1 + 0.1 * random.random()))
-        raise RetriesExhausted(f"gave up after {self.max_retries + 1} attempts: {last}")
+        raise RetriesExhausted(
+            f"{self.base_url}: gave up after {self.max_retries + 1} attempts: {last}"
+        )
 
     async def _post_once(self, http: Any, url: str, payload: dict[str, Any]) -> dict[str, Any]:
         import httpx
 
         try:
             r = await http.post(url, json=payload)
+        except httpx.ConnectError as exc:  # refused / unknown host: nobody is listening
+            raise _Retryable(f"{type(exc).__name__}: {exc}", refused=True) from exc
         except (httpx.TimeoutException, httpx.TransportError) as exc:
             raise _Retryable(f"{type(exc).__name__}: {exc}") from exc
+        text = self._redact(r.text)
         if r.status_code in RETRY_STATUS or r.status_code >= 500:
             raise _Retryable(
-                f"HTTP {r.status_code}: {r.text[:200]}",
+                f"HTTP {r.status_code}: {text[:200]}",
                 _parse_retry_after(r.headers.get("retry-after")),
             )
         if r.status_code in FATAL_STATUS:
-            raise ServerConfigError(f"HTTP {r.status_code} from {url}: {r.text[:300]}")
+            raise ServerConfigError(f"HTTP {r.status_code} from {url}: {text[:300]}")
         if r.status_code >= 400:
-            text = r.text[:500]
+            text = text[:500]
             if self._logprobs_ok and "logprob" in text.lower() and "logprobs" in payload:
                 # Some servers/models refuse logprobs: drop them for the rest of the run.
                 self._logprobs_ok = False
@@ -263,11 +383,13 @@ class OpenAIClient:
             raise RequestRejected(f"HTTP {r.status_code}: {text}")
         try:
             body = r.json()
-            if not isinstance(body, dict) or not body.get("choices"):
-                raise ValueError("no choices in response")
-        except ValueError as exc:
-            raise _Retryable(f"malformed response ({exc}): {r.text[:200]!r}") from exc
-        return body
+        except ValueError as exc:  # not JSON at all (a proxy's HTML page...): try again
+            raise _Retryable(f"malformed response ({exc}): {text[:200]!r}") from exc
+        problem = chat_body_problem(body)
+        if problem is not None:  # JSON, but not a chat completion: this point is unparseable
+            raise MalformedResponse(f"malformed response: {problem}", text)
+        redacted: dict[str, Any] = redact(body, self._api_key())
+        return redacted
 
 
 # ----------------------------------------------------------------------------- scoring

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from polylogue.models.base import ModelSpec, ModelSpecError, Prediction
+from polylogue.models.base import ModelSpec, ModelSpecError, Prediction, check_options
 from polylogue.turntaking.types import Decision, DecisionInput
 
 
@@ -165,6 +165,7 @@ class PreviousSpeakerBaseline:
 def make_baseline(spec: ModelSpec, **options: Any) -> Any:
     """Factory for ``baseline:NAME`` specs. Options: ``seed``, ``p_speak``, ``delay_s`` (random)."""
     name = spec.target
+    check_options(spec.text, options, ("seed", "p_speak", "delay_s") if name == "random" else ())
     if name == "always-speak":
         return ConstantBaseline(Decision.SPEAK)
     if name == "always-silent":

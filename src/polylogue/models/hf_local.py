@@ -33,7 +33,7 @@ from polylogue.llm.hf import (
     resolve_model_path,
     smollm2_gguf_path,
 )
-from polylogue.models.base import ModelSpec, Prediction
+from polylogue.models.base import ModelSpec, Prediction, check_options
 from polylogue.prompts.builder import ChatMessage, PromptOptions, build_messages, prompt_fingerprint
 from polylogue.prompts.parsing import parse_decision
 from polylogue.turntaking.types import Decision, DecisionInput
@@ -266,5 +266,6 @@ def make_hf_predictor(spec: ModelSpec, **options: Any) -> HFLocalPredictor:
         "cache_path",
         "device",
     }
-    kwargs = {k: v for k, v in options.items() if k in allowed and v is not None}
+    check_options(spec.text, options, allowed)
+    kwargs = {k: v for k, v in options.items() if v is not None}
     return HFLocalPredictor(model_id=spec.target, **kwargs)

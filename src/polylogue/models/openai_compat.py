@@ -7,6 +7,8 @@ concurrency, retries honouring ``Retry-After``, response cache) -> :func:`parse_
   :class:`PredictionError` so a run keeps them.
 * A request the server rejects as invalid for that input (400/413/422, e.g. a prompt over the
   context size) is recorded as an unparseable answer with the error text: it is wrong, not lost.
+  So is a 200 reply that is not a chat completion (``choices`` of strings, ``content`` a number,
+  ``logprob: "abc"``...), with its raw body in ``raw_output``: the run goes on past it.
   401/403/404 stop the run: they are configuration errors, not properties of a sample.
 * P(SPEAK) comes from ``top_logprobs`` at the position of the decision word when the server
   returns them: the probability mass of the first token of each answer word, renormalised.
@@ -23,12 +25,19 @@ from polylogue.llm.cache import ResponseCache
 from polylogue.llm.openai import (
     AnswerTokens,
     ChatResult,
+    MalformedResponse,
     OpenAIClient,
     RequestRejected,
     answer_probabilities,
     token_index_at,
 )
-from polylogue.models.base import ModelSpec, Prediction, PredictionError
+from polylogue.models.base import (
+    ModelSpec,
+    ModelSpecError,
+    Prediction,
+    PredictionError,
+    check_options,
+)
 from polylogue.prompts.builder import PromptOptions, build_messages, prompt_fingerprint
 from polylogue.prompts.parsing import parse_decision
 from polylogue.turntaking.types import DecisionInput
@@ -161,9 +170,11 @@ class OpenAICompatPredictor:
                 top_logprobs=self.top_logprobs,
             )
         except RequestRejected as exc:  # a property of this input: wrong, with the reason
+            # A malformed 200 body is kept verbatim (key redacted) so it can be inspected.
+            raw = exc.body if isinstance(exc, MalformedResponse) else ""
             latency = time.perf_counter() - start
             return Prediction(
-                inp.point_id, None, None, None, "", latency, extra={"error": str(exc)}
+                inp.point_id, None, None, None, raw, latency, extra={"error": str(exc)}
             )
         latency = time.perf_counter() - start
         content = result.text
@@ -233,8 +244,9 @@ def make_openai_predictor(spec: ModelSpec, **options: Any) -> OpenAICompatPredic
         "cache_path",
         "batch_size",
     }
-    kwargs = {k: v for k, v in options.items() if k in allowed and v is not None}
     if options.get("adapter"):
-        raise ValueError("LoRA adapters are served by the server; --adapter is for hf: models")
+        raise ModelSpecError("LoRA adapters are served by the server; --adapter is for hf: models")
+    check_options(spec.text, {k: v for k, v in options.items() if k != "adapter"}, allowed)
+    kwargs = {k: v for k, v in options.items() if v is not None}
     assert spec.url is not None
     return OpenAICompatPredictor(model=spec.target, base_url=spec.url, **kwargs)

@@ -33,6 +33,7 @@ from polylogue.llm.cache import ResponseCache, request_key
 from polylogue.runs import (
     JsonlAppender,
     canonical_json,
+    lock_run_folder,
     new_manifest,
     read_records,
     resume_manifest,
@@ -180,6 +181,33 @@ def run_tom(
     )
     folder = Path(out_root) / spec.folder_name
     folder.mkdir(parents=True, exist_ok=True)
+    with lock_run_folder(folder):  # a second identical run stops here
+        return _run_locked(
+            bench,
+            records,
+            generator,
+            options,
+            spec,
+            folder,
+            ami_folder,
+            media,
+            cache_path,
+            progress,
+        )
+
+
+def _run_locked(
+    bench: ToMBenchmark,
+    records: Sequence[ToMRecord],
+    generator: ToMGenerator,
+    options: PromptOptions,
+    spec: RunSpec,
+    folder: Path,
+    ami_folder: str | Path | None,
+    media: MediaProvider | None,
+    cache_path: str | Path | None,
+    progress: Callable[[int, int], None] | None,
+) -> RunResult:
     pred_path = folder / PREDICTIONS
     done = {r["point_id"] for r in read_records(pred_path, repair=True)}
     manifest = _manifest(folder / MANIFEST, spec, bench, records)

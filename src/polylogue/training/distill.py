@@ -46,6 +46,7 @@ from polylogue.prompts.builder import PromptOptions, build_messages, prompt_fing
 from polylogue.runs import (
     JsonlAppender,
     canonical_json,
+    lock_run_folder,
     new_manifest,
     read_records,
     resume_manifest,
@@ -330,6 +331,22 @@ def distill(
     """Write reasoning for every point not yet done; returns what happened this session."""
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    with lock_run_folder(out):  # a second distillation into the same folder stops here
+        return _distill_locked(
+            config, points, predictor, out, data_hashes=data_hashes, sleep=sleep, on_chunk=on_chunk
+        )
+
+
+def _distill_locked(
+    config: DistillConfig,
+    points: Sequence[DecisionPoint],
+    predictor: Predictor,
+    out: Path,
+    *,
+    data_hashes: Mapping[str, str] | None,
+    sleep: Callable[[float], None],
+    on_chunk: Callable[[int, int], None] | None,
+) -> DistillReport:
     prompts = {
         label: teacher_prompt(
             label, config.max_prompt_tokens, config.system_repeats, config.system_template

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -491,12 +492,48 @@ def save_benchmark(
     inputs: dict[str, dict[str, Any]] | None = None,
     formats: Sequence[str] = ("parquet", "jsonl"),
 ) -> Path:
-    """Write ``build`` as a benchmark folder and return its path."""
+    """Write ``build`` as a benchmark folder and return its path.
+
+    Everything is written into a hidden sibling folder that is renamed to ``out_dir`` only when
+    complete, so a full disk or a kill never leaves a folder that looks like a benchmark (an
+    older benchmark at ``out_dir`` is replaced only then).
+    """
+    import shutil
+
+    final = Path(out_dir)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    if final.is_dir() and any(final.iterdir()) and not (final / "manifest.json").is_file():
+        # Replacing the folder would delete files that are not a benchmark's.
+        raise BenchmarkFormatError(
+            f"{final} exists and is not a benchmark folder; choose a new or empty --out"
+        )
+    staging = final.with_name(f".{final.name}.partial-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    try:
+        _save_benchmark_files(build, staging, inputs, formats)
+        if final.exists():
+            old = final.with_name(f".{final.name}.old-{os.getpid()}")
+            os.replace(final, old)
+            os.replace(staging, final)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(staging, final)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return final
+
+
+def _save_benchmark_files(
+    build: BenchmarkBuild,
+    out: Path,
+    inputs: dict[str, dict[str, Any]] | None,
+    formats: Sequence[str],
+) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     conv_dicts = [c.to_dict() for c in build.conversations]
     write_parquet(build.conversations, out / "conversations.parquet", dicts=conv_dicts)
     data_hash = hashlib.sha256()
@@ -543,7 +580,6 @@ def save_benchmark(
         "data_hash": data_hash.hexdigest(),
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    return out
 
 
 def _write_stats_csv(points: Sequence[DecisionPoint], path: Path) -> None:
