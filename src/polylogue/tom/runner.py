@@ -200,14 +200,14 @@ def _run_locked(
     bench: ToMBenchmark,
     records: Sequence[ToMRecord],
     generator: ToMGenerator,
-    options: PromptOptions,
+    options: ToMPromptOptions,
     spec: RunSpec,
     folder: Path,
     ami_folder: str | Path | None,
     media: MediaProvider | None,
     cache_path: str | Path | None,
     progress: Callable[[int, int], None] | None,
-) -> RunResult:
+) -> ToMRunResult:
     pred_path = folder / PREDICTIONS
     done = {r["point_id"] for r in read_records(pred_path, repair=True)}
     manifest = _manifest(folder / MANIFEST, spec, bench, records)
