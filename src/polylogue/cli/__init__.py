@@ -35,7 +35,8 @@ _COMMAND_MODULES: tuple[str, ...] = (
 
 
 def _report_errors(func: Callable[..., Any]) -> Callable[..., Any]:
-    """The one error handler: input errors -> one line, exit 2; a stopped run -> exit 1."""
+    """The one error handler: input errors and missing extras -> one line, exit 2; a stopped
+    run -> exit 1."""
 
     @functools.wraps(func)  # typer reads the signature through __wrapped__
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -49,6 +50,14 @@ def _report_errors(func: Callable[..., Any]) -> Callable[..., Any]:
         except RunStopped as exc:
             print_error(exc)
             raise typer.Exit(1) from exc
+        except ModuleNotFoundError as exc:
+            from polylogue.extras import extra_for_missing_module
+
+            missing = extra_for_missing_module(exc)
+            if missing is None:
+                raise
+            print_error(missing)
+            raise typer.Exit(2) from exc
 
     return wrapper
 

@@ -207,6 +207,9 @@ def serve(
     ] = None,
 ) -> None:
     """Serve the labelling app. Annotators open the links printed by `create`/`assign`."""
+    from polylogue.extras import require_extra
+
+    require_extra("annotate", "fastapi", "uvicorn", what="polylogue annotate serve")
     from polylogue.annotate.app import AccessError, check_binding
     from polylogue.annotate.app import serve as run_server
 

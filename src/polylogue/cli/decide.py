@@ -354,6 +354,9 @@ def train_default(
     seed: Annotated[int, typer.Option(help="Seed for splits and boosting.")] = 13,
 ) -> None:
     """Reproduce the shipped model: build benchmarks, fit, calibrate, pick the threshold, report."""
+    from polylogue.extras import require_extra
+
+    require_extra("train", "lightgbm", what="polylogue train-default")
     from rich.console import Console
 
     from polylogue.training.default_model import (

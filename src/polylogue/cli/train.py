@@ -123,6 +123,11 @@ def train_command(
     if not cfg.data:
         raise typer.BadParameter("give at least one --data benchmark folder", param_hint="--data")
 
+    from polylogue.extras import require_extra
+
+    require_extra(
+        "train", "torch", "transformers", "peft", "trl", "datasets", what="polylogue train"
+    )
     from polylogue.training.sft import train
 
     result = train(cfg, resume=resume)
