@@ -69,6 +69,8 @@ def test_every_mapped_extra_exists_in_pyproject() -> None:
     text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     for extra in set(MODULE_EXTRAS.values()):
         assert f"\n{extra} = [" in text, extra
-    err = extra_for_missing_module(ModuleNotFoundError("No module named 'torch.nn'", name="torch.nn"))
+    err = extra_for_missing_module(
+        ModuleNotFoundError("No module named 'torch.nn'", name="torch.nn")
+    )
     assert err is not None and err.extra == "hf"
     assert extra_for_missing_module(ModuleNotFoundError("x", name="polylogue.nope")) is None
