@@ -19,6 +19,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain Click help: it wraps at any width; rich panels cut flag names at 80 columns.
+    rich_markup_mode=None,
 )
 
 # One line per command module, in the order of the data flow; each defines register(app).

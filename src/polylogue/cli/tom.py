@@ -16,6 +16,7 @@ tom_app = typer.Typer(
     name="tom",
     help="MeetingToM: validate the release, run models, score (official/strict), report tables.",
     no_args_is_help=True,
+    rich_markup_mode=None,  # plain help, see polylogue.cli.app
 )
 
 DataOpt = Annotated[
