@@ -358,14 +358,24 @@ def benchmark_items(
     bench = load_benchmark(folder)
     if split not in bench.splits:
         raise StoreError(f"{folder}: no split {split!r} (have {', '.join(bench.splits)})")
-    items = turntaking_items(bench.points(split), context_turns)
+    # Candidates carry only id and category (all sampling needs); the sampled ones are built
+    # in full by `finish`, so a 20-item study never builds the whole split.
+    items = [
+        StudyItem(item_id=k.point_id, category=k.category, questions=(), payload={})
+        for k in bench.point_index(split)
+    ]
     source = {
         "benchmark": str(Path(folder).resolve()),
         "split": split,
         "data_hash": bench.data_hash,
         "context_turns": context_turns,
     }
-    return ItemSource(items, source)
+
+    def finish(chosen: Sequence[StudyItem]) -> list[StudyItem]:
+        points = {p.point_id: p for p in bench.points_by_id(split, [c.item_id for c in chosen])}
+        return [turntaking_item(points[c.item_id], context_turns) for c in chosen]
+
+    return ItemSource(items, source, finish)
 
 
 def meetingtom_items(
