@@ -441,6 +441,12 @@ def create_study(
     chosen, report = sample_items(items, plan)
     if finish is not None:
         chosen = finish(chosen)
+    unfinished = [it.item_id for it in chosen if not it.questions]
+    if unfinished:  # light candidates (benchmark_items) stored as they are would be empty
+        raise StoreError(
+            f"item {unfinished[0]} has no questions: pass finish=source.finish with the "
+            "candidates of an ItemSource"
+        )
     plan_dict = {
         "per_category": dict(plan.per_category)
         if isinstance(plan.per_category, Mapping)
