@@ -4,8 +4,9 @@ A benchmark folder holds::
 
     manifest.json          options, inputs and their hashes, versions, counts, data_hash
     conversations.parquet  the conversations points refer to (full annotations, for audit)
-    train.parquet/.jsonl   decision points of each split; "input" and "gold" are separate
-    validation.*  test.*   columns, so nothing label-bearing sits among the model inputs
+    train.parquet          decision points of each split (.jsonl too on request); "input" and
+    validation.*  test.*   "gold" are separate columns, so nothing label-bearing sits among
+                           the model inputs
     stats.md, stats.csv    Table-1 counts per corpus and split: our categories (I1, I2, S1,
                            S2, SA), the authors' four-way mapping, the 8-way scheme, outcomes
 
