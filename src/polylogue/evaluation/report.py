@@ -359,6 +359,7 @@ def threshold_plot(runs: Sequence[RunSummary]) -> str | None:
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.4))
     names = legend_names([r for r, _ in sweeps])
+    labelled: set[float] = set()
     for (run, s), name in zip(sweeps, names, strict=True):
         (line,) = a.plot(s["thresholds"], [100 * v for v in s["balanced_accuracy"]], label=name)
         fir = [100 * v for v in s["false_interruption_rate"]]
@@ -370,7 +371,9 @@ def threshold_plot(runs: Sequence[RunSummary]) -> str | None:
             a.axvline(t, color=line.get_color(), ls=":", lw=1)
             a.plot([t], [100 * s["balanced_accuracy"][k]], "o", color=line.get_color())
             b.plot([fir[k]], [mtr[k]], "o", color=line.get_color())
-            a.annotate(f"t={t:.2f}", (t, 100 * s["balanced_accuracy"][k]), fontsize=7)
+            if round(t, 2) not in labelled:  # runs of one model share it: label it once
+                labelled.add(round(t, 2))
+                a.annotate(f" t={t:.2f}", (t, 0.03), xycoords=a.get_xaxis_transform(), fontsize=7)
     a.set_xlabel("threshold on P(SPEAK)")
     a.set_ylabel("balanced accuracy %")
     a.set_title("Balanced accuracy vs threshold")
