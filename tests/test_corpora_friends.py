@@ -325,3 +325,34 @@ def test_malformed_inputs_name_the_file(tmp_path: Path) -> None:
     )
     with pytest.raises(ConversationFormatError, match=r"key\.csv:line 2"):
         list(read_friends_csv(bad_key))
+
+
+def test_build_cli_says_what_was_skipped_in_one_line(friends: Path, tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    data = tmp_path / "data"
+    _partial_copy(friends, data / "friends", {"2"}, json=False)
+    proc = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "polylogue"),
+            "build",
+            "--corpus",
+            "friends",
+            "--data-root",
+            str(data),
+            "--limit-conversations",
+            "3",
+            "--out",
+            str(tmp_path / "bench"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "400"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = [x for x in proc.stderr.splitlines() if "season 10 is read from the CSV" in x]
+    assert len(lines) == 1 and lines[0].startswith("warning: ")
+    assert "warnings.warn" not in proc.stderr

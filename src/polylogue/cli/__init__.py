@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -87,11 +88,31 @@ def _wrap_commands(typer_app: typer.Typer) -> None:
             _wrap_commands(group.typer_instance)
 
 
+_default_show_warning = warnings.showwarning
+
 for _name in _COMMAND_MODULES:
     importlib.import_module(_name).register(app)
 _wrap_commands(app)
 
 
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    """polylogue's own warnings (e.g. a corpus part that was skipped) as one plain line."""
+    if category.__module__.startswith("polylogue"):
+        import sys
+
+        print(f"warning: {message}", file=sys.stderr, flush=True)
+    else:
+        _default_show_warning(message, category, filename, lineno, file, line)
+
+
 def main() -> None:
     """Entry point (every command reports user errors through :func:`_report_errors`)."""
+    warnings.showwarning = _show_warning
     app()
