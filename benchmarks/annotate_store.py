@@ -59,6 +59,7 @@ def main() -> None:
             src.items,
             SamplingPlan(args.items_per_category, seed=1),
             names,
+            finish=src.finish,
         )
         n_items = sum(report.drawn.values())
         queue: multiprocessing.Queue = multiprocessing.Queue()  # type: ignore[type-arg]

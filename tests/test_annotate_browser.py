@@ -71,6 +71,7 @@ def study_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
         adjudicators=["adj"],
         source=src.source,
         instructions="Decide whether the highlighted target should take the turn now.",
+        finish=src.finish,
     )
     assert sum(report.drawn.values()) == N_CATEGORIES * N_PER_CATEGORY
 

@@ -45,7 +45,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     src = benchmark_items(bench, "test")
     store = AnnotationStore(tmp / "study.sqlite")
     study, keys, _ = create_study(
-        store, "attack", StudyKind.TURNTAKING, src.items, SamplingPlan(1, seed=3), ["h1"]
+        store,
+        "attack",
+        StudyKind.TURNTAKING,
+        src.items,
+        SamplingPlan(1, seed=3),
+        ["h1"],
+        finish=src.finish,
     )
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

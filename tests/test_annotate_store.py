@@ -41,7 +41,9 @@ def bench(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def test_items(bench: Path) -> list[StudyItem]:
-    return benchmark_items(bench, "test").items
+    src = benchmark_items(bench, "test")
+    assert src.finish is not None  # candidates are light; the sample is built in full
+    return src.finish(src.items)
 
 
 def test_turntaking_items_show_only_model_visible_fields(

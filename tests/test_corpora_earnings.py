@@ -195,3 +195,53 @@ def test_call_without_rttm_has_no_times(tmp_path: Path) -> None:
     assert all(u.start is None and u.end is None for u in conv.utterances)
     assert conv.participant("1").aliases == ("Mary", "Jones")
     assert conv.participant("2").name is None
+
+
+_E22_HEADER = (
+    "token|speaker|ts|endTs|punctuation|prepunctuation|case|tags|oldTs|oldEndTs|ali_comment"
+)
+
+
+def _as_earnings22(src: Path, dst: Path, prepunct: dict[int, str] | None = None) -> None:
+    """A real Earnings-21 reference rewritten with the Earnings-22 columns (extra, reordered)."""
+    lines = src.read_text(encoding="utf-8").splitlines()
+    out = [_E22_HEADER]
+    for k, line in enumerate(lines[1:]):
+        tok, spk, ts, end, punct, case, tags, _wer = line.split("|")
+        pre = (prepunct or {}).get(k, "")
+        out.append("|".join([tok, spk, ts, end, punct, pre, case, tags, "", "", ""]))
+    dst.write_text("\n".join(out) + "\n", encoding="utf-8")
+
+
+def test_earnings22_header_with_extra_columns_reads_the_same_call(
+    root: Path, calls: dict[str, Conversation], tmp_path: Path
+) -> None:
+    call = "4330115"
+    src = root / "transcripts" / "nlp_references" / f"{call}.nlp"
+    e22 = tmp_path / f"{call}.nlp"
+    _as_earnings22(src, e22)
+    rttm = root / "rttms" / f"{call}.rttm"
+    got = read_call(e22, rttm)
+    want = read_call(src, rttm)
+    assert [(u.speaker, u.text, u.start) for u in got.utterances] == [
+        (u.speaker, u.text, u.start) for u in want.utterances
+    ]
+    # prepunctuation (an opening quote) is put before the token when the column has it
+    _as_earnings22(src, e22, prepunct={0: '"'})
+    first = read_call(e22, None).utterances[0].text
+    assert first.startswith('"') and first[1:] == want.utterances[0].text
+    # only the two required columns: punctuation is then simply absent
+    minimal = tmp_path / "min.nlp"
+    body = [ln.split("|")[:2] for ln in src.read_text(encoding="utf-8").splitlines()[1:]]
+    minimal.write_text("speaker|token\n" + "".join(f"{s}|{t}\n" for t, s in body), "utf-8")
+    words = read_call(minimal, None).utterances[0].text.split()
+    assert words == [w for w, s in body[: len(words)]]
+
+
+def test_header_without_a_required_column_names_it(tmp_path: Path) -> None:
+    nlp = tmp_path / "5.nlp"
+    nlp.write_text("token|ts|endTs|punctuation\nhello|||.\n", encoding="utf-8")
+    with pytest.raises(
+        ConversationFormatError, match=r"5\.nlp:line 1.*required column\(s\) speaker"
+    ):
+        read_call(nlp, None)

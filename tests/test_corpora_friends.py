@@ -15,6 +15,7 @@ from polylogue.corpora.friends import (
     CSV_PATH,
     GROUP_SPEAKER,
     S10_JSON_PATH,
+    FriendsPartMissing,
     display_name,
     participant_for,
     read_friends,
@@ -216,6 +217,46 @@ def test_season_filter_and_registry(friends: Path) -> None:
         next(read_friends(friends, source="tsv"))  # type: ignore[arg-type]
 
 
+def _partial_copy(friends: Path, tmp: Path, csv_seasons: set[str] | None, json: bool) -> Path:
+    """A Friends folder with the CSV cut to ``csv_seasons`` (None: no CSV) and/or the JSON."""
+    if csv_seasons is not None:
+        src_lines = (friends / CSV_PATH).read_text(encoding="utf-8").splitlines(keepends=True)
+        keep = [src_lines[0]]
+        for row, line in zip(csv.DictReader(src_lines), src_lines[1:], strict=False):
+            if row["season"] in csv_seasons:
+                keep.append(line)  # rows are single physical lines in this file
+        (tmp / CSV_PATH).parent.mkdir(parents=True)
+        (tmp / CSV_PATH).write_text("".join(keep), encoding="utf-8")
+    if json:
+        (tmp / S10_JSON_PATH).parent.mkdir(parents=True)
+        (tmp / S10_JSON_PATH).write_bytes((friends / S10_JSON_PATH).read_bytes())
+    return tmp
+
+
+def test_csv_alone_is_a_corpus_and_the_skip_is_reported(
+    friends: Path, csv_scenes: list[Conversation], tmp_path: Path
+) -> None:
+    folder = _partial_copy(friends, tmp_path, {"2", "10"}, json=False)
+    with pytest.warns(FriendsPartMissing, match="season 10 is read from the CSV"):
+        scenes = list(read_friends(folder))
+    expected = [c for c in csv_scenes if c.metadata["season"] in (2, 10)]
+    assert [c.id for c in scenes] == [c.id for c in expected]
+    assert [len(c.utterances) for c in scenes] == [len(c.utterances) for c in expected]
+    assert {c.metadata["source"] for c in scenes} == {"csv"}
+
+
+def test_json_alone_gives_season_10_and_nothing_is_an_error(
+    friends: Path, s10: dict[str, Conversation], tmp_path: Path
+) -> None:
+    folder = _partial_copy(friends, tmp_path / "json", None, json=True)
+    with pytest.warns(FriendsPartMissing, match="seasons 1-8 are skipped"):
+        scenes = list(read_friends(folder))
+    assert [c.id for c in scenes] == list(s10)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="no Friends transcripts"):
+        list(read_friends(tmp_path / "empty"))
+
+
 # ----------------------------------------------------------------------------- helpers
 
 
@@ -284,3 +325,34 @@ def test_malformed_inputs_name_the_file(tmp_path: Path) -> None:
     )
     with pytest.raises(ConversationFormatError, match=r"key\.csv:line 2"):
         list(read_friends_csv(bad_key))
+
+
+def test_build_cli_says_what_was_skipped_in_one_line(friends: Path, tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    data = tmp_path / "data"
+    _partial_copy(friends, data / "friends", {"2"}, json=False)
+    proc = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "polylogue"),
+            "build",
+            "--corpus",
+            "friends",
+            "--data-root",
+            str(data),
+            "--limit-conversations",
+            "3",
+            "--out",
+            str(tmp_path / "bench"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "400"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = [x for x in proc.stderr.splitlines() if "season 10 is read from the CSV" in x]
+    assert len(lines) == 1 and lines[0].startswith("warning: ")
+    assert "warnings.warn" not in proc.stderr

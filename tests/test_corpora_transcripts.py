@@ -303,11 +303,11 @@ def test_parse_time_forms() -> None:
 
 
 def test_format_inference(tmp_path: Path) -> None:
-    assert set(TRANSCRIPT_FORMATS) == {"jsonl", "csv", "vtt", "txt"}
+    assert set(TRANSCRIPT_FORMATS) == {"jsonl", "csv", "vtt", "srt", "txt"}
     assert infer_format("a/b.NDJSON") == "jsonl"
     with pytest.raises(ConversationFormatError, match="cannot infer the transcript format"):
         infer_format("meeting.docx")
     path = _write(tmp_path, "meeting.log", "Ann: hi\nBo: hello\n")
     assert len(read_transcript(path, format="txt")) == 2
     with pytest.raises(ValueError, match="unknown transcript format"):
-        read_transcript(path, format="srt")
+        read_transcript(path, format="docx")

@@ -149,3 +149,109 @@ def test_unknown_participant_is_a_clear_error() -> None:
     proc = _run(["decide", str(EXAMPLES / "standup.csv"), "--as", "Zed"])
     assert proc.returncode != 0
     assert "Zed" in proc.stderr and "Alice" in proc.stderr
+
+
+def _full_name_lines() -> str:
+    """The stand-up as streamed 'Speaker: text' lines, Alice and Dave with full names."""
+    conv = read_transcript(EXAMPLES / "standup.csv")
+    full = {"Alice": "Alice Wong", "Dave": "Dave Park"}
+    names = {p.id: p.display_name for p in conv.participants}
+    return "".join(
+        f"{full.get(names[u.speaker], names[u.speaker])}: {u.text}\n" for u in conv.utterances
+    )
+
+
+def test_stdin_as_first_name_finds_the_full_name_and_unknown_warns_once() -> None:
+    lines = _full_name_lines()
+    proc = _run(["decide", "-", "--as", "dave", "--json"], stdin=lines)
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(x) for x in proc.stdout.splitlines()]
+    dave_rows = [r for r in rows if r["speaker"] == "Dave Park"]
+    assert dave_rows and all(r["skipped"] == "target is speaking" for r in dave_rows)
+    assert "warning" not in proc.stderr
+    zed = _run(["decide", "-", "--as", "Zed", "--json"], stdin=lines)
+    assert zed.returncode == 0
+    assert zed.stderr.count("'Zed' has not appeared") == 1
+
+
+def test_plain_output_when_piped_threshold_and_speak_list() -> None:
+    path = str(EXAMPLES / "standup.jsonl")
+    rows = _decide_json(path, "--as", "Dave")
+    result = CliRunner().invoke(app, ["decide", path, "--as", "Dave"])  # stdout is not a tty
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    threshold = next(r["threshold"] for r in rows if r["decision"])
+    assert lines[0] == f"threshold: P(speak) >= {threshold:.2f} means SPEAK"
+    utterance_lines = [x for x in lines[1:] if x[:1].isdigit()]
+    assert len(utterance_lines) == len(rows)  # one line per utterance, never wrapped
+    for line, row in zip(utterance_lines, rows, strict=True):
+        assert line.startswith(f"{row['index'] + 1} ") and row["text"] in line
+        assert ("P(speak)=" in line) == (row["decision"] is not None)
+    speak_at = [r["index"] + 1 for r in rows if r["decision"] == "SPEAK"]
+    assert lines[-1].endswith(f"after utterance {', '.join(map(str, speak_at))}.")
+
+
+def test_check_compares_each_decision_with_who_spoke_next() -> None:
+    path = EXAMPLES / "standup.jsonl"
+    rows = _decide_json(str(path), "--as", "Dave", "--check")
+    conv = read_transcript(path)
+    checked = 0
+    for row, nxt in zip(rows, [*conv.utterances[1:], None], strict=True):
+        if row["decision"] is None or nxt is None:
+            assert row["agrees"] is None
+            continue
+        checked += 1
+        assert row["agrees"] == ((row["decision"] == "SPEAK") == (nxt.speaker == "dave"))
+    assert checked > 10
+    text = CliRunner().invoke(app, ["decide", str(path), "--as", "Dave", "--check"]).stdout
+    agreed = sum(r["agrees"] is True for r in rows)
+    assert f"--check: {agreed} of {checked} decisions agree" in text
+
+
+def test_probability_bar_marks_the_threshold() -> None:
+    from polylogue.cli.decide import probability_bar
+
+    assert probability_bar(0.5, 0.25, width=8) == "██│██····"
+    assert probability_bar(0.0, 1.0, width=4) == "····│"
+
+
+@pytest.mark.parametrize("fmt", [None, "vtt"])
+def test_stdin_webvtt_and_srt_give_the_file_decisions(tmp_path: Path, fmt: str | None) -> None:
+    conv = read_transcript(EXAMPLES / "standup.vtt")
+    names = {p.id: p.display_name for p in conv.participants}
+
+    def clock(t: float, sep: str) -> str:
+        m, s = divmod(t, 60)
+        return f"00:{int(m):02d}:{s:06.3f}".replace(".", sep)
+
+    srt = "".join(
+        f"{i}\n{clock(u.start, ',')} --> {clock(u.end, ',')}\n{names[u.speaker]}: {u.text}\n\n"
+        for i, u in enumerate(conv.utterances, 1)
+    )
+    vtt = (EXAMPLES / "standup.vtt").read_text(encoding="utf-8")
+    expected = [r["p_speak"] for r in _decide_json(str(EXAMPLES / "standup.vtt"), "--as", "Dave")]
+    # A stream only knows who has spoken so far: compare once everybody has (as in file mode).
+    seen: set[str] = set()
+    everyone = next(
+        i
+        for i, u in enumerate(conv.utterances)
+        if seen.add(u.speaker) or len(seen) == len(conv.participants)
+    )
+    for text, name in ((vtt, "vtt"), (srt, "srt")):
+        args = ["decide", "-", "--as", "Dave", "--json"]
+        proc = _run([*args, *(["--format", name] if fmt else [])], stdin=text)
+        assert proc.returncode == 0, proc.stderr
+        got = [json.loads(x)["p_speak"] for x in proc.stdout.splitlines()]
+        assert len(got) == len(expected)
+        assert got[everyone:] == pytest.approx(expected[everyone:], abs=1e-6), name
+    (tmp_path / "m.srt").write_text(srt, encoding="utf-8")
+    from_file = [r["p_speak"] for r in _decide_json(str(tmp_path / "m.srt"), "--as", "Dave")]
+    assert from_file == pytest.approx(expected, abs=1e-6)
+
+
+def test_stdin_format_is_honoured() -> None:
+    vtt = (EXAMPLES / "standup.vtt").read_text(encoding="utf-8")
+    proc = _run(["decide", "-", "--as", "Dave", "--format", "txt"], stdin=vtt)
+    assert proc.returncode == 2 and "<stdin>" in proc.stderr
+    proc = _run(["decide", "-", "--as", "Dave", "--format", "csv"], stdin="speaker,text\n")
+    assert proc.returncode == 2 and "cannot be streamed" in proc.stderr

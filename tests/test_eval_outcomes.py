@@ -72,7 +72,8 @@ def test_report_has_outcomes_and_warns_on_few_groups(bench: Path, tmp_path: Path
     )
     paths = write_report([tmp_path / "runs"], tmp_path / "rep")
     md = paths[0].read_text()
-    assert f"⚠ {n_groups} groups" in md and "unreliable" in md
+    assert f"n/a ({n_groups} groups)" in md and "too few to be meaningful" in md
+    assert "SA addressed, silent" in md and "I1 explicit address" in md  # categories defined
     assert "## Three outcomes (benchmark v2)" in md
     assert "| BACKCHANNEL |" in md and "Floor-decision BalAcc: 50.00" in md
     assert "Three outcomes" in paths[2].read_text()

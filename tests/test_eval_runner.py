@@ -213,6 +213,8 @@ def test_cli_eval_balanced_and_report(bench: Path, tmp_path: Path) -> None:
         check=True,
     )
     assert rep.returncode == 0
+    page = (tmp_path / "report" / "report.html").resolve()
+    assert rep.stdout.splitlines()[-1] == f"open in a browser: {page.as_uri()}"
     md = (tmp_path / "report" / "report.md").read_text()
     assert "Class ratio: balanced" in md
     assert "| baseline:explicit-address |" in md and "(+" in md  # deltas vs the reference

@@ -17,6 +17,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "polylogue"
 #: Lower number = lower layer; a module may import its own layer or any lower one.
 LAYERS: dict[str, int] = {
     "errors": 0,
+    "extras": 0,
     "paths": 0,
     "runs": 0,
     "conversation": 1,

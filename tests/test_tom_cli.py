@@ -18,6 +18,14 @@ def test_validate_lists_known_anomalies() -> None:
     assert "state: 600 records" in result.output
     assert "q2_names_q1_gold" in result.output and "203" in result.output
     assert "UNEXPECTED" not in result.output
+    assert result.stdout.splitlines()[-1].startswith("verdict: OK: 1200 records load;")
+
+
+def test_validate_verdict_names_undocumented_kinds() -> None:
+    from polylogue.cli.tom import validate_verdict
+
+    line = validate_verdict(10, {"self_address": 1, "mystery": 2}, ["mystery"])
+    assert line == "verdict: FAIL: 1 undocumented finding kind(s) (mystery) in 10 records"
 
 
 def test_run_score_export_report(tmp_path: Path) -> None:
@@ -36,12 +44,18 @@ def test_run_score_export_report(tmp_path: Path) -> None:
     ]
     result = runner.invoke(app, [*args, "--out", str(runs)])
     assert result.exit_code == 0, result.output
+    # not a terminal: progress is one plain line per step, never run together
+    progress = [x for x in result.output.splitlines() if x.startswith("records: ")]
+    assert progress and all(x.count("/") == 1 for x in progress)
     folder = Path(result.stdout.strip().splitlines()[-1])
     assert (folder / "predictions.jsonl").is_file() and folder.parent == runs
 
     scored = runner.invoke(app, ["tom", "score", str(folder), "--out", str(tmp_path / "s")])
     assert scored.exit_code == 0, scored.output
-    assert "[official]" in scored.stdout and "[strict]" in scored.stdout
+    header = next(x for x in scored.stdout.splitlines() if x.startswith("| metric"))
+    assert "official %" in header and "strict %" in header
+    assert any(x.startswith("| Task 1 Acc.") for x in scored.stdout.splitlines())
+    assert "{" not in scored.stdout  # tables, not Python dicts
     assert (tmp_path / "s" / "scores.json").is_file()
 
     official = tmp_path / "official"
@@ -49,6 +63,7 @@ def test_run_score_export_report(tmp_path: Path) -> None:
     assert exported.exit_code == 0, exported.output
     summary = runner.invoke(app, ["tom", "score", str(official), "--out", str(tmp_path / "o")])
     assert summary.exit_code == 0, summary.output
+    assert "| model" in summary.stdout and "| heuristic-fixed-utter |" in summary.stdout
     with open(tmp_path / "o" / "overall_summary.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert [(r["model"], r["variant"]) for r in rows] == [("heuristic-fixed-utter", "noprompt")]

@@ -104,3 +104,24 @@ def test_missing_category_is_an_error_not_a_silent_fallback(categories: list[str
     labels = ["SPEAK" if c.startswith("I") else "SILENT" for c in categories]
     for batch in two_way:
         assert Counter(labels[i] for i in batch) == {"SPEAK": 8, "SILENT": 8}
+
+
+def test_max_repeats_caps_draws_of_the_rarest_category_and_is_reported(
+    categories: list[str],
+) -> None:
+    free = BalancedBatchSampler(categories, 16, seed=1)
+    rare = min(free.pools, key=lambda g: len(free.pools[g]))
+    uncapped = free.repeat_stats()[rare]["max_repeats"]
+    assert uncapped > 2  # natural ratios: the rare category repeats many times an epoch
+    capped = BalancedBatchSampler(categories, 16, seed=1, max_repeats=2)
+    stats = capped.repeat_stats()
+    assert all(v["max_repeats"] <= 2 for v in stats.values())
+    assert len(capped) < len(free)
+    for batch in capped:  # still balanced
+        assert Counter(categories[i] for i in batch) == {"I1": 4, "I2": 4, "S1": 4, "S2": 4}
+    line = capped.describe()
+    assert (
+        f"capped from {len(free)}" in line and f"{rare} {len(capped.pools[rare])} examples" in line
+    )
+    with pytest.raises(SamplerError, match="max_repeats"):
+        BalancedBatchSampler(categories, 16, max_repeats=0)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -327,11 +327,15 @@ def write_parquet(
     return len(rows)
 
 
-def read_parquet(path: str | Path) -> list[Conversation]:
+def read_parquet(path: str | Path, ids: Collection[str] | None = None) -> list[Conversation]:
+    """Conversations of a Parquet file; only those with an id in ``ids`` when given."""
     import pyarrow.parquet as pq
 
     try:
-        rows = pq.read_table(path).to_pylist()
+        if ids is None:
+            rows = pq.read_table(path).to_pylist()
+        else:
+            rows = pq.read_table(path, filters=[("id", "in", sorted(ids))]).to_pylist()
     except Exception as exc:  # pyarrow raises several types for corrupt files
         raise ConversationFormatError(path, "", f"not a readable Parquet file: {exc}") from exc
     out = []

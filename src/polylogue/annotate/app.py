@@ -450,27 +450,61 @@ def serve_study(
     token: str | None = None,
     media_root: str | Path | None = None,
     log_level: str = "info",
+    on_listening: Callable[[str], None] | None = None,
 ) -> None:
-    """Run the app with uvicorn (blocking)."""
+    """Run the app with uvicorn (blocking).
+
+    The socket is bound first, so ``on_listening`` gets the real base URL (``--port 0`` picks a
+    free port) and a port in use is a clear error before anything starts.
+    """
+    import socket
+
     import uvicorn
 
     check_binding(host, allow_remote, token)
     store = AnnotationStore(store_path)
+    sock = listening_socket(host, port)
+    real_port = int(sock.getsockname()[1])
     app = create_study_app(
-        store, token=token, media_root=media_root, allowed_hosts=bound_hosts(host), port=port
+        store, token=token, media_root=media_root, allowed_hosts=bound_hosts(host), port=real_port
     )
+    if on_listening is not None:
+        shown = f"[{host}]" if sock.family == socket.AF_INET6 else host
+        on_listening(f"http://{shown}:{real_port}/")
     # No access log: request lines would write annotators' keys into the terminal and logs.
-    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+    config = uvicorn.Config(app, log_level=log_level, access_log=False)
+    with sock:
+        uvicorn.Server(config).run(sockets=[sock])
+
+
+class ListenError(PolylogueInputError):
+    """The address given to ``annotate serve`` cannot be listened on (port in use...)."""
+
+
+def listening_socket(host: str, port: int) -> Any:
+    """A TCP socket bound to ``host:port`` (``port`` 0: a free one), ready for uvicorn."""
+    import socket
+
+    try:
+        family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+    except OSError as exc:
+        raise ListenError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
 
 
 __all__ = [
     "MAX_BODY_BYTES",
     "AccessError",
+    "ListenError",
     "bound_hosts",
     "check_binding",
     "create_study_app",
     "host_allowed",
     "is_loopback",
+    "listening_socket",
     "serve_study",
     "static_dir",
     "token_problem",

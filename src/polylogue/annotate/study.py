@@ -358,14 +358,24 @@ def benchmark_items(
     bench = load_benchmark(folder)
     if split not in bench.splits:
         raise StoreError(f"{folder}: no split {split!r} (have {', '.join(bench.splits)})")
-    items = turntaking_items(bench.points(split), context_turns)
+    # Candidates carry only id and category (all sampling needs); the sampled ones are built
+    # in full by `finish`, so a 20-item study never builds the whole split.
+    items = [
+        StudyItem(item_id=k.point_id, category=k.category, questions=(), payload={})
+        for k in bench.point_index(split)
+    ]
     source = {
         "benchmark": str(Path(folder).resolve()),
         "split": split,
         "data_hash": bench.data_hash,
         "context_turns": context_turns,
     }
-    return ItemSource(items, source)
+
+    def finish(chosen: Sequence[StudyItem]) -> list[StudyItem]:
+        points = {p.point_id: p for p in bench.points_by_id(split, [c.item_id for c in chosen])}
+        return [turntaking_item(points[c.item_id], context_turns) for c in chosen]
+
+    return ItemSource(items, source, finish)
 
 
 def meetingtom_items(
@@ -431,6 +441,12 @@ def create_study(
     chosen, report = sample_items(items, plan)
     if finish is not None:
         chosen = finish(chosen)
+    unfinished = [it.item_id for it in chosen if not it.questions]
+    if unfinished:  # light candidates (benchmark_items) stored as they are would be empty
+        raise StoreError(
+            f"item {unfinished[0]} has no questions: pass finish=source.finish with the "
+            "candidates of an ItemSource"
+        )
     plan_dict = {
         "per_category": dict(plan.per_category)
         if isinstance(plan.per_category, Mapping)

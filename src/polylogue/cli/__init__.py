@@ -11,6 +11,7 @@ import functools
 import importlib
 import os
 import sys
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +23,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain Click help: it wraps at any width; rich panels cut flag names at 80 columns.
+    rich_markup_mode=None,
 )
 
 # One line per command module, in the order of the data flow; each defines register(app).
@@ -38,7 +41,8 @@ _COMMAND_MODULES: tuple[str, ...] = (
 
 
 def _report_errors(func: Callable[..., Any]) -> Callable[..., Any]:
-    """The one error handler: input errors -> one line, exit 2; a stopped run -> exit 1."""
+    """The one error handler: input errors and missing extras -> one line, exit 2; a stopped
+    run -> exit 1."""
 
     @functools.wraps(func)  # typer reads the signature through __wrapped__
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -57,6 +61,14 @@ def _report_errors(func: Callable[..., Any]) -> Callable[..., Any]:
                 raise
             print_error(_disk_error(exc))
             raise typer.Exit(1) from exc
+        except ModuleNotFoundError as exc:
+            from polylogue.extras import extra_for_missing_module
+
+            missing = extra_for_missing_module(exc)
+            if missing is None:
+                raise
+            print_error(missing)
+            raise typer.Exit(2) from exc
 
     return wrapper
 
@@ -95,9 +107,28 @@ def _wrap_commands(typer_app: typer.Typer) -> None:
             _wrap_commands(group.typer_instance)
 
 
+_default_show_warning = warnings.showwarning
+
 for _name in _COMMAND_MODULES:
     importlib.import_module(_name).register(app)
 _wrap_commands(app)
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    """polylogue's own warnings (e.g. a corpus part that was skipped) as one plain line."""
+    if category.__module__.startswith("polylogue"):
+        import sys
+
+        print(f"warning: {message}", file=sys.stderr, flush=True)
+    else:
+        _default_show_warning(message, category, filename, lineno, file, line)
 
 
 def main() -> None:
@@ -106,6 +137,7 @@ def main() -> None:
     Output still buffered when a command returns is flushed here, so ``> /dev/full`` (or a
     disk that fills) gives one line and exit status 1 instead of a traceback at shutdown.
     """
+    warnings.showwarning = _show_warning
     code: int | str | None = 0
     try:
         app()

@@ -18,6 +18,7 @@ annotate_app = typer.Typer(
     name="annotate",
     help="Human evaluation: annotation studies, a labelling web app, agreement and baselines.",
     no_args_is_help=True,
+    rich_markup_mode=None,  # plain help, see polylogue.cli.app
 )
 
 DbOption = Annotated[Path, typer.Option("--db", help="The study database (SQLite file).")]
@@ -192,7 +193,9 @@ def serve(
     host: Annotated[
         str, typer.Option(help="Interface to listen on (loopback by default).")
     ] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port.")] = 8765,
+    port: Annotated[
+        int, typer.Option(help="TCP port (0: any free port; the real one is printed).")
+    ] = 8765,
     allow_remote: Annotated[
         bool, typer.Option("--allow-remote", help="Permit a non-loopback --host (needs --token).")
     ] = False,
@@ -207,14 +210,28 @@ def serve(
     ] = None,
 ) -> None:
     """Serve the labelling app. Annotators open the links printed by `create`/`assign`."""
+    from polylogue.extras import require_extra
+
+    require_extra("annotate", "fastapi", "uvicorn", what="polylogue annotate serve")
     from polylogue.annotate.app import check_binding
     from polylogue.annotate.app import serve_study as run_server
 
     check_binding(host, allow_remote, token)  # AccessError: an input error (exit 2)
     if not db.is_file():
         raise _fail(f"{db}: no such study database (create one with `polylogue annotate create`)")
-    console.print(f"serving {db} on http://{host}:{port}/  (Ctrl-C to stop)", markup=False)
-    run_server(db, host, port, allow_remote=allow_remote, token=token, media_root=media_root)
+
+    def listening(url: str) -> None:
+        console.print(f"serving {db} on {url}  (Ctrl-C to stop)", markup=False, soft_wrap=True)
+
+    run_server(
+        db,
+        host,
+        port,
+        allow_remote=allow_remote,
+        token=token,
+        media_root=media_root,
+        on_listening=listening,
+    )
 
 
 @annotate_app.command("status")

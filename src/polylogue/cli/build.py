@@ -97,6 +97,10 @@ def build(
     keep_no_context: Annotated[
         bool, typer.Option(help="Keep points with no earlier context (the paper drops them).")
     ] = False,
+    jsonl: Annotated[
+        bool,
+        typer.Option("--jsonl", help="Also write each split as JSONL (default: Parquet only)."),
+    ] = False,
 ) -> None:
     """Build a turn-taking benchmark (decision points, categories, grouped splits)."""
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -193,7 +197,8 @@ def build(
             progress.update(task, advance=1, description=conv.id)
 
         result = build_benchmark(sources(), options, on_conversation=tick)
-    folder = save_benchmark(result, out, inputs=inputs)
+    formats = ("parquet", "jsonl") if jsonl else ("parquet",)
+    folder = save_benchmark(result, out, inputs=inputs, formats=formats)
     console.print(stats_markdown(result.points))
     console.print(
         f"[green]wrote[/green] {escape(str(folder))}  ({result.counts['points']:,} points from "
@@ -226,19 +231,24 @@ def inspect(
     from polylogue.turntaking.dataset import load_benchmark, render_point
 
     bench = load_benchmark(folder)
-    pts = bench.points(split)
+    if split not in bench.splits:
+        raise typer.BadParameter(f"no split {split!r} (have {', '.join(bench.splits)})")
+    # Filter and sample on the point index; build only the points that are shown.
+    index = bench.point_index(split)
+    keys = index
     if point_id:
-        pts = [p for p in pts if p.point_id == point_id]
-        if not pts:
+        keys = [k for k in keys if k.point_id == point_id]
+        if not keys:
             raise typer.BadParameter(f"no point {point_id!r} in split {split}")
     if category:
-        pts = [p for p in pts if p.gold.category.value == category.upper()]
+        keys = [k for k in keys if k.category == category.upper()]
     if outcome:
-        pts = [p for p in pts if p.gold.floor_outcome.value == outcome.upper()]
-    if seed is not None:
-        pts = random.Random(seed).sample(pts, min(n, len(pts)))
+        keys = [k for k in keys if k.outcome == outcome.upper()]
+    keys = random.Random(seed).sample(keys, min(n, len(keys))) if seed is not None else keys[:n]
+    by_id = {p.point_id: p for p in bench.points_by_id(split, [k.point_id for k in keys])}
+    pts = [by_id[k.point_id] for k in keys]
     out = Console()
-    for p in pts[:n]:
+    for p in pts:
         out.print(
             render_point(p, max_context=context, show_gold=not no_gold),
             markup=False,
@@ -254,10 +264,9 @@ def inspect(
     outs = [o.value for o in OUTCOMES]
     for col in ("points", *cats, *outs):
         table.add_column(col, justify="right")
-    allp = bench.points(split)
-    by_cat = Counter(p.gold.category.value for p in allp)
-    by_out = Counter(p.gold.floor_outcome.value for p in allp)
+    by_cat = Counter(k.category for k in index)
+    by_out = Counter(k.outcome for k in index)
     table.add_row(
-        f"{len(allp):,}", *(f"{by_cat[c]:,}" for c in cats), *(f"{by_out[o]:,}" for o in outs)
+        f"{len(index):,}", *(f"{by_cat[c]:,}" for c in cats), *(f"{by_out[o]:,}" for o in outs)
     )
     out.print(table)

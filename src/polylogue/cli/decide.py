@@ -43,13 +43,33 @@ class _Step:
     decision: EngineDecision | None
     #: Why no decision was made ("target is speaking", "backchannel or too short").
     skipped: str | None
+    #: The utterance was spoken by the target (what ``--check`` compares a decision with).
+    by_target: bool = False
 
 
 def _step_of(index: int, u: Utterance, live: LiveConversation, d: LiveDecision) -> _Step:
     people = live.engine.participants
     name = people[d.speaker].display_name if d.speaker in people else u.speaker
     skipped = None if d.engine is not None else d.reason
-    return _Step(index, u, name, d.engine, skipped)
+    return _Step(index, u, name, d.engine, skipped, by_target=d.speaker == live.agent.pid)
+
+
+def _with_next(steps: Iterator[_Step]) -> Iterator[tuple[_Step, _Step | None]]:
+    """Each step with the one after it (one utterance late: what ``--check`` needs)."""
+    prev: _Step | None = None
+    for step in steps:
+        if prev is not None:
+            yield prev, step
+        prev = step
+    if prev is not None:
+        yield prev, None
+
+
+def _agreement(step: _Step, nxt: _Step | None) -> bool | None:
+    """Did the decision match who spoke next? ``None`` when nothing was decided or at the end."""
+    if step.decision is None or nxt is None:
+        return None
+    return (step.decision.decision.value == "SPEAK") == nxt.by_target
 
 
 def _file_steps(
@@ -79,16 +99,73 @@ def _file_steps(
     return live.engine.participants[target].display_name, steps()
 
 
+#: Formats ``decide -`` reads from stdin (``txt`` and ``jsonl`` share one line parser).
+STDIN_FORMATS = ("txt", "jsonl", "vtt", "srt")
+
+
+def _stdin_lines() -> Iterator[str]:
+    """Lines of stdin as they arrive (readline: no read-ahead that would delay answers)."""
+    if isinstance(sys.stdin, io.TextIOWrapper):
+        # Bad bytes reach the parsers as surrogates and fail on their own line.
+        sys.stdin.reconfigure(errors="surrogateescape")
+    return iter(sys.stdin.readline, "")
+
+
+def _stdin_utterances(fmt: str | None, live: LiveConversation) -> Iterator[tuple[int, Utterance]]:
+    """``(line number, utterance)`` from stdin in ``fmt`` (sniffed from the first line if None).
+
+    Line formats (``txt``/``jsonl``) may start with a ``{"participants": [...]}`` header.
+    """
+    from polylogue.corpora.transcripts import (
+        parse_header_line,
+        parse_transcript_line,
+        sniff_stream_format,
+        stream_cues,
+    )
+
+    lines = _stdin_lines()
+    head: list[str] = []
+    for line in lines:  # keep blank lines so line numbers stay right
+        head.append(line)
+        if line.strip():
+            break
+    if fmt is None:
+        fmt = sniff_stream_format(head[-1]) if head else "txt"
+    if fmt not in STDIN_FORMATS:
+        raise typer.BadParameter(
+            f"{fmt!r} cannot be streamed on stdin (use one of {', '.join(STDIN_FORMATS)},"
+            " or give the file)",
+            param_hint="--format",
+        )
+    from itertools import chain
+
+    all_lines = chain(head, lines)
+    if fmt in ("vtt", "srt"):
+        yield from stream_cues(all_lines, fmt)
+        return
+    index = 0
+    for lineno, line in enumerate(all_lines, 1):
+        if index == 0 and not live.roster_known:
+            header = parse_header_line(line, lineno=lineno)
+            if header is not None:
+                live.join(header)
+                continue
+        u = parse_transcript_line(line, lineno)
+        if u is None:
+            continue
+        index += 1
+        yield lineno, u
+
+
 def _stdin_steps(
-    who: str, engine_threshold: float | None, model_dir: Path | None
+    who: str, fmt: str | None, engine_threshold: float | None, model_dir: Path | None
 ) -> tuple[str, Iterator[_Step]]:
-    """Follow a transcript streamed on stdin: each line is answered as soon as it arrives.
+    """Follow a transcript streamed on stdin: each utterance is answered as soon as it arrives.
 
     ``--as`` is resolved like in file mode (id, name, alias or first name, any case), also
     against speakers who appear later; a one-time warning goes to stderr if nobody matches.
     """
     from polylogue.conversation import ConversationFormatError
-    from polylogue.corpora.transcripts import parse_header_line, parse_transcript_line
     from polylogue.engine.engine import TurnTakingEngine
     from polylogue.engine.live import EventError, LiveConversation
 
@@ -96,24 +173,7 @@ def _stdin_steps(
     live = LiveConversation(engine=engine, agent_name=who, strict_roster=True, explain=True)
 
     def steps() -> Iterator[_Step]:
-        index = 0
-        lineno = 0
-        if isinstance(sys.stdin, io.TextIOWrapper):
-            # Bad bytes reach parse_transcript_line as surrogates and fail on their own line.
-            sys.stdin.reconfigure(errors="surrogateescape")
-        while True:
-            line = sys.stdin.readline()
-            if not line:
-                return
-            lineno += 1
-            if index == 0 and not live.roster_known:
-                header = parse_header_line(line, lineno=lineno)
-                if header is not None:
-                    live.join(header)
-                    continue
-            u = parse_transcript_line(line, lineno)
-            if u is None:
-                continue
+        for index, (lineno, u) in enumerate(_stdin_utterances(fmt, live)):
             try:
                 d = live.utterance(u)
             except EventError as e:
@@ -125,7 +185,6 @@ def _stdin_steps(
                 print(w, file=sys.stderr, flush=True)
             live.warnings.clear()
             yield _step_of(index, u, live, d)
-            index += 1
 
     return who, steps()
 
@@ -137,19 +196,50 @@ def _fmt_time(t: float | None) -> str:
     return f"{int(m):02d}:{s:04.1f} "
 
 
-def _print_step(console: Console, step: _Step, target_name: str) -> None:
+_BAR_WIDTH = 20
+
+
+def probability_bar(p: float, threshold: float, width: int = _BAR_WIDTH) -> str:
+    """``████│·····``: P(speak) filled, the threshold marked by ``│`` at its position."""
+    filled = round(p * width)
+    cells = ["█" if i < filled else "·" for i in range(width)]
+    mark = min(width, max(0, round(threshold * width)))
+    return "".join(cells[:mark]) + "│" + "".join(cells[mark:])
+
+
+def _check_text(agree: bool | None, nxt: _Step | None) -> str:
+    if agree is None or nxt is None:
+        return ""
+    actual = f"{nxt.speaker_name} spoke next"
+    return f"  {'✓ agrees' if agree else '✗ disagrees'} ({actual})"
+
+
+def _print_step(
+    console: Console, step: _Step, target_name: str, check: str = "", plain: bool = False
+) -> None:
     from rich.markup import escape
 
     u = step.utterance
+    d = step.decision
+    if plain:  # piped: one plain line per utterance, never wrapped
+        line = f"{step.index + 1} {_fmt_time(u.start)}{step.speaker_name}: {u.text}"
+        if d is not None:
+            verdict = f"{target_name} should SPEAK" if d.decision.value == "SPEAK" else "silent"
+            cues = ", ".join(d.cues.get("active", [])) or "no explicit cue"
+            line += (
+                f"\t| P(speak)={d.p_speak:.2f} threshold={d.threshold:.2f} {verdict}"
+                f" ({cues}){check}"
+            )
+        console.file.write(line + "\n")
+        return
     head = (
         f"[dim]{step.index + 1:>4} {_fmt_time(u.start)}[/dim]"
         f"[bold]{escape(step.speaker_name)}[/bold]: {escape(u.text)}"
     )
     console.print(head, highlight=False)
-    d = step.decision
     if d is None:
         return
-    bar = "█" * round(d.p_speak * 20) + "·" * (20 - round(d.p_speak * 20))
+    bar = probability_bar(d.p_speak, d.threshold)
     if d.decision.value == "SPEAK":
         verdict = f"[bold green]→ {escape(target_name)} should SPEAK[/bold green]"
     else:
@@ -157,7 +247,7 @@ def _print_step(console: Console, step: _Step, target_name: str) -> None:
     cues = ", ".join(d.cues.get("active", [])) or "no explicit cue"
     console.print(
         f"       [cyan]{bar}[/cyan] P(speak)={d.p_speak:.2f}  {verdict}"
-        f"  [dim]({escape(cues)})[/dim]",
+        f"  [dim]({escape(cues)})[/dim]{escape(check)}",
         highlight=False,
     )
 
@@ -192,7 +282,11 @@ def _step_json(step: _Step, target: str) -> dict[str, Any]:
 
 def decide(
     transcript: Annotated[
-        str, typer.Argument(help="Transcript file (.jsonl/.csv/.vtt/.txt) or - for stdin.")
+        str,
+        typer.Argument(
+            help="Transcript file (.jsonl/.csv/.vtt/.srt/.txt) or - for stdin "
+            "(Speaker: text or JSONL lines, WebVTT or SRT; see --format)."
+        ),
     ],
     who: Annotated[
         str, typer.Option("--as", help="The participant to decide for (id, name or alias).")
@@ -202,10 +296,21 @@ def decide(
     ] = None,
     fmt: Annotated[
         str | None,
-        typer.Option("--format", help="Transcript format if the suffix does not say it."),
+        typer.Option(
+            "--format",
+            help="jsonl, csv, vtt, srt or txt, if the suffix does not say it "
+            "(stdin: txt, jsonl, vtt or srt; default: from the first line).",
+        ),
     ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="One JSON object per utterance (JSONL).")
+    ] = False,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check",
+            help="Compare each decision with who actually spoke next (answers one line late).",
+        ),
     ] = False,
     model_dir: Annotated[
         Path | None,
@@ -219,28 +324,59 @@ def decide(
     if threshold is not None and not 0.0 <= threshold <= 1.0:
         raise typer.BadParameter("must be between 0 and 1", param_hint="--threshold")
     if transcript == "-":
-        target_name, steps = _stdin_steps(who, threshold, model_dir)
+        target_name, steps = _stdin_steps(who, fmt, threshold, model_dir)
     else:
         target_name, steps = _file_steps(Path(transcript), fmt, who, threshold, model_dir)
     console = Console(highlight=False)
-    speak = 0
+    plain = not console.is_terminal
+    paired: Iterator[tuple[_Step, _Step | None]] = (
+        _with_next(steps) if check else ((s, None) for s in steps)
+    )
+    speak_at: list[int] = []
     decided = 0
-    for step in steps:
+    checked = agreed = 0
+    shown_threshold = False
+    for step, nxt in paired:
+        agree = _agreement(step, nxt) if check else None
         if step.decision is not None:
             decided += 1
-            speak += step.decision.decision.value == "SPEAK"
+            if step.decision.decision.value == "SPEAK":
+                speak_at.append(step.index + 1)
+            if agree is not None:
+                checked += 1
+                agreed += agree
+            if not as_json and not shown_threshold:
+                shown_threshold = True
+                t = step.decision.threshold
+                console.print(
+                    f"threshold: P(speak) ≥ {t:.2f} means SPEAK (marked │ on the bars)"
+                    if not plain
+                    else f"threshold: P(speak) >= {t:.2f} means SPEAK",
+                    highlight=False,
+                    soft_wrap=True,
+                )
         if as_json:
-            sys.stdout.write(json.dumps(_step_json(step, target_name)) + "\n")
+            row = _step_json(step, target_name)
+            if check:
+                row["next_speaker"] = None if nxt is None else nxt.speaker_name
+                row["agrees"] = agree
+            sys.stdout.write(json.dumps(row) + "\n")
             sys.stdout.flush()
         else:
-            _print_step(console, step, target_name)
+            _print_step(console, step, target_name, _check_text(agree, nxt), plain)
             console.file.flush()
     if not as_json:
-        console.print(
+        where = ", ".join(map(str, speak_at)) if speak_at else "none"
+        summary = (
             f"\n[bold]{escape(target_name)}[/bold]: {decided} pauses decided, "
-            f"should have spoken at {speak}.",
-            highlight=False,
+            f"should have spoken at {len(speak_at)}: after utterance {escape(where)}."
         )
+        if check:
+            rate = f" ({agreed / checked:.0%})" if checked else ""
+            summary += (
+                f"\n--check: {agreed} of {checked} decisions agree with who spoke next{rate}."
+            )
+        console.print(summary, highlight=False, soft_wrap=True)
 
 
 # ----------------------------------------------------------------------------- tune-threshold
@@ -354,6 +490,9 @@ def train_default(
     seed: Annotated[int, typer.Option(help="Seed for splits and boosting.")] = 13,
 ) -> None:
     """Reproduce the shipped model: build benchmarks, fit, calibrate, pick the threshold, report."""
+    from polylogue.extras import require_extra
+
+    require_extra("train", "lightgbm", what="polylogue train-default")
     from rich.console import Console
 
     from polylogue.training.default_model import (

@@ -164,6 +164,8 @@ def report_command(
     paths = write_report(runs, out, references=reference or [], title=title)
     for p in paths:
         typer.echo(str(p))
+    page = next(p for p in paths if p.suffix == ".html")
+    typer.echo(f"open in a browser: {page.resolve().as_uri()}")
 
 
 def _adapter_meta(adapter: Path | None) -> dict[str, Any]:

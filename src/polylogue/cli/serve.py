@@ -38,17 +38,14 @@ def serve(
     ] = 30.0,
 ) -> None:
     """Serve turn-taking decisions to live agents over WebSocket and HTTP."""
-    try:
-        import uvicorn
+    from polylogue.extras import require_extra
 
-        from polylogue.serve.app import check_bind, create_app
-        from polylogue.serve.store import open_store
-    except ImportError as e:
-        from polylogue.errors import PolylogueInputError
+    require_extra("serve", "starlette", "uvicorn", "websockets", what="polylogue serve")
+    import uvicorn
 
-        raise PolylogueInputError(
-            f"polylogue serve needs its extra ({e.name} is missing): pip install 'polylogue[serve]'"
-        ) from None
+    from polylogue.serve.app import check_bind, create_app
+    from polylogue.serve.store import open_store
+
     check_bind(host, token)
     store = open_store(state, idle_ttl)
     if hasattr(store, "ping"):

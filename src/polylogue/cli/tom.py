@@ -9,11 +9,14 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from polylogue.cli.output import counter_progress, markdown_table
+
 console = Console(stderr=True)
 tom_app = typer.Typer(
     name="tom",
     help="MeetingToM: validate the release, run models, score (official/strict), report tables.",
     no_args_is_help=True,
+    rich_markup_mode=None,  # plain help, see polylogue.cli.app
 )
 
 DataOpt = Annotated[
@@ -68,8 +71,23 @@ def validate_cmd(
         for f in findings:
             typer.echo(f"  {f.kind}\t{f.record_id}\t{f.detail}")
     unexpected = [k for k in counts if k not in KNOWN_ANOMALY_KINDS]
+    typer.echo(validate_verdict(sum(len(r) for r in bench.records.values()), counts, unexpected))
     if unexpected:
         raise typer.Exit(1)
+
+
+def validate_verdict(n_records: int, counts: dict[str, int], unexpected: list[str]) -> str:
+    """The last line of ``tom validate``: OK, or which findings are not documented anomalies."""
+    known = sum(n for k, n in counts.items() if k not in unexpected)
+    if unexpected:
+        return (
+            f"verdict: FAIL: {len(unexpected)} undocumented finding kind(s) "
+            f"({', '.join(unexpected)}) in {n_records} records"
+        )
+    return (
+        f"verdict: OK: {n_records} records load; {known} findings, all documented anomalies "
+        "of the release"
+    )
 
 
 def _ami_folder(ami: Path | None) -> Path:
@@ -159,13 +177,10 @@ def run_cmd(
         ami_folder=_ami_folder(ami),
         media=media,
         cache_path=cache,
-        progress=lambda i, n: (
-            console.print(f"\r{i}/{n}", end="") if i % 10 == 0 or i == n else None
-        ),
+        progress=counter_progress(console, "records"),
     )
     console.print(
-        f"\n{result.folder}: {result.generated} new, {result.reused} reused, "
-        f"{result.errors} errors",
+        f"{result.folder}: {result.generated} new, {result.reused} reused, {result.errors} errors",
         markup=False,
     )
     if any(r.task.value == "you" for r in records):
@@ -245,16 +260,9 @@ def score_cmd(
     results: list[dict[str, Any]] = []
     for path in paths:
         if (path / MANIFEST).is_file():
-            for m in modes:
-                s = scores_from_run(bench, path, m)
-                results.append(s.to_dict())
-                cells = "  ".join(
-                    f"{k}={100 * v:.2f}" for k, v in s.values.items() if v is not None
-                )
-                typer.echo(
-                    f"{path.name} [{m}] {cells}  n={s.n}"
-                    + (f" coverage={s.coverage}" if s.coverage else "")
-                )
+            scored = [scores_from_run(bench, path, m) for m in modes]
+            results += [s.to_dict() for s in scored]
+            typer.echo(f"\n{path.name}\n\n{run_score_table(scored)}")
         else:  # a folder of official-style prediction files
             res = score_official(
                 [bench.folder / TASK_FILES[t] for t in ToMTask],
@@ -262,14 +270,41 @@ def score_cmd(
                 only_windows=windows,
                 labels_override=_split(labels),
             )
-            for row in res.summary_rows():
-                typer.echo(",".join(row.values()))
+            rows = res.summary_rows()
+            if rows:
+                header = list(rows[0])
+                table = markdown_table(header, [[r[h] for h in header] for r in rows])
+                typer.echo(f"\n{path}\n\n{table}")
             if out is not None:
                 res.write_summary(out)
             results += [f.to_dict() for f in res.files]
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "scores.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
+
+
+def run_score_table(scored: list[Any]) -> str:
+    """One row per task/metric, a column per scoring mode (%), then items and strict coverage."""
+    from polylogue.tom.report import METRICS
+
+    header = ["metric", *(f"{s.mode} %" for s in scored), "items", "coverage"]
+    rows = []
+    for key, title in METRICS:
+        values = [s.values.get(key) for s in scored]
+        if all(v is None for v in values):
+            continue
+        task = key.rsplit("_", 1)[0]
+        n = next((s.n[task] for s in scored if task in s.n), None)
+        cov = next((s.coverage[task] for s in scored if task in s.coverage), None)
+        rows.append(
+            [
+                title,
+                *("-" if v is None else f"{100 * v:.2f}" for v in values),
+                "" if n is None else str(n),
+                "" if cov is None else f"{100 * cov:.0f}%",
+            ]
+        )
+    return markdown_table(header, rows)
 
 
 @tom_app.command("report")

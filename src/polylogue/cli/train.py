@@ -70,7 +70,10 @@ def train_command(
     ] = None,
     eval_steps: Annotated[int | None, typer.Option(help="Validate/save every N steps.")] = None,
     eval_max_points: Annotated[
-        int | None, typer.Option(help="Decode a stratified validation subset of this size.")
+        int | None,
+        typer.Option(
+            help="Decode a stratified validation subset of this size (default 1000; 0: all)."
+        ),
     ] = None,
     early_stopping_patience: Annotated[
         int | None, typer.Option(help="Stop after N validations without F1avg gain.")
@@ -123,6 +126,11 @@ def train_command(
     if not cfg.data:
         raise typer.BadParameter("give at least one --data benchmark folder", param_hint="--data")
 
+    from polylogue.extras import require_extra
+
+    require_extra(
+        "train", "torch", "transformers", "peft", "trl", "datasets", what="polylogue train"
+    )
     from polylogue.training.sft import train
 
     result = train(cfg, resume=resume)

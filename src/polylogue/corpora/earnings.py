@@ -58,6 +58,8 @@ CORPUS = "earnings21"
 DOMAIN = "earnings_call"
 
 _NLP_COLUMNS = ("token", "speaker", "ts", "endTs", "punctuation", "case", "tags", "wer_tags")
+#: Columns a Rev ``.nlp`` file must have; the others of _NLP_COLUMNS are optional.
+_NLP_REQUIRED = ("token", "speaker")
 _DROPPED_TOKENS = frozenset({"<silence>", "*"})
 
 # Speaking-rate band (words per second of RTTM speech time) inside which a turn may be matched
@@ -200,26 +202,44 @@ def read_call(
 
 
 def read_nlp_tokens(path: Path) -> list[_Token]:
-    """Tokens of one ``.nlp`` reference with punctuation re-attached."""
+    """Tokens of one Rev ``.nlp`` reference with punctuation re-attached.
+
+    Columns are found by name: ``token`` and ``speaker`` are required; ``punctuation`` and
+    Earnings-22's ``prepunctuation`` are used when present; any other column (``ts``, ``case``,
+    ``tags``, ``oldTs``, ``ali_comment``...) is allowed and ignored.
+    """
     tokens: list[_Token] = []
     records = csv_records(path, read_text(path), delimiter="|", quoting=csv.QUOTE_NONE)
     header = next(records, (1, None))[1]
-    if header is None or tuple(header[:6]) != _NLP_COLUMNS[:6]:
-        raise ConversationFormatError(path, "line 1", f"unexpected header {header!r}")
+    if header is None:
+        raise ConversationFormatError(path, "line 1", "empty file: no header row")
+    columns = {name.strip(): i for i, name in enumerate(header)}
+    missing = [c for c in _NLP_REQUIRED if c not in columns]
+    if missing:
+        raise ConversationFormatError(
+            path,
+            "line 1",
+            f"header {'|'.join(header)!r} lacks the required column(s) {', '.join(missing)} "
+            f"(a Rev .nlp file needs {'|'.join(_NLP_REQUIRED)})",
+        )
+    i_tok, i_spk = columns["token"], columns["speaker"]
+    i_punct, i_pre = columns.get("punctuation"), columns.get("prepunctuation")
     for lineno, row in records:
         # Exactly the header's cells: a '|' inside a token would shift the speaker column.
         if len(row) != len(header):
             raise ConversationFormatError(
                 path, f"line {lineno}", f"expected {len(header)} columns, got {len(row)}"
             )
-        word, speaker, punct = row[0], row[1].strip(), row[4]
+        word, speaker = row[i_tok], row[i_spk].strip()
         if not speaker:
             raise ConversationFormatError(path, f"line {lineno}", "empty speaker")
         if word in _DROPPED_TOKENS:
             # The speaker column still counts: a turn made only of <silence> is a turn.
             tokens.append(_Token("", speaker))
             continue
-        tokens.append(_Token(word + punct, speaker))
+        pre = row[i_pre] if i_pre is not None else ""
+        punct = row[i_punct] if i_punct is not None else ""
+        tokens.append(_Token(pre + word + punct, speaker))
     return tokens
 
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
@@ -120,23 +121,54 @@ class _Scene:
 # ----------------------------------------------------------------------------- public API
 
 
+class FriendsPartMissing(UserWarning):
+    """One of the two Friends sources is absent; the reader used what is there."""
+
+
 def read_friends(
     folder: str | Path,
     source: Source = "all",
     seasons: Iterable[int] | None = None,
 ) -> Iterator[Conversation]:
-    """Yield Friends scenes as conversations, ordered by season, episode and scene."""
+    """Yield Friends scenes as conversations, ordered by season, episode and scene.
+
+    With ``source="all"`` whichever of the two files is present is read: the CSV alone is a
+    valid corpus (season 10 then comes from it, without addressee notes), the JSON alone gives
+    season 10. What was skipped is reported once as a :class:`FriendsPartMissing` warning.
+    """
     if source not in ("all", "csv", "s10json"):
         raise ValueError(f"source must be 'all', 'csv' or 's10json', not {source!r}")
     root = Path(folder)
     wanted = None if seasons is None else {int(s) for s in seasons}
+    csv_path, json_path = root / CSV_PATH, root / S10_JSON_PATH
+    if source == "all":
+        has_csv, has_json = csv_path.is_file(), json_path.is_file()
+        if not has_csv and not has_json:
+            raise FileNotFoundError(
+                f"{root} has no Friends transcripts: expected {CSV_PATH} and/or {S10_JSON_PATH}"
+            )
+        if not has_json:
+            warnings.warn(
+                f"{json_path} is absent: season 10 is read from the CSV, without the "
+                "'(to X)' addressee notes",
+                FriendsPartMissing,
+                stacklevel=2,
+            )
+            source = "csv"
+        elif not has_csv:
+            warnings.warn(
+                f"{csv_path} is absent: seasons 1-8 are skipped, only season 10 (JSON) is read",
+                FriendsPartMissing,
+                stacklevel=2,
+            )
+            source = "s10json"
     if source in ("all", "csv"):
         # With "all", season 10 comes from the annotated JSON instead of the CSV.
         exclude = {10} if source == "all" else set()
         if wanted is None or wanted - exclude:
-            yield from read_friends_csv(root / CSV_PATH, seasons=wanted, exclude_seasons=exclude)
+            yield from read_friends_csv(csv_path, seasons=wanted, exclude_seasons=exclude)
     if source in ("all", "s10json") and (wanted is None or 10 in wanted):
-        yield from read_friends_s10_json(root / S10_JSON_PATH)
+        yield from read_friends_s10_json(json_path)
 
 
 def read_friends_csv(

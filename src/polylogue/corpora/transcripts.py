@@ -28,6 +28,9 @@ WebVTT (``.vtt``)
     the cue's times. A cue without a voice span may start with ``Alice: `` (the Zoom style);
     otherwise it is an error naming the cue, since guessing the previous speaker would silently
     mislabel overlapping talk.
+SubRip (``.srt``)
+    Numbered cues (``1`` / ``00:00:01,000 --> 00:00:02,500`` / text); the speaker as in WebVTT
+    (``Alice: text`` or a voice span).
 Text (``.txt``)
     One ``Speaker: text`` line or JSONL object per line, optionally prefixed with a time
     ``[00:01:02.5]`` or span ``[12.0 --> 14.5]``; the same parser as
@@ -52,7 +55,7 @@ import html
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -67,6 +70,7 @@ TRANSCRIPT_FORMATS: dict[str, tuple[str, ...]] = {
     "jsonl": (".jsonl", ".ndjson"),
     "csv": (".csv",),
     "vtt": (".vtt",),
+    "srt": (".srt",),
     "txt": (".txt",),
 }
 
@@ -129,6 +133,8 @@ def read_transcript(
         raw = _parse_csv(content, path)
     elif fmt == "vtt":
         raw = _parse_vtt(content, path)
+    elif fmt == "srt":
+        raw = _parse_srt(content, path)
     else:
         header, raw = _parse_txt(content, path)
     participants = _header_participants(header, path) if header else None
@@ -157,14 +163,7 @@ def parse_transcript_line(
                 "a participants header is not an utterance (use parse_header_line)",
             )
         return None
-    return Utterance(
-        speaker=raw.speaker,
-        text=raw.text,
-        start=raw.start,
-        end=raw.end,
-        addressees=raw.addressees,
-        id=raw.id,
-    )
+    return _utterance(raw)
 
 
 def parse_header_line(
@@ -297,9 +296,30 @@ def _parse_vtt(content: str, path: Path) -> list[_RawUtterance]:
     lines = content.splitlines()
     if not lines or not lines[0].startswith("WEBVTT"):
         raise ConversationFormatError(path, "line 1", "a WebVTT file must start with 'WEBVTT'")
+    return _parse_cues(lines, 1, path)
+
+
+def _parse_srt(content: str, path: Path) -> list[_RawUtterance]:
+    """SubRip: numbered cues ``1`` / ``00:00:01,000 --> 00:00:02,500`` / ``Alice: text``."""
+    return _parse_cues(content.splitlines(), 0, path)
+
+
+def _parse_cues(lines: list[str], first: int, path: str | Path) -> list[_RawUtterance]:
     out: list[_RawUtterance] = []
     pending_break = False
-    i = 1
+    for block_start, block in _blocks(lines, first):
+        is_break, raws = _cue_block(block, block_start, path)
+        pending_break = pending_break or is_break
+        if raws:
+            out.append(replace(raws[0], scene_break=True) if pending_break else raws[0])
+            out.extend(raws[1:])
+            pending_break = False
+    return out
+
+
+def _blocks(lines: Sequence[str], first: int) -> Iterator[tuple[int, list[str]]]:
+    """``(index of its first line, lines)`` per blank-line-separated block from ``first``."""
+    i = first
     while i < len(lines):
         if not lines[i].strip():
             i += 1
@@ -309,46 +329,108 @@ def _parse_vtt(content: str, path: Path) -> list[_RawUtterance]:
         while i < len(lines) and lines[i].strip():
             block.append(lines[i])
             i += 1
-        first = block[0].strip()
-        if first.startswith("NOTE") and "-->" not in first:
-            pending_break = pending_break or _VTT_BREAK.match(" ".join(block)) is not None
-            continue
-        if first.startswith(("STYLE", "REGION")) and "-->" not in first:
-            continue
-        timing_idx = 0 if "-->" in block[0] else 1
-        if timing_idx >= len(block) or "-->" not in block[timing_idx]:
-            raise ConversationFormatError(
-                path, f"line {block_start + 1}", "cue without a 'start --> end' line"
-            )
-        cue_name = (
-            block[0].strip() if timing_idx == 1 else f"at line {block_start + timing_idx + 1}"
+        yield block_start, block
+
+
+def _cue_block(
+    block: Sequence[str], block_start: int, path: str | Path
+) -> tuple[bool, list[_RawUtterance]]:
+    """One WebVTT/SRT block (``block_start``: 0-based line index) -> (a break note?, cues)."""
+    first = block[0].strip()
+    if first.startswith("NOTE") and "-->" not in first:
+        return _VTT_BREAK.match(" ".join(block)) is not None, []
+    if first.startswith(("STYLE", "REGION")) and "-->" not in first:
+        return False, []
+    timing_idx = 0 if "-->" in block[0] else 1
+    if timing_idx >= len(block) or "-->" not in block[timing_idx]:
+        raise ConversationFormatError(
+            path, f"line {block_start + 1}", "cue without a 'start --> end' line"
         )
-        where = f"cue {cue_name!r} (line {block_start + timing_idx + 1})"
-        m = _VTT_TIMING.match(block[timing_idx].strip())
-        if m is None:
-            raise ConversationFormatError(path, where, "bad cue timing line")
-        start = parse_time(m["start"], path, where, "cue start")
-        end = parse_time(m["end"], path, where, "cue end")
-        payload = "\n".join(block[timing_idx + 1 :])
-        spans = _voice_spans(payload)
-        if not spans:
-            plain = _vtt_text(payload)
-            sm = _SPEAKER_LINE.match(plain)
-            if sm is None:
+    cue_name = block[0].strip() if timing_idx == 1 else f"at line {block_start + timing_idx + 1}"
+    where = f"cue {cue_name!r} (line {block_start + timing_idx + 1})"
+    m = _VTT_TIMING.match(block[timing_idx].strip())
+    if m is None:
+        raise ConversationFormatError(path, where, "bad cue timing line")
+    start = parse_time(m["start"], path, where, "cue start")
+    end = parse_time(m["end"], path, where, "cue end")
+    payload = "\n".join(block[timing_idx + 1 :])
+    spans = _voice_spans(payload)
+    if not spans:
+        plain = _vtt_text(payload)
+        sm = _SPEAKER_LINE.match(plain)
+        if sm is None:
+            raise ConversationFormatError(
+                path,
+                where,
+                "cue has no speaker: use a voice span <v Name>text</v> or 'Name: text'",
+            )
+        spans = [(sm["speaker"].strip(), sm["text"])]
+    cue_id = block[0].strip() if timing_idx == 1 else None
+    out = []
+    for k, (speaker, text) in enumerate(spans):
+        uid = None if cue_id is None else cue_id if len(spans) == 1 else f"{cue_id}.{k + 1}"
+        record = {"speaker": speaker, "text": text, "start": start, "end": end, "id": uid}
+        out.append(_from_record(record, path, where))
+    return False, out
+
+
+def stream_cues(
+    lines: Iterable[str], fmt: str, source: str | Path = "<stdin>"
+) -> Iterator[tuple[int, Utterance]]:
+    """``(line number, utterance)`` per cue of a streamed WebVTT (``fmt="vtt"``) or SRT file.
+
+    A cue is answered as soon as the blank line after it arrives (or the stream ends). A WebVTT
+    stream must start with ``WEBVTT``; errors name the line as :func:`read_transcript` does.
+    """
+    block: list[str] = []
+    block_start = 0
+    seen_header = fmt != "vtt"
+
+    def flush() -> Iterator[tuple[int, Utterance]]:
+        if block:
+            for raw in _cue_block(block, block_start, source)[1]:
+                yield block_start + 1, _utterance(raw)
+            block.clear()
+
+    for index, raw_line in enumerate(lines):
+        line = decode_line(raw_line, source, index + 1).rstrip("\r\n")
+        if not seen_header:
+            if not line.strip():
+                continue
+            if not line.startswith("WEBVTT"):
                 raise ConversationFormatError(
-                    path,
-                    where,
-                    "cue has no speaker: use a voice span <v Name>text</v> or 'Name: text'",
+                    source, f"line {index + 1}", "a WebVTT stream must start with 'WEBVTT'"
                 )
-            spans = [(sm["speaker"].strip(), sm["text"])]
-        cue_id = block[0].strip() if timing_idx == 1 else None
-        for k, (speaker, text) in enumerate(spans):
-            uid = None if cue_id is None else cue_id if len(spans) == 1 else f"{cue_id}.{k + 1}"
-            record = {"speaker": speaker, "text": text, "start": start, "end": end, "id": uid}
-            raw = _from_record(record, path, where)
-            out.append(replace(raw, scene_break=True) if pending_break and k == 0 else raw)
-        pending_break = False
-    return out
+            seen_header = True
+            continue
+        if line.strip():
+            if not block:
+                block_start = index
+            block.append(line)
+        else:
+            yield from flush()
+    yield from flush()
+
+
+def sniff_stream_format(first_line: str) -> str:
+    """The format of a stream from its first non-blank line: vtt, srt or txt (lines)."""
+    s = first_line.strip()
+    if s.startswith("WEBVTT"):
+        return "vtt"
+    if s.isdigit() or _VTT_TIMING.match(s):
+        return "srt"
+    return "txt"
+
+
+def _utterance(raw: _RawUtterance) -> Utterance:
+    return Utterance(
+        speaker=raw.speaker,
+        text=raw.text,
+        start=raw.start,
+        end=raw.end,
+        addressees=raw.addressees,
+        id=raw.id,
+    )
 
 
 def _voice_spans(payload: str) -> list[tuple[str, str]]:

@@ -80,6 +80,13 @@ class RunSummary:
             extras.append(f"lora:{Path(str(desc['adapter'])).name}")
         return name + (f" ({', '.join(extras)})" if extras else "")
 
+    @property
+    def threshold(self) -> float | None:
+        """The decision threshold on P(SPEAK) the run used (models that have one)."""
+        desc = self.manifest.get("model", {}).get("description") or {}
+        t = desc.get("threshold")
+        return None if t is None else float(t)
+
     def value(self, key: str) -> float | None:
         if key in ("I1", "I2", "S1", "S2", "SA"):
             v = (self.metrics.get("per_category") or {}).get(key)
@@ -179,6 +186,28 @@ def _ratio_note(rows: Sequence[dict[str, Any]]) -> str:
     return "Class ratios differ between runs: see the Ratio column."
 
 
+#: What the categories mean (docs/benchmark.md), printed under every report's table.
+CATEGORY_NOTES: tuple[str, ...] = (
+    "I1 explicit address: the target is addressed individually and explicitly and takes the floor.",
+    "I2 contextual intervention: the target takes the floor without being individually "
+    "addressed (a group address included).",
+    "S1 no reference: the target is neither addressed nor referenced, and stays silent.",
+    "S2 referenced, not addressed: the target is named or talked about, not addressed, and "
+    "stays silent.",
+    "SA addressed, silent: the target is addressed individually but does not take the floor "
+    "(benchmark v2; the paper's four-way tables count it as S2).",
+)
+
+
+def ci_cell(ci: Sequence[float] | None, groups: int | None) -> str:
+    """The BalAcc interval, or ``n/a (k groups)`` when it resamples too few groups."""
+    if not ci:
+        return "–"
+    if bootstrap_warning(groups):
+        return f"n/a ({groups} group{'s' if groups != 1 else ''})"
+    return f"{100 * ci[0]:.1f}–{100 * ci[1]:.1f}"
+
+
 def _row_cells(r: dict[str, Any], with_ratio: bool) -> list[str]:
     """One table row's cells (Markdown and HTML tables show the same values)."""
     cells = [str(r["model"]), f"{r['dataset']}/{r['split']}"]
@@ -187,14 +216,7 @@ def _row_cells(r: dict[str, Any], with_ratio: bool) -> list[str]:
     for key, _ in COLUMNS:
         d = r[f"delta_{key}"]
         cells.append(_pct(r[key]) + ("" if d is None else f" ({100 * d:+.2f})"))
-    ci = r["balanced_accuracy_ci95"]
-    few = bootstrap_warning(r.get("bootstrap_groups")) if ci else None
-    cells.append(
-        "–"
-        if not ci
-        else f"{100 * ci[0]:.1f}–{100 * ci[1]:.1f}"
-        + (f" ⚠ {r['bootstrap_groups']} groups" if few else "")
-    )
+    cells.append(ci_cell(r["balanced_accuracy_ci95"], r.get("bootstrap_groups")))
     cells.append(_pct(r["unparseable_rate"]))
     cells.append(f"{r['n']}" + ("" if r["complete"] else " (partial)"))
     return cells
@@ -219,9 +241,10 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
         bootstrap_warning(r.get("bootstrap_groups")) for r in rows if r["balanced_accuracy_ci95"]
     ):
         notes.append(
-            f"⚠ N groups: the interval resamples fewer than {MIN_BOOTSTRAP_GROUPS} "
-            "meetings/episodes/calls and is unreliable."
+            f"n/a (k groups): the interval would resample fewer than {MIN_BOOTSTRAP_GROUPS} "
+            "meetings/episodes/calls, too few to be meaningful, so it is not shown."
         )
+    notes.append("Categories: " + " ".join(CATEGORY_NOTES))
     return "\n".join(lines) + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
 
 
@@ -262,6 +285,15 @@ def _png(fig: Any) -> str:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
+def legend_names(runs: Sequence[RunSummary]) -> list[str]:
+    """One distinct legend entry per run: model · dataset/split (+ run folder if still equal)."""
+    base = [f"{r.label} · {r.dataset}/{r.split}" for r in runs]
+    return [
+        name if base.count(name) == 1 else f"{name} [{r.folder.name}]"
+        for name, r in zip(base, runs, strict=True)
+    ]
+
+
 def category_bars(runs: Sequence[RunSummary]) -> str:
     import matplotlib
 
@@ -273,9 +305,9 @@ def category_bars(runs: Sequence[RunSummary]) -> str:
     fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(keys) + 0.4 * len(runs)), 3.6))
     width = 0.8 / max(1, len(runs))
     x = np.arange(len(keys))
-    for i, run in enumerate(runs):
+    for i, (run, name) in enumerate(zip(runs, legend_names(runs), strict=True)):
         vals = [100 * (run.value(k) or 0.0) for k in keys]
-        ax.bar(x + i * width - 0.4 + width / 2, vals, width, label=f"{run.label} · {run.dataset}")
+        ax.bar(x + i * width - 0.4 + width / 2, vals, width, label=name)
     ax.set_xticks(x, [t for _, t in COLUMNS])
     ax.set_ylabel("%")
     ax.set_ylim(0, 100)
@@ -296,16 +328,22 @@ def confusion_plot(run: RunSummary) -> str:
     gold, pred = ["SPEAK", "SILENT"], ["SPEAK", "SILENT", "UNPARSEABLE"]
     m = np.array([[conf[g][p] for p in pred] for g in gold])
     fig, ax = plt.subplots(figsize=(3.6, 2.4))
-    ax.imshow(m, cmap="Blues")
+    ax.imshow(m, cmap="Blues", vmin=0, vmax=max(1, int(m.max())))
     for i in range(2):
         for j in range(3):
-            ax.text(j, i, str(m[i, j]), ha="center", va="center", fontsize=9)
+            color = confusion_text_color(int(m[i, j]), int(m.max()))
+            ax.text(j, i, str(m[i, j]), ha="center", va="center", fontsize=9, color=color)
     ax.set_xticks(range(3), ["SPEAK", "SILENT", "unparse."], fontsize=8)
     ax.set_yticks(range(2), gold, fontsize=8)
     ax.set_xlabel("predicted")
     ax.set_ylabel("gold")
     ax.set_title(f"{run.label}\n{run.dataset}/{run.split}", fontsize=8)
     return _png(fig)
+
+
+def confusion_text_color(value: int, vmax: int) -> str:
+    """White text on the dark half of the Blues map, black on the light half."""
+    return "white" if vmax > 0 and value > vmax / 2 else "black"
 
 
 def threshold_plot(runs: Sequence[RunSummary]) -> str | None:
@@ -320,14 +358,22 @@ def threshold_plot(runs: Sequence[RunSummary]) -> str | None:
     import matplotlib.pyplot as plt
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.4))
-    for run, s in sweeps:
-        name = f"{run.label} · {run.dataset}"
-        a.plot(s["thresholds"], [100 * v for v in s["balanced_accuracy"]], label=name)
-        b.plot(
-            [100 * v for v in s["false_interruption_rate"]],
-            [100 * v for v in s["missed_turn_rate"]],
-            label=name,
-        )
+    names = legend_names([r for r, _ in sweeps])
+    labelled: set[float] = set()
+    for (run, s), name in zip(sweeps, names, strict=True):
+        (line,) = a.plot(s["thresholds"], [100 * v for v in s["balanced_accuracy"]], label=name)
+        fir = [100 * v for v in s["false_interruption_rate"]]
+        mtr = [100 * v for v in s["missed_turn_rate"]]
+        b.plot(fir, mtr, label=name, color=line.get_color())
+        t = run.threshold
+        if t is not None:  # the run's own decision threshold, on both curves
+            k = sweep_index(s["thresholds"], t)
+            a.axvline(t, color=line.get_color(), ls=":", lw=1)
+            a.plot([t], [100 * s["balanced_accuracy"][k]], "o", color=line.get_color())
+            b.plot([fir[k]], [mtr[k]], "o", color=line.get_color())
+            if round(t, 2) not in labelled:  # runs of one model share it: label it once
+                labelled.add(round(t, 2))
+                a.annotate(f" t={t:.2f}", (t, 0.03), xycoords=a.get_xaxis_transform(), fontsize=7)
     a.set_xlabel("threshold on P(SPEAK)")
     a.set_ylabel("balanced accuracy %")
     a.set_title("Balanced accuracy vs threshold")
@@ -335,7 +381,15 @@ def threshold_plot(runs: Sequence[RunSummary]) -> str | None:
     b.set_ylabel("missed turns % (of SPEAK points)")
     b.set_title("Interruption vs missed-turn trade-off")
     a.legend(fontsize=7)
+    b.text(
+        0.98, 0.98, "● decision threshold", transform=b.transAxes, ha="right", va="top", fontsize=7
+    )
     return _png(fig)
+
+
+def sweep_index(thresholds: Sequence[float], t: float) -> int:
+    """Index of the swept threshold closest to ``t``."""
+    return min(range(len(thresholds)), key=lambda i: abs(float(thresholds[i]) - t))
 
 
 # ----------------------------------------------------------------------------- html

@@ -162,13 +162,24 @@ def build_messages(
     (counted with ``count_tokens``, default :func:`approx_token_count`); the current utterance is
     always kept, so a prompt may exceed the budget when the current turn alone does.
     """
+    return build_messages_kept(inp, options, count_tokens=count_tokens, templates=templates)[0]
+
+
+def build_messages_kept(
+    inp: DecisionInput,
+    options: PromptOptions | None = None,
+    *,
+    count_tokens: TokenCounter | None = None,
+    templates: PromptTemplates | None = None,
+) -> tuple[list[ChatMessage], int]:
+    """:func:`build_messages` and how many earlier turns the token budget kept (0: none)."""
     options = options or PromptOptions()
     templates = templates or load_templates(options)
     labels = _labels(inp)
     lines = [_line(u, labels) for u in inp.history]
     budget = options.max_prompt_tokens
     if budget is None:
-        return _render(templates, options, inp, lines, 0)
+        return _render(templates, options, inp, lines, 0), len(lines)
 
     counter = count_tokens or approx_token_count
     fixed = messages_token_count(_render(templates, options, inp, [], len(lines)), counter)
@@ -186,7 +197,7 @@ def build_messages(
         kept = lines[len(lines) - keep :] if keep else []
         messages = _render(templates, options, inp, kept, len(lines) - keep)
         if keep == 0 or messages_token_count(messages, counter) <= budget:
-            return messages
+            return messages, keep
         keep -= 1
 
 

@@ -95,12 +95,18 @@ class TrainConfig:
     #: ``dataset``: one epoch = as many examples as the split; ``largest``: the reference's
     #: "largest category pool // quota" batches (oversamples every smaller category).
     epoch_size: EpochSize = "dataset"
+    #: Balanced samplers: draw one example at most this many times per epoch (0 = no cap).
+    #: Natural-ratio builds otherwise repeat the rarest category ~30x an epoch (AMI S2); the
+    #: epoch is shortened to what the rarest category fills within the cap.
+    sampler_max_repeats: int = 4
 
     # Validation and checkpoint selection (decoded decisions, evaluation harness)
     eval_steps: int = 20
     eval_batch_size: int = 8
-    #: Decode only a category-stratified subset of the validation split (None = all of it).
-    eval_max_points: int | None = None
+    #: Decode only a category-stratified subset of the validation split (0 = all of it).
+    #: Capped by default: decoding a whole natural-ratio split (14-29k points) every
+    #: ``eval_steps`` steps costs more than the training between validations.
+    eval_max_points: int = 1000
     #: Generation budget for reasoning-mode validation decoding.
     eval_max_new_tokens: int = 96
     metric_for_best_model: str = "f1_avg"
@@ -144,6 +150,9 @@ class TrainConfig:
             problems.append("epochs must be > 0")
         if self.max_steps is not None and self.max_steps < 1:
             problems.append("max_steps must be >= 1")
+        for name in ("sampler_max_repeats", "eval_max_points"):
+            if getattr(self, name) < 0:
+                problems.append(f"{name} must be >= 0 (0: no cap)")
         if self.sampler == "four_way" and self.per_device_batch_size < 4:
             problems.append(
                 "the four-way sampler needs per_device_batch_size >= 4 (one per category)"

@@ -23,7 +23,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from polylogue.prompts.builder import ChatMessage, PromptOptions, answer_text, build_messages
+from polylogue.prompts.builder import (
+    ChatMessage,
+    PromptOptions,
+    answer_text,
+    build_messages_kept,
+)
 from polylogue.turntaking.types import CATEGORIES, DecisionPoint
 
 IGNORE_INDEX = -100
@@ -39,6 +44,8 @@ class SFTExample:
     labels: tuple[int, ...]
     prompt_text: str
     completion_text: str
+    #: The point has earlier turns but the prompt budget left none of them in the prompt.
+    history_dropped: bool = False
 
     @property
     def n_prompt_tokens(self) -> int:
@@ -59,6 +66,8 @@ class ExampleReport:
     missing_reasoning: list[str] = field(default_factory=list)
     #: Points left out because prompt + answer exceed ``max_seq_length``.
     too_long: list[str] = field(default_factory=list)
+    #: Points with earlier turns of which the prompt budget kept none (context-blind prompts).
+    history_dropped: list[str] = field(default_factory=list)
     categories: dict[str, int] = field(default_factory=dict)
     max_tokens: int = 0
     mean_tokens: float = 0.0
@@ -71,6 +80,8 @@ class ExampleReport:
             "missing_reasoning_examples": self.missing_reasoning[:20],
             "n_too_long": len(self.too_long),
             "too_long_examples": self.too_long[:20],
+            "n_history_dropped": len(self.history_dropped),
+            "history_dropped_examples": self.history_dropped[:20],
             "categories": self.categories,
             "max_tokens": self.max_tokens,
             "mean_tokens": round(self.mean_tokens, 1),
@@ -125,7 +136,9 @@ def build_example(
     options: PromptOptions,
     reasoning: str | None = None,
 ) -> SFTExample:
-    messages = build_messages(point.input, options, count_tokens=token_counter(tokenizer))
+    messages, kept = build_messages_kept(
+        point.input, options, count_tokens=token_counter(tokenizer)
+    )
     prompt = render_prompt(tokenizer, messages)
     answer = answer_text(point.gold.label, options, reasoning)
     completion = render_completion(tokenizer, messages, prompt, answer)
@@ -147,6 +160,7 @@ def build_example(
         labels=(IGNORE_INDEX,) * len(prompt_ids) + tuple(answer_ids),
         prompt_text=prompt,
         completion_text=completion,
+        history_dropped=bool(point.input.history) and kept == 0,
     )
 
 
@@ -194,12 +208,26 @@ def build_examples(
             report.too_long.append(point.point_id)
             continue
         out.append(ex)
+        if ex.history_dropped:
+            report.history_dropped.append(point.point_id)
     report.n_examples = len(out)
     report.categories = dict(sorted(Counter(e.category for e in out).items()))
     lengths = [len(e.input_ids) for e in out]
     report.max_tokens = max(lengths, default=0)
     report.mean_tokens = sum(lengths) / len(lengths) if lengths else 0.0
     return out, report
+
+
+def history_warning(report: ExampleReport, max_prompt_tokens: int) -> str | None:
+    """A warning when the prompt budget left some examples without any earlier turn."""
+    n = len(report.history_dropped)
+    if not n:
+        return None
+    return (
+        f"warning: the prompt budget ({max_prompt_tokens} tokens) drops ALL earlier turns from "
+        f"{n} of {report.n_examples} training examples (e.g. {report.history_dropped[0]}): they "
+        "see only the current utterance; raise max_prompt_tokens or shorten the templates"
+    )
 
 
 def stratified_subset(

@@ -12,6 +12,10 @@ Design:
 * A batch of size ``B`` takes ``B // k`` indices from each of the ``k`` groups; when ``B`` is
   not a multiple of ``k`` the ``B % k`` extra slots rotate over the groups from batch to batch.
   The batch is shuffled internally.
+* ``max_repeats`` caps how often one example is drawn per epoch: on natural-ratio builds a
+  rare category (AMI S2) would otherwise be repeated ~30 times an epoch. The epoch is cut to
+  the number of batches the rarest group can fill within the cap; :meth:`repeat_stats` reports
+  how often examples of each group are drawn.
 * Batches are generated as one global sequence from ``seed + epoch``, identical on every process.
   With ``world_size > 1`` process ``rank`` takes batches ``rank, rank + world_size, ...``. This is
   the same assignment accelerate's ``BatchSamplerShard`` makes when it shards a single-process
@@ -23,6 +27,7 @@ Design:
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import Literal
 
@@ -35,6 +40,15 @@ FOUR_WAY: tuple[str, ...] = tuple(c.value for c in PAPER_CATEGORIES)
 
 class SamplerError(PolylogueInputError):
     """The data cannot be sampled as configured (e.g. an empty category)."""
+
+
+def sampler_groups(kind: str, categories: Sequence[str]) -> tuple[list[str], tuple[str, ...]]:
+    """``(group of each example, group names)`` for the ``four_way`` or ``label`` sampler."""
+    if kind == "four_way":
+        # SA (addressed but silent) shares S2's pool: the paper's four-way batches.
+        return ["S2" if c == "SA" else c for c in categories], FOUR_WAY
+    # "label": SPEAK/SILENT halves
+    return ["SPEAK" if c.startswith("I") else "SILENT" for c in categories], ("SPEAK", "SILENT")
 
 
 class BalancedBatchSampler:
@@ -56,6 +70,7 @@ class BalancedBatchSampler:
         epoch_size: EpochSize = "dataset",
         rank: int = 0,
         world_size: int = 1,
+        max_repeats: int | None = None,
     ) -> None:
         if batch_size < len(group_names):
             raise SamplerError(
@@ -92,6 +107,14 @@ class BalancedBatchSampler:
             global_batches = -(-max(len(ix) for ix in self.pools.values()) // (batch_size // k))
         else:
             raise SamplerError(f"unknown epoch size {epoch_size!r}")
+        self.uncapped_batches = global_batches
+        if max_repeats is not None:
+            if max_repeats < 1:
+                raise SamplerError(f"max_repeats must be >= 1, not {max_repeats}")
+            per_batch = -(-batch_size // k)  # the most one batch takes of a group
+            cap = min(len(ix) * max_repeats // per_batch for ix in self.pools.values())
+            global_batches = min(global_batches, max(1, cap))
+        self.max_repeats = max_repeats
         # Equal batch counts on every rank keep distributed processes in lockstep.
         self.num_global_batches = max(world_size, global_batches - global_batches % world_size)
 
@@ -120,6 +143,39 @@ class BalancedBatchSampler:
             rng.shuffle(batch)
             batches.append(batch)
         return batches
+
+    def repeat_stats(self) -> dict[str, dict[str, float]]:
+        """Per group, this epoch: examples, draws, mean and max draws of one example."""
+        counts = Counter(i for batch in self.global_batches() for i in batch)
+        out = {}
+        for g, ix in self.pools.items():
+            drawn = [counts.get(i, 0) for i in ix]
+            out[g] = {
+                "examples": len(ix),
+                "draws": sum(drawn),
+                "mean_repeats": round(sum(drawn) / len(ix), 2),
+                "max_repeats": max(drawn),
+            }
+        return out
+
+    def describe(self) -> str:
+        """One line for the training log: batches per epoch and how often examples repeat."""
+        stats = self.repeat_stats()
+        capped = (
+            f" (capped from {self.uncapped_batches}: at most {self.max_repeats} draws of one "
+            "example per epoch)"
+            if self.num_global_batches < self.uncapped_batches
+            else ""
+        )
+        per_group = ", ".join(
+            f"{g} {int(v['examples'])} examples x{v['mean_repeats']:g} "
+            f"(max {int(v['max_repeats'])})"
+            for g, v in stats.items()
+        )
+        return (
+            f"balanced sampler: {self.num_global_batches} batches per epoch{capped}; "
+            f"draws per example per epoch: {per_group}"
+        )
 
     def __iter__(self) -> Iterator[list[int]]:
         yield from self.global_batches()[self.rank :: self.world_size]

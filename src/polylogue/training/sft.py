@@ -35,6 +35,7 @@ import dataclasses
 import json
 import os
 import shutil
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -199,7 +200,7 @@ def _trainer_class() -> type:
     from torch.utils.data import DataLoader
     from trl import SFTTrainer
 
-    from polylogue.training.sampler import BalancedBatchSampler
+    from polylogue.training.sampler import BalancedBatchSampler, sampler_groups
 
     class TurnTakingTrainer(SFTTrainer):
         def __init__(
@@ -207,6 +208,7 @@ def _trainer_class() -> type:
             *args: Any,
             sampler_kind: str,
             epoch_size: str,
+            max_repeats: int | None,
             validation: DecodedValidation,
             loss_on_eval: bool,
             **kwargs: Any,
@@ -214,6 +216,7 @@ def _trainer_class() -> type:
             super().__init__(*args, **kwargs)
             self._sampler_kind = sampler_kind
             self._epoch_size = epoch_size
+            self._max_repeats = max_repeats
             self._validation = validation
             self._loss_on_eval = loss_on_eval
 
@@ -221,13 +224,7 @@ def _trainer_class() -> type:
             if self._sampler_kind == "shuffle":
                 return super().get_train_dataloader()
             data: Any = self.train_dataset  # a datasets.Dataset built by to_hf_dataset
-            if self._sampler_kind == "four_way":
-                # SA (addressed but silent) shares S2's pool: the paper's four-way batches.
-                groups = ["S2" if c == "SA" else c for c in data["category"]]
-                names: tuple[str, ...] = ("I1", "I2", "S1", "S2")
-            else:  # "label": SPEAK/SILENT halves
-                groups = ["SPEAK" if c.startswith("I") else "SILENT" for c in data["category"]]
-                names = ("SPEAK", "SILENT")
+            groups, names = sampler_groups(self._sampler_kind, data["category"])
             # One global sequence of balanced batches; accelerate hands whole batches to
             # processes round-robin (BatchSamplerShard), so every rank's batch stays balanced.
             sampler = BalancedBatchSampler(
@@ -236,6 +233,7 @@ def _trainer_class() -> type:
                 group_names=names,
                 seed=self.args.seed,
                 epoch_size=self._epoch_size,  # type: ignore[arg-type]
+                max_repeats=self._max_repeats,
             )
             loader = DataLoader(
                 data.select_columns(["input_ids", "labels"]),
@@ -363,6 +361,8 @@ def train(config: TrainConfig, *, resume: bool = False) -> SFTResult:
     report, eval_dataset, loss_on_eval = data.report, data.eval_dataset, data.loss_on_eval
 
     if int(os.environ.get("RANK", "0")) == 0:  # accelerate sets RANK on every process
+        for line in _data_notes(config, train_examples, report):
+            print(line, file=sys.stderr, flush=True)
         config.save(run_dir)
         (run_dir / "examples_preview.txt").write_text(_preview(train_examples), "utf-8")
 
@@ -408,6 +408,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> SFTResult:
         callbacks=callbacks,
         sampler_kind=config.sampler,
         epoch_size=config.epoch_size,
+        max_repeats=config.sampler_max_repeats or None,
         validation=validation,
         loss_on_eval=loss_on_eval,
     )
@@ -458,6 +459,31 @@ class _TrainingData:
     loss_on_eval: bool
 
 
+def _data_notes(
+    config: TrainConfig, examples: Sequence[SFTExample], report: ExampleReport
+) -> list[str]:
+    """What the log should say before training: dropped history, how often examples repeat."""
+    from polylogue.training.data import history_warning
+    from polylogue.training.sampler import BalancedBatchSampler, sampler_groups
+
+    notes = []
+    warning = history_warning(report, config.max_prompt_tokens)
+    if warning:
+        notes.append(warning)
+    if config.sampler != "shuffle":
+        groups, names = sampler_groups(config.sampler, [e.category for e in examples])
+        sampler = BalancedBatchSampler(
+            groups,
+            config.per_device_batch_size,
+            group_names=names,
+            seed=config.seed,
+            epoch_size=config.epoch_size,
+            max_repeats=config.sampler_max_repeats or None,
+        )
+        notes.append(sampler.describe())
+    return notes
+
+
 def _training_data(config: TrainConfig, tokenizer: Any, prompt: PromptOptions) -> _TrainingData:
     """The (subsampled) splits, checked training examples and the validation dataset."""
     from polylogue.training.distill import load_reasoning
@@ -466,7 +492,9 @@ def _training_data(config: TrainConfig, tokenizer: Any, prompt: PromptOptions) -
         load_split_points(config.data, config.train_split), config.max_train_points, config.seed
     )
     val_points = stratified_subset(
-        load_split_points(config.data, config.validation_split), config.eval_max_points, config.seed
+        load_split_points(config.data, config.validation_split),
+        config.eval_max_points or None,
+        config.seed,
     )
     if not train_points or not val_points:
         raise TrainingDataError("the training or validation split is empty")

@@ -4,8 +4,9 @@ A benchmark folder holds::
 
     manifest.json          options, inputs and their hashes, versions, counts, data_hash
     conversations.parquet  the conversations points refer to (full annotations, for audit)
-    train.parquet/.jsonl   decision points of each split; "input" and "gold" are separate
-    validation.*  test.*   columns, so nothing label-bearing sits among the model inputs
+    train.parquet          decision points of each split (.jsonl too on request); "input" and
+    validation.*  test.*   "gold" are separate columns, so nothing label-bearing sits among
+                           the model inputs
     stats.md, stats.csv    Table-1 counts per corpus and split: our categories (I1, I2, S1,
                            S2, SA), the authors' four-way mapping, the 8-way scheme, outcomes
 
@@ -27,7 +28,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from polylogue.conversation import Conversation, Participant, read_parquet, write_parquet
 from polylogue.conversation import merge_turns as merge_conversation_turns
@@ -490,14 +491,21 @@ def save_benchmark(
     build: BenchmarkBuild,
     out_dir: str | Path,
     inputs: dict[str, dict[str, Any]] | None = None,
-    formats: Sequence[str] = ("parquet", "jsonl"),
+    formats: Sequence[str] = ("parquet",),
 ) -> Path:
     """Write ``build`` as a benchmark folder and return its path.
+
+    Splits are Parquet by default; ``formats=("parquet", "jsonl")`` also writes JSONL (the same
+    rows, for tools that want text). Loading reads Parquet when present, else JSONL, so folders
+    written either way (and older ones holding both) load alike.
 
     Everything is written into a hidden sibling folder that is renamed to ``out_dir`` only when
     complete, so a full disk or a kill never leaves a folder that looks like a benchmark (an
     older benchmark at ``out_dir`` is replaced only then).
     """
+    unknown = set(formats) - {"parquet", "jsonl"}
+    if unknown or not formats:
+        raise ValueError(f"formats must be parquet and/or jsonl, not {list(formats)}")
     import shutil
 
     final = Path(out_dir)
@@ -654,6 +662,7 @@ class Benchmark:
         if self.manifest.get("kind") != "polylogue.turntaking.benchmark":
             raise BenchmarkFormatError(f"{mpath}: not a polylogue turn-taking benchmark manifest")
         self._points: dict[str, list[DecisionPoint]] = {}
+        self._visible: dict[str, tuple[Any, ...]] = {}
 
     @property
     def name(self) -> str:
@@ -675,16 +684,35 @@ class Benchmark:
     def conversations(self) -> dict[str, Conversation]:
         return {c.id: c for c in read_parquet(self.folder / "conversations.parquet")}
 
-    @cached_property
-    def _visible(self) -> dict[str, tuple[Any, ...]]:
-        return {cid: model_visible(c) for cid, c in self.conversations.items()}
+    def _visible_for(self, ids: Iterable[str]) -> dict[str, tuple[Any, ...]]:
+        """Model-visible utterances of the conversations ``ids``; each read once, on demand.
 
-    def rows(self, split: str) -> list[dict[str, Any]]:
-        """Raw point rows of a split (Parquet preferred, JSONL otherwise)."""
+        Only the conversations a split's points refer to are read (a test split needs ~10%
+        of them), never the whole corpus.
+        """
+        missing = set(ids) - self._visible.keys()
+        if missing:
+            if "conversations" in self.__dict__:  # already loaded in full
+                convs = [self.conversations[i] for i in missing if i in self.conversations]
+            else:
+                convs = read_parquet(self.folder / "conversations.parquet", ids=missing)
+            self._visible.update({c.id: model_visible(c) for c in convs})
+        return self._visible
+
+    def rows(self, split: str, *, with_context: bool = True) -> list[dict[str, Any]]:
+        """Raw point rows of a split (Parquet preferred, JSONL otherwise).
+
+        ``with_context=False`` leaves out the stored context turns (``input.context``): points
+        are rebuilt from the conversations, so loading them need not decode the copies.
+        """
         pq_path = self.folder / f"{split}.parquet"
         if pq_path.exists():
             import pyarrow.parquet as pq
 
+            if not with_context:
+                light = _rows_without_context(pq_path)
+                if light is not None:
+                    return light
             rows: list[dict[str, Any]] = pq.read_table(pq_path).to_pylist()
             return rows
         jl = self.folder / f"{split}.jsonl"
@@ -703,7 +731,7 @@ class Benchmark:
     def points(self, split: str, balanced: bool = False, seed: int = 13) -> list[DecisionPoint]:
         """Decision points of ``split`` at natural class ratios, or a balanced view."""
         if split not in self._points:
-            self._points[split] = [self._point(r, split) for r in self.rows(split)]
+            self._points[split] = self._build_points(self.rows(split, with_context=False), split)
         pts = self._points[split]
         if balanced:
             idx = balanced_indices(
@@ -711,6 +739,49 @@ class Benchmark:
             )
             pts = [pts[i] for i in idx]
         return pts
+
+    def points_by_id(self, split: str, ids: Iterable[str]) -> list[DecisionPoint]:
+        """Only the points ``ids`` of ``split`` (in split order), reading only their rows and
+        conversations: what a sample needs, without building every point of the split."""
+        wanted = set(ids)
+        if split in self._points:
+            return [p for p in self._points[split] if p.point_id in wanted]
+        pq_path = self.folder / f"{split}.parquet"
+        rows = None
+        if pq_path.exists():
+            rows = _rows_without_context(pq_path, sorted(wanted))
+        if rows is None:
+            rows = [r for r in self.rows(split) if r["point_id"] in wanted]
+        return self._build_points(rows, split)
+
+    def point_index(self, split: str) -> list[PointKey]:
+        """``(point_id, category, outcome)`` of every point of ``split``: enough to count, filter
+        and sample, read from three small columns (no inputs, no conversations)."""
+        pq_path = self.folder / f"{split}.parquet"
+        if pq_path.exists():
+            import pyarrow.parquet as pq
+
+            cols = ["point_id", "gold.category", "gold.label", "gold.outcome"]
+            try:
+                t = pq.read_table(pq_path, columns=cols)
+                flat = [t.column(i).to_pylist() for i in range(4)]
+                raw = [
+                    dict(zip(("point_id", "category", "label", "outcome"), v, strict=True))
+                    for v in zip(*flat, strict=True)
+                ]
+            except (KeyError, ValueError):  # an older layout without gold.outcome
+                raw = [{"point_id": r["point_id"], **r["gold"]} for r in self.rows(split)]
+        else:
+            raw = [{"point_id": r["point_id"], **r["gold"]} for r in self.rows(split)]
+        out = []
+        for r in raw:
+            outcome = r.get("outcome") or ("TAKE_FLOOR" if r["label"] == "SPEAK" else "SILENT")
+            out.append(PointKey(str(r["point_id"]), str(r["category"]), str(outcome)))
+        return out
+
+    def _build_points(self, rows: list[dict[str, Any]], split: str) -> list[DecisionPoint]:
+        self._visible_for(str(r.get("conversation_id")) for r in rows)
+        return [self._point(r, split) for r in rows]
 
     def inputs(self, split: str, balanced: bool = False, seed: int = 13) -> list[DecisionInput]:
         return [p.input for p in self.points(split, balanced, seed)]
@@ -740,6 +811,48 @@ class Benchmark:
             raise BenchmarkFormatError(
                 f"{self.folder}/{split}: malformed point {r.get('point_id', '?')}: {exc!r}"
             ) from exc
+
+
+class PointKey(NamedTuple):
+    """What sampling and filtering need of a point, without the point."""
+
+    point_id: str
+    category: str
+    outcome: str
+
+
+#: Point columns needed to rebuild points (``input.context`` is rebuilt from conversations).
+_LIGHT_COLUMNS = (
+    "point_id",
+    "conversation_id",
+    "corpus",
+    "domain",
+    "group",
+    "split",
+    "index",
+    "input.target",
+    "input.present",
+    "gold",
+)
+
+
+def _rows_without_context(
+    path: Path, ids: Sequence[str] | None = None
+) -> list[dict[str, Any]] | None:
+    """Point rows without the stored context turns (only ``ids`` when given), or None if the
+    file lacks a column."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    filters = None if ids is None else [("point_id", "in", list(ids))]
+    try:
+        table = pq.read_table(path, columns=list(_LIGHT_COLUMNS), filters=filters)
+    except (pa.ArrowInvalid, KeyError):
+        return None  # an older layout: read it whole
+    rows: list[dict[str, Any]] = table.to_pylist()
+    for r in rows:  # nested selections come back flattened: put them back under "input"
+        r["input"] = {"target": r.pop("target"), "present": r.pop("present")}
+    return rows
 
 
 def load_benchmark(folder: str | Path) -> Benchmark:
