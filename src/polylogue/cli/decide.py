@@ -53,14 +53,19 @@ def _step_of(index: int, u: Utterance, live: LiveConversation, d: LiveDecision) 
 
 
 def _file_steps(
-    path: Path, fmt: str | None, who: str, engine_threshold: float | None, model_dir: Path | None
+    path: Path,
+    fmt: str | None,
+    who: str,
+    engine_threshold: float | None,
+    model_dir: Path | None,
+    domain: str | None = None,
 ) -> tuple[str, Iterator[_Step]]:
     from polylogue.corpora.transcripts import read_transcript
     from polylogue.engine.engine import TurnTakingEngine
     from polylogue.engine.live import LiveConversation
 
     conv = read_transcript(path, format=fmt)
-    engine = TurnTakingEngine.load(model_dir=model_dir, threshold=engine_threshold)
+    engine = TurnTakingEngine.load(model_dir=model_dir, threshold=engine_threshold, domain=domain)
     live = LiveConversation.start(
         who, conv.participants, engine=engine, roster_known=conv.roster_known
     )
@@ -80,7 +85,7 @@ def _file_steps(
 
 
 def _stdin_steps(
-    who: str, engine_threshold: float | None, model_dir: Path | None
+    who: str, engine_threshold: float | None, model_dir: Path | None, domain: str | None = None
 ) -> tuple[str, Iterator[_Step]]:
     """Follow a transcript streamed on stdin: each line is answered as soon as it arrives.
 
@@ -92,7 +97,7 @@ def _stdin_steps(
     from polylogue.engine.engine import TurnTakingEngine
     from polylogue.engine.live import EventError, LiveConversation
 
-    engine = TurnTakingEngine.load(model_dir=model_dir, threshold=engine_threshold)
+    engine = TurnTakingEngine.load(model_dir=model_dir, threshold=engine_threshold, domain=domain)
     live = LiveConversation(engine=engine, agent_name=who, strict_roster=True, explain=True)
 
     def steps() -> Iterator[_Step]:
@@ -152,11 +157,14 @@ def _print_step(console: Console, step: _Step, target_name: str) -> None:
     bar = "█" * round(d.p_speak * 20) + "·" * (20 - round(d.p_speak * 20))
     if d.decision.value == "SPEAK":
         verdict = f"[bold green]→ {escape(target_name)} should SPEAK[/bold green]"
+    elif d.backchannel:
+        verdict = f"[yellow]→ {escape(target_name)} may BACKCHANNEL[/yellow]"
     else:
         verdict = "[dim]stay silent[/dim]"
     cues = ", ".join(d.cues.get("active", [])) or "no explicit cue"
     console.print(
-        f"       [cyan]{bar}[/cyan] P(speak)={d.p_speak:.2f}  {verdict}"
+        f"       [cyan]{bar}[/cyan] P(speak)={d.p_speak:.2f} P(backchannel)={d.p_backchannel:.2f}"
+        f"  {verdict}"
         f"  [dim]({escape(cues)})[/dim]",
         highlight=False,
     )
@@ -181,6 +189,9 @@ def _step_json(step: _Step, target: str) -> dict[str, Any]:
             {
                 "decision": d.decision.value,
                 "p_speak": round(d.p_speak, 4),
+                "p_backchannel": round(d.p_backchannel, 4),
+                "p_silent": round(d.p_silent, 4),
+                "backchannel": d.backchannel,
                 "threshold": d.threshold,
                 "cues": d.cues,
                 "contributions": [list(c) for c in d.contributions],
@@ -211,6 +222,13 @@ def decide(
         Path | None,
         typer.Option(help="A model folder from train-default (default: the shipped one)."),
     ] = None,
+    domain: Annotated[
+        str | None,
+        typer.Option(
+            help="Use the threshold tuned on validation for this kind of conversation: "
+            "meeting, tv, earnings or chat (--threshold wins; tune-threshold adapts further)."
+        ),
+    ] = None,
 ) -> None:
     """Show, utterance by utterance, where a participant should have spoken, and why."""
     from rich.console import Console
@@ -218,10 +236,16 @@ def decide(
 
     if threshold is not None and not 0.0 <= threshold <= 1.0:
         raise typer.BadParameter("must be between 0 and 1", param_hint="--threshold")
+    from polylogue.engine.model import DOMAINS
+
+    if domain is not None and domain not in DOMAINS:
+        raise typer.BadParameter(
+            f"{domain!r} is not one of {', '.join(DOMAINS)}", param_hint="--domain"
+        )
     if transcript == "-":
-        target_name, steps = _stdin_steps(who, threshold, model_dir)
+        target_name, steps = _stdin_steps(who, threshold, model_dir, domain)
     else:
-        target_name, steps = _file_steps(Path(transcript), fmt, who, threshold, model_dir)
+        target_name, steps = _file_steps(Path(transcript), fmt, who, threshold, model_dir, domain)
     console = Console(highlight=False)
     speak = 0
     decided = 0
