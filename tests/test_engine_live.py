@@ -293,3 +293,25 @@ def test_barge_in_model_beats_baselines_on_held_out_ami(data_root) -> None:
     # Better than yielding on any speech and than the lexical backchannel list.
     assert sum(model_right) > sum(y) and sum(model_right) > sum(lexical_right)
     assert 0.05 < sum(y) / len(y) < 0.8  # real overlaps: both outcomes occur
+
+
+def test_backchannel_policy_follows_the_learned_probability(model, ami: Conversation) -> None:
+    utts = [replace(u, addressees=None) for u in ami.utterances[:200]]
+    live = _live(model, "D", ami.participants, backchannel_threshold=model.backchannel_threshold)
+    seen = []
+    for u in utts:
+        d = live.utterance(u)
+        if d.engine is None:
+            continue
+        seen.append(d)
+        row = d.to_dict()
+        assert 0.0 <= row["p_backchannel"] <= 1.0 - row["p_speak"] + 1e-9
+        if d.action is Action.BACKCHANNEL:
+            assert d.engine.p_backchannel >= model.backchannel_threshold
+            assert d.p_speak is not None and d.threshold is not None and d.p_speak < d.threshold
+        elif d.action is Action.SILENT and d.reason == "P(speak) below threshold":
+            assert d.engine.p_backchannel < model.backchannel_threshold
+    assert any(d.action is Action.BACKCHANNEL for d in seen), "no backchannel in 200 AMI acts"
+    # Without a policy threshold the agent never backchannels (the suggestion is still reported).
+    quiet = _live(model, "D", ami.participants)
+    assert all(quiet.utterance(u).action is not Action.BACKCHANNEL for u in utts)
