@@ -63,8 +63,12 @@ def test_model_separates_speakers_better_than_chance(predictor: Predictor) -> No
     y = np.asarray([pt.gold.label is Decision.SPEAK for pt in points])
     from sklearn.metrics import roc_auc_score
 
-    # Actual next speakers are ranked above those who stayed silent far more often than chance.
-    assert roc_auc_score(y, p) > 0.75
+    from polylogue.models.baselines import held_floor_before
+
+    # Actual next speakers are ranked above those who stayed silent far more often than chance
+    # (v2 labels: a backchannel is not a floor take), and better than the one-line rule.
+    rule = np.asarray([held_floor_before(pt.input) for pt in points], dtype=float)
+    assert roc_auc_score(y, p) > max(0.7, roc_auc_score(y, rule))
 
 
 def _with_current_text(inp: DecisionInput, text: str) -> DecisionInput:
