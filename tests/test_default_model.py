@@ -165,6 +165,11 @@ def test_three_outcomes_on_real_ami_pauses() -> None:
     np.testing.assert_allclose(out.take_floor + out.backchannel + out.silent, 1.0, atol=1e-9)
     assert (out.backchannel >= 0).all() and (out.silent >= -1e-12).all()
     np.testing.assert_allclose(out.take_floor, model.proba(x))
+    # The live path (one row, both ensembles walked together) equals the batch path.
+    for i in range(0, len(x), max(1, len(x) // 40)):
+        one = model.outcomes(x[i : i + 1])
+        assert one.take_floor[0] == pytest.approx(out.take_floor[i], abs=1e-12)
+        assert one.backchannel[0] == pytest.approx(out.backchannel[i], abs=1e-12)
     y_back = np.asarray([p.gold.floor_outcome is Outcome.BACKCHANNEL for p in points])
     assert 10 < y_back.sum() < len(points)
     assert roc_auc_score(y_back, out.backchannel) > 0.7

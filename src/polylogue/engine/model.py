@@ -118,6 +118,8 @@ class TurnTakingModel:
     backchannel_threshold: float = 1.0
     #: Floor threshold per deployment domain (see ``DOMAINS``), chosen on validation.
     domain_thresholds: dict[str, float] = field(default_factory=dict)
+    #: Both ensembles in one node table for single-row scoring (built on first use).
+    _stacked: TreeEnsemble | None = field(default=None, repr=False, compare=False)
 
     def raw_proba(self, x: np.ndarray) -> np.ndarray:
         return self.trees.predict(x)
@@ -132,13 +134,23 @@ class TurnTakingModel:
         The two boosters are calibrated separately; where their sum would pass 1 the
         backchannel share is cut so that the floor probability (the binary decision) is intact.
         """
-        floor = self.proba(x)
         if self.backchannel_trees is None:
+            floor = self.proba(x)
             back = np.zeros_like(floor)
+            return Outcomes(floor, back, 1.0 - floor)
+        if len(x) == 1:  # the live path: one walk over both ensembles
+            if self._stacked is None:
+                self._stacked = self.trees.stacked(self.backchannel_trees)
+            leaves = self._stacked.leaf_values(x[0])
+            n = self.trees.num_trees
+            raw_floor = np.asarray([leaves[:n].sum()])
+            raw_back = np.asarray([leaves[n:].sum()])
+            raw_floor, raw_back = (1.0 / (1.0 + np.exp(-r)) for r in (raw_floor, raw_back))
         else:
-            raw = self.backchannel_trees.predict(x)
-            back = np.clip(self.backchannel_calibration(raw), 0.0, 1.0)
-            back = np.minimum(back, 1.0 - floor)
+            raw_floor, raw_back = self.trees.predict(x), self.backchannel_trees.predict(x)
+        floor = np.clip(self.calibration(raw_floor), 0.0, 1.0)
+        back = np.clip(self.backchannel_calibration(raw_back), 0.0, 1.0)
+        back = np.minimum(back, 1.0 - floor)
         return Outcomes(floor, back, 1.0 - floor - back)
 
     def threshold_for(self, domain: str | None) -> float:
