@@ -366,7 +366,11 @@ def train_default(
     ] = None,
     corpus: Annotated[
         list[str] | None,
-        typer.Option("--corpus", "-c", help="Corpora to build (default: ami friends earnings21 icsi molweni)."),
+        typer.Option(
+            "--corpus",
+            "-c",
+            help="Corpora to build (default: ami friends earnings21 icsi molweni).",
+        ),
     ] = None,
     limit_conversations: Annotated[
         int | None, typer.Option(help="Only the first N conversations per corpus (quick runs).")
