@@ -255,3 +255,24 @@ def test_stdin_format_is_honoured() -> None:
     assert proc.returncode == 2 and "<stdin>" in proc.stderr
     proc = _run(["decide", "-", "--as", "Dave", "--format", "csv"], stdin="speaker,text\n")
     assert proc.returncode == 2 and "cannot be streamed" in proc.stderr
+
+
+def test_three_outcomes_and_domain_option() -> None:
+    from polylogue.engine.model import load_model
+
+    model = load_model()
+    path = str(EXAMPLES / "standup.jsonl")
+    rows = [r for r in _decide_json(path, "--as", "Dave", "--domain", "meeting") if r["decision"]]
+    assert rows
+    for r in rows:
+        assert r["threshold"] == pytest.approx(model.domain_thresholds["meeting"])
+        total = r["p_speak"] + r["p_backchannel"] + r["p_silent"]
+        assert total == pytest.approx(1.0, abs=1e-3)
+        # A backchannel is only suggested when the floor decision is SILENT.
+        assert not (r["backchannel"] and r["decision"] == "SPEAK")
+    # An explicit threshold wins over the domain's.
+    fixed = _decide_json(path, "--as", "Dave", "--domain", "tv", "--threshold", "0.5")
+    assert all(r["threshold"] == 0.5 for r in fixed if r["decision"])
+    bad = CliRunner().invoke(app, ["decide", path, "--as", "Dave", "--domain", "podcast"])
+    assert bad.exit_code == 2
+    assert "podcast" in bad.output and "meeting" in bad.output

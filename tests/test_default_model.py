@@ -63,8 +63,12 @@ def test_model_separates_speakers_better_than_chance(predictor: Predictor) -> No
     y = np.asarray([pt.gold.label is Decision.SPEAK for pt in points])
     from sklearn.metrics import roc_auc_score
 
-    # Actual next speakers are ranked above those who stayed silent far more often than chance.
-    assert roc_auc_score(y, p) > 0.75
+    from polylogue.models.baselines import held_floor_before
+
+    # Actual next speakers are ranked above those who stayed silent far more often than chance
+    # (v2 labels: a backchannel is not a floor take), and better than the one-line rule.
+    rule = np.asarray([held_floor_before(pt.input) for pt in points], dtype=float)
+    assert roc_auc_score(y, p) > max(0.7, roc_auc_score(y, rule))
 
 
 def _with_current_text(inp: DecisionInput, text: str) -> DecisionInput:
@@ -123,9 +127,64 @@ def test_engine_streaming_matches_batch_features() -> None:
 
 def test_shipped_files_are_small_and_plain() -> None:
     files = {p.name: p.stat().st_size for p in DEFAULT_MODEL_DIR.iterdir() if p.is_file()}
-    assert {"model.json", "trees.npz", "yield_weights.npy", "relation_weights.npy"} <= set(files)
+    assert {
+        "model.json",
+        "trees.npz",
+        "backchannel_trees.npz",
+        "yield_weights.npy",
+        "relation_weights.npy",
+    } <= set(files)
     assert sum(files.values()) < 100 * 2**20
     meta = load_model().metadata
     assert meta["features"] == list(FEATURE_NAMES)
     assert 0.0 < meta["threshold"] < 1.0
-    assert set(meta["metrics"]["test"]["corpora"]) == {"ami", "friends", "earnings21", "icsi"}
+    assert set(meta["metrics"]["test"]["corpora"]) == {
+        "ami",
+        "friends",
+        "earnings21",
+        "icsi",
+        "molweni",
+    }
+    assert meta["format"] == "polylogue.turntaking.gbdt/2"
+
+
+def test_three_outcomes_on_real_ami_pauses() -> None:
+    """P(take floor) + P(backchannel) + P(silent) = 1, and P(backchannel) ranks real ones up."""
+    from sklearn.metrics import roc_auc_score
+
+    from polylogue.turntaking.dataset import reader_options
+    from polylogue.turntaking.types import Outcome
+
+    model = load_model()
+    convs = itertools.islice(load_corpus("ami", **reader_options("ami")), 4)
+    points = [p for conv in convs for p in conversation_points(conv)]
+    x = FeatureExtractor(model.yield_model, model.relation_model).features(
+        [p.input for p in points]
+    )
+    out = model.outcomes(x)
+    np.testing.assert_allclose(out.take_floor + out.backchannel + out.silent, 1.0, atol=1e-9)
+    assert (out.backchannel >= 0).all() and (out.silent >= -1e-12).all()
+    np.testing.assert_allclose(out.take_floor, model.proba(x))
+    # The live path (one row, both ensembles walked together) equals the batch path.
+    for i in range(0, len(x), max(1, len(x) // 40)):
+        one = model.outcomes(x[i : i + 1])
+        assert one.take_floor[0] == pytest.approx(out.take_floor[i], abs=1e-12)
+        assert one.backchannel[0] == pytest.approx(out.backchannel[i], abs=1e-12)
+    y_back = np.asarray([p.gold.floor_outcome is Outcome.BACKCHANNEL for p in points])
+    assert 10 < y_back.sum() < len(points)
+    assert roc_auc_score(y_back, out.backchannel) > 0.7
+
+
+def test_domain_thresholds_select_and_validate() -> None:
+    from polylogue.engine.model import DOMAINS
+    from polylogue.errors import PolylogueInputError
+
+    model = load_model()
+    assert set(model.domain_thresholds) == set(DOMAINS)
+    for domain, thr in model.domain_thresholds.items():
+        assert 0.0 < thr < 1.0
+        assert TurnTakingEngine(model, domain=domain).threshold == thr
+    assert TurnTakingEngine(model).threshold == model.threshold
+    assert TurnTakingEngine(model, threshold=0.4, domain="tv").threshold == 0.4
+    with pytest.raises(PolylogueInputError, match="unknown domain"):
+        TurnTakingEngine(model, domain="podcast")

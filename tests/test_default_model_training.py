@@ -51,6 +51,25 @@ def test_train_end_to_end_on_real_subset(tmp_path: Path) -> None:
     inputs = benches[0].inputs("validation")[:20]
     preds = predictor.predict(inputs)
     assert all(p.p_speak is not None and 0.0 <= p.p_speak <= 1.0 for p in preds)
+    # Three outcomes from the saved folder; the floor probability is the binary model's.
+    from polylogue.engine.extract import FeatureExtractor
+
+    x = FeatureExtractor(model.yield_model, model.relation_model).features(inputs)
+    out = model.outcomes(x)
+    np.testing.assert_allclose(out.take_floor + out.backchannel + out.silent, 1.0, atol=1e-9)
+    np.testing.assert_allclose(out.take_floor, model.proba(x))
+
+    def backchannels(split: str) -> int:
+        return sum(
+            pt.gold.floor_outcome.value == "BACKCHANNEL" for b in benches for pt in b.points(split)
+        )
+
+    # A backchannel booster exists exactly when both train and validation have backchannels.
+    learnable = backchannels("train") > 0 and backchannels("validation") > 0
+    assert (model.backchannel_trees is not None) == learnable
+    if not learnable:
+        assert not out.backchannel.any()
+    assert set(model.domain_thresholds) <= {"tv", "earnings"}
 
 
 def test_yield_model_learns_that_questions_hand_over_the_floor() -> None:

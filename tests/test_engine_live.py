@@ -10,6 +10,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from polylogue.conversation import Conversation, Participant, Utterance
@@ -302,3 +303,30 @@ def test_barge_in_model_beats_baselines_on_held_out_ami(data_root) -> None:
     # Better than yielding on any speech and than the lexical backchannel list.
     assert sum(model_right) > sum(y) and sum(model_right) > sum(lexical_right)
     assert 0.05 < sum(y) / len(y) < 0.8  # real overlaps: both outcomes occur
+
+
+def test_backchannel_policy_follows_the_learned_probability(model, ami: Conversation) -> None:
+    utts = [replace(u, addressees=None) for u in ami.utterances[:200]]
+    # Without a policy threshold the agent never backchannels; P(backchannel) is still reported.
+    quiet = _live(model, "D", ami.participants)
+    silent_p = []
+    for u in utts:
+        d = quiet.utterance(u)
+        assert d.action is not Action.BACKCHANNEL
+        if d.engine is None:
+            continue
+        row = d.to_dict()
+        assert 0.0 <= row["p_backchannel"] <= 1.0 - row["p_speak"] + 1e-9
+        assert row["backchannel_suggested"] == d.engine.backchannel
+        if d.action is Action.SILENT and d.reason == "P(speak) below threshold":
+            silent_p.append(d.engine.p_backchannel)
+    assert len(set(silent_p)) > 5, "P(backchannel) does not vary over 200 AMI acts"
+    # With one, exactly the floor-silent pauses whose P(backchannel) reaches it turn BACKCHANNEL.
+    thr = float(np.quantile(silent_p, 0.9))
+    live = _live(model, "D", ami.participants, backchannel_threshold=thr)
+    acts = [live.utterance(u) for u in utts]
+    back = [d for d in acts if d.action is Action.BACKCHANNEL]
+    assert len(back) == sum(p >= thr for p in silent_p) > 0
+    for d in back:
+        assert d.engine is not None and d.engine.p_backchannel >= thr
+        assert d.p_speak is not None and d.threshold is not None and d.p_speak < d.threshold

@@ -73,14 +73,19 @@ def _agreement(step: _Step, nxt: _Step | None) -> bool | None:
 
 
 def _file_steps(
-    path: Path, fmt: str | None, who: str, engine_threshold: float | None, model_dir: Path | None
+    path: Path,
+    fmt: str | None,
+    who: str,
+    engine_threshold: float | None,
+    model_dir: Path | None,
+    domain: str | None = None,
 ) -> tuple[str, Iterator[_Step]]:
     from polylogue.corpora.transcripts import read_transcript
     from polylogue.engine.engine import TurnTakingEngine
     from polylogue.engine.live import LiveConversation
 
     conv = read_transcript(path, format=fmt)
-    engine = TurnTakingEngine.load(model_dir=model_dir, threshold=engine_threshold)
+    engine = TurnTakingEngine.load(model_dir=model_dir, threshold=engine_threshold, domain=domain)
     live = LiveConversation.start(
         who, conv.participants, engine=engine, roster_known=conv.roster_known
     )
@@ -158,7 +163,11 @@ def _stdin_utterances(fmt: str | None, live: LiveConversation) -> Iterator[tuple
 
 
 def _stdin_steps(
-    who: str, fmt: str | None, engine_threshold: float | None, model_dir: Path | None
+    who: str,
+    fmt: str | None,
+    engine_threshold: float | None,
+    model_dir: Path | None,
+    domain: str | None = None,
 ) -> tuple[str, Iterator[_Step]]:
     """Follow a transcript streamed on stdin: each utterance is answered as soon as it arrives.
 
@@ -169,7 +178,7 @@ def _stdin_steps(
     from polylogue.engine.engine import TurnTakingEngine
     from polylogue.engine.live import EventError, LiveConversation
 
-    engine = TurnTakingEngine.load(model_dir=model_dir, threshold=engine_threshold)
+    engine = TurnTakingEngine.load(model_dir=model_dir, threshold=engine_threshold, domain=domain)
     live = LiveConversation(engine=engine, agent_name=who, strict_roster=True, explain=True)
 
     def steps() -> Iterator[_Step]:
@@ -242,11 +251,14 @@ def _print_step(
     bar = probability_bar(d.p_speak, d.threshold)
     if d.decision.value == "SPEAK":
         verdict = f"[bold green]→ {escape(target_name)} should SPEAK[/bold green]"
+    elif d.backchannel:
+        verdict = f"[yellow]→ {escape(target_name)} may BACKCHANNEL[/yellow]"
     else:
         verdict = "[dim]stay silent[/dim]"
     cues = ", ".join(d.cues.get("active", [])) or "no explicit cue"
     console.print(
-        f"       [cyan]{bar}[/cyan] P(speak)={d.p_speak:.2f}  {verdict}"
+        f"       [cyan]{bar}[/cyan] P(speak)={d.p_speak:.2f} P(backchannel)={d.p_backchannel:.2f}"
+        f"  {verdict}"
         f"  [dim]({escape(cues)})[/dim]{escape(check)}",
         highlight=False,
     )
@@ -271,6 +283,9 @@ def _step_json(step: _Step, target: str) -> dict[str, Any]:
             {
                 "decision": d.decision.value,
                 "p_speak": round(d.p_speak, 4),
+                "p_backchannel": round(d.p_backchannel, 4),
+                "p_silent": round(d.p_silent, 4),
+                "backchannel": d.backchannel,
                 "threshold": d.threshold,
                 "cues": d.cues,
                 "contributions": [list(c) for c in d.contributions],
@@ -316,6 +331,13 @@ def decide(
         Path | None,
         typer.Option(help="A model folder from train-default (default: the shipped one)."),
     ] = None,
+    domain: Annotated[
+        str | None,
+        typer.Option(
+            help="Use the threshold tuned on validation for this kind of conversation: "
+            "meeting, tv, earnings or chat (--threshold wins; tune-threshold adapts further)."
+        ),
+    ] = None,
 ) -> None:
     """Show, utterance by utterance, where a participant should have spoken, and why."""
     from rich.console import Console
@@ -323,10 +345,16 @@ def decide(
 
     if threshold is not None and not 0.0 <= threshold <= 1.0:
         raise typer.BadParameter("must be between 0 and 1", param_hint="--threshold")
+    from polylogue.engine.model import DOMAINS
+
+    if domain is not None and domain not in DOMAINS:
+        raise typer.BadParameter(
+            f"{domain!r} is not one of {', '.join(DOMAINS)}", param_hint="--domain"
+        )
     if transcript == "-":
-        target_name, steps = _stdin_steps(who, fmt, threshold, model_dir)
+        target_name, steps = _stdin_steps(who, fmt, threshold, model_dir, domain)
     else:
-        target_name, steps = _file_steps(Path(transcript), fmt, who, threshold, model_dir)
+        target_name, steps = _file_steps(Path(transcript), fmt, who, threshold, model_dir, domain)
     console = Console(highlight=False)
     plain = not console.is_terminal
     paired: Iterator[tuple[_Step, _Step | None]] = (
@@ -478,7 +506,11 @@ def train_default(
     ] = None,
     corpus: Annotated[
         list[str] | None,
-        typer.Option("--corpus", "-c", help="Corpora to build (default: all four)."),
+        typer.Option(
+            "--corpus",
+            "-c",
+            help="Corpora to build (default: ami friends earnings21 icsi molweni).",
+        ),
     ] = None,
     limit_conversations: Annotated[
         int | None, typer.Option(help="Only the first N conversations per corpus (quick runs).")

@@ -52,6 +52,7 @@ class EngineDecision:
     """The answer at one pause for one target."""
 
     target: str
+    #: P(take the floor) — the floor decision thresholds this.
     p_speak: float
     decision: Decision
     threshold: float
@@ -64,6 +65,16 @@ class EngineDecision:
     #: The words put the turn to the target: named as addressee, or asked ("you", a question)
     #: right after the target spoke.
     addressed: bool = False
+    #: P(backchannel): a short acknowledgement while the speaker keeps the floor.
+    p_backchannel: float = 0.0
+    #: Suggest a backchannel (P(backchannel) reached the model's backchannel threshold and the
+    #: floor decision is SILENT).
+    backchannel: bool = False
+
+    @property
+    def p_silent(self) -> float:
+        """P(stay silent) = 1 - P(take floor) - P(backchannel)."""
+        return max(0.0, 1.0 - self.p_speak - self.p_backchannel)
 
 
 def is_addressed(x: np.ndarray) -> bool:
@@ -111,9 +122,12 @@ class TurnTakingEngine:
         model: TurnTakingModel,
         participants: Iterable[Participant] = (),
         threshold: float | None = None,
+        domain: str | None = None,
     ) -> None:
         self.model = model
-        self.threshold = model.threshold if threshold is None else threshold
+        #: An explicit threshold wins over the domain's (validation-chosen) one.
+        self.threshold = model.threshold_for(domain) if threshold is None else threshold
+        self.domain = domain
         self.state: ConversationState = new_state(
             model.yield_model, model.relation_model, participants
         )
@@ -124,8 +138,9 @@ class TurnTakingEngine:
         participants: Iterable[Participant] = (),
         model_dir: str | Path | None = None,
         threshold: float | None = None,
+        domain: str | None = None,
     ) -> TurnTakingEngine:
-        return cls(load_model(model_dir), participants, threshold)
+        return cls(load_model(model_dir), participants, threshold, domain)
 
     @property
     def participants(self) -> dict[str, Participant]:
@@ -165,7 +180,9 @@ class TurnTakingEngine:
         # None: everyone registered is present (computed from counters, O(1) in the roster).
         people = None if present is None else list(present)
         x = self.state.features(target, people)[None, :]
-        p = float(self.model.proba(x)[0])
+        outcomes = self.model.outcomes(x)
+        p = float(outcomes.take_floor[0])
+        p_back = float(outcomes.backchannel[0])
         latency = time.perf_counter() - start
         contributions: tuple[tuple[str, float], ...] = ()
         if explain:
@@ -182,4 +199,6 @@ class TurnTakingEngine:
             latency_s=latency,
             features=dict(zip(FEATURE_NAMES, x[0].tolist(), strict=True)) if explain else {},
             addressed=is_addressed(x[0]),
+            p_backchannel=p_back,
+            backchannel=p < self.threshold and p_back >= self.model.backchannel_threshold,
         )

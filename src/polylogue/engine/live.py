@@ -67,8 +67,9 @@ class Policy:
     just_spoke_s: float = 3.0
     #: No two unaddressed interjections within this many seconds (0: no cooldown).
     cooldown_s: float = 0.0
-    #: When set, a SILENT pause whose P(speak) is at least this, after an utterance that
-    #: sounds unfinished (the speaker holds the floor), becomes BACKCHANNEL ("mm-hmm").
+    #: When set, a SILENT pause whose learned P(backchannel) is at least this becomes
+    #: BACKCHANNEL ("mm-hmm"); the model's own suggestion threshold is in
+    #: ``model.backchannel_threshold`` (every decision reports ``p_backchannel``).
     backchannel_threshold: float | None = None
     #: Warn once when the agent's name has matched nobody after this many utterances.
     warn_after: int = 20
@@ -122,6 +123,8 @@ class LiveDecision:
             "threshold": self.threshold,
         }
         if self.engine is not None:
+            out["p_backchannel"] = round(self.engine.p_backchannel, 4)
+            out["backchannel_suggested"] = self.engine.backchannel
             out["cues"] = self.engine.cues
             out["addressed"] = self.engine.addressed
             out["latency_ms"] = round(self.engine.latency_s * 1000, 3)
@@ -411,14 +414,11 @@ class LiveConversation:
                 self.last_unaddressed_speak = self.clock
         else:
             action, reason = Action.SILENT, "P(speak) below threshold"
-            holds_floor = any(c in cues for c in ("utterance sounds unfinished",))
-            holds_floor = holds_floor or "ends on a continuer (and/so/um)" in cues
             if (
                 pol.backchannel_threshold is not None
-                and d.p_speak >= pol.backchannel_threshold
-                and holds_floor
+                and d.p_backchannel >= pol.backchannel_threshold
             ):
-                action, reason = Action.BACKCHANNEL, "speaker holds the floor"
+                action, reason = Action.BACKCHANNEL, "P(backchannel) above threshold"
         return LiveDecision(index, speaker, action, reason, state, d.p_speak, thr, d, barge)
 
     def _barge_in(self, text: str) -> BargeInDecision:

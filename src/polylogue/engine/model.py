@@ -6,6 +6,12 @@ A model folder holds::
     trees.npz          the boosted trees as flat numpy arrays (see polylogue.engine.trees)
     yield_weights.npy  float32 hashed-vocabulary weights of the turn-yield logistic model
     relation_weights.npy  float32 weights of the relation-conditioned word model
+    backchannel_trees.npz  trees for P(BACKCHANNEL) (format 2; absent in format 1)
+
+Three outcomes per listener at a pause (benchmark v2): P(take the floor) from ``trees.npz``,
+P(backchannel) from ``backchannel_trees.npz`` (each calibrated on validation), and
+P(silent) = 1 - the two. The floor decision (binary SPEAK/SILENT) thresholds P(take floor),
+with one threshold per deployment domain chosen on validation.
 
 Nothing is pickled; every file is JSON or plain numeric arrays, and loading needs only numpy
 (LightGBM is used to train, not to predict).
@@ -25,8 +31,23 @@ from polylogue.engine.text import HASH_SIZE
 from polylogue.engine.trees import TreeEnsemble
 from polylogue.errors import PolylogueInputError
 
-MODEL_FORMAT = "polylogue.turntaking.gbdt/1"
+MODEL_FORMAT = "polylogue.turntaking.gbdt/2"
+#: Format 1 folders (floor trees only) still load; they predict P(backchannel) = 0.
+_READABLE_FORMATS = ("polylogue.turntaking.gbdt/1", MODEL_FORMAT)
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "weights"
+
+#: Deployment domains with their own floor threshold, and the corpora each is tuned on.
+DOMAINS: dict[str, tuple[str, ...]] = {
+    "meeting": ("ami", "icsi"),
+    "tv": ("friends",),
+    "earnings": ("earnings21",),
+    "chat": ("irc", "molweni"),
+}
+
+
+def domain_of_corpus(corpus: str) -> str | None:
+    """The deployment domain a benchmark corpus stands for (None: not one of ours)."""
+    return next((d for d, corpora in DOMAINS.items() if corpus in corpora), None)
 
 
 class ModelFilesError(PolylogueInputError):
@@ -71,9 +92,18 @@ class HashedLogistic:
         return cls(np.zeros(HASH_SIZE, dtype=np.float32))
 
 
+@dataclass(frozen=True)
+class Outcomes:
+    """Calibrated probabilities of the three outcomes for each feature row (each sums to 1)."""
+
+    take_floor: np.ndarray
+    backchannel: np.ndarray
+    silent: np.ndarray
+
+
 @dataclass
 class TurnTakingModel:
-    """Booster, turn-yield weights, calibration and the decision threshold on P(SPEAK)."""
+    """Floor and backchannel boosters, word models, calibrations and decision thresholds."""
 
     trees: TreeEnsemble
     yield_model: HashedLogistic
@@ -81,13 +111,57 @@ class TurnTakingModel:
     calibration: Calibration
     threshold: float
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: Trees for P(BACKCHANNEL) and their calibration (None: a format-1 floor-only model).
+    backchannel_trees: TreeEnsemble | None = None
+    backchannel_calibration: Calibration = field(default_factory=lambda: Calibration((), ()))
+    #: Suggest a backchannel when P(backchannel) reaches this (chosen on validation).
+    backchannel_threshold: float = 1.0
+    #: Floor threshold per deployment domain (see ``DOMAINS``), chosen on validation.
+    domain_thresholds: dict[str, float] = field(default_factory=dict)
+    #: Both ensembles in one node table for single-row scoring (built on first use).
+    _stacked: TreeEnsemble | None = field(default=None, repr=False, compare=False)
 
     def raw_proba(self, x: np.ndarray) -> np.ndarray:
         return self.trees.predict(x)
 
     def proba(self, x: np.ndarray) -> np.ndarray:
-        """Calibrated P(SPEAK) for each feature row."""
+        """Calibrated P(SPEAK) = P(take the floor) for each feature row."""
         return np.clip(self.calibration(self.raw_proba(x)), 0.0, 1.0)
+
+    def outcomes(self, x: np.ndarray) -> Outcomes:
+        """P(take floor), P(backchannel), P(silent) for each feature row.
+
+        The two boosters are calibrated separately; where their sum would pass 1 the
+        backchannel share is cut so that the floor probability (the binary decision) is intact.
+        """
+        if self.backchannel_trees is None:
+            floor = self.proba(x)
+            back = np.zeros_like(floor)
+            return Outcomes(floor, back, 1.0 - floor)
+        if len(x) == 1:  # the live path: one walk over both ensembles
+            if self._stacked is None:
+                self._stacked = self.trees.stacked(self.backchannel_trees)
+            leaves = self._stacked.leaf_values(x[0])
+            n = self.trees.num_trees
+            raw_floor = np.asarray([leaves[:n].sum()])
+            raw_back = np.asarray([leaves[n:].sum()])
+            raw_floor, raw_back = (1.0 / (1.0 + np.exp(-r)) for r in (raw_floor, raw_back))
+        else:
+            raw_floor, raw_back = self.trees.predict(x), self.backchannel_trees.predict(x)
+        floor = np.clip(self.calibration(raw_floor), 0.0, 1.0)
+        back = np.clip(self.backchannel_calibration(raw_back), 0.0, 1.0)
+        back = np.minimum(back, 1.0 - floor)
+        return Outcomes(floor, back, 1.0 - floor - back)
+
+    def threshold_for(self, domain: str | None) -> float:
+        """The floor threshold for a deployment domain (None: the overall default)."""
+        if domain is None:
+            return self.threshold
+        if domain not in DOMAINS:
+            raise PolylogueInputError(
+                f"unknown domain {domain!r}; choose one of {', '.join(DOMAINS)}"
+            )
+        return self.domain_thresholds.get(domain, self.threshold)
 
     def contributions(self, row: np.ndarray) -> np.ndarray:
         """Per-feature contributions of one row to the raw log-odds (last entry: the bias)."""
@@ -99,12 +173,17 @@ class TurnTakingModel:
         self.trees.save(folder / "trees.npz")
         np.save(folder / "yield_weights.npy", self.yield_model.weights.astype(np.float32))
         np.save(folder / "relation_weights.npy", self.relation_model.weights.astype(np.float32))
+        if self.backchannel_trees is not None:
+            self.backchannel_trees.save(folder / "backchannel_trees.npz")
         meta = {
             **self.metadata,
-            "format": MODEL_FORMAT,
+            "format": MODEL_FORMAT if self.backchannel_trees is not None else _READABLE_FORMATS[0],
             "features": list(FEATURE_NAMES),
             "calibration": self.calibration.to_dict(),
             "threshold": self.threshold,
+            "domain_thresholds": self.domain_thresholds,
+            "backchannel_calibration": self.backchannel_calibration.to_dict(),
+            "backchannel_threshold": self.backchannel_threshold,
         }
         (folder / "model.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
         return folder
@@ -121,7 +200,7 @@ def load_model(folder: str | Path | None = None) -> TurnTakingModel:
             f"{folder}: not a polylogue model folder (missing {', '.join(missing)})"
         )
     meta = json.loads(paths["model.json"].read_text(encoding="utf-8"))
-    if meta.get("format") != MODEL_FORMAT:
+    if meta.get("format") not in _READABLE_FORMATS:
         raise ModelFilesError(
             f"{paths['model.json']}: format {meta.get('format')!r}, want {MODEL_FORMAT!r}"
         )
@@ -138,6 +217,14 @@ def load_model(folder: str | Path | None = None) -> TurnTakingModel:
     trees = TreeEnsemble.load(paths["trees.npz"])
     if trees.feature.max(initial=-1) >= len(FEATURE_NAMES):
         raise ModelFilesError(f"{paths['trees.npz']}: splits on features this version lacks")
+    backchannel: TreeEnsemble | None = None
+    if meta["format"] == MODEL_FORMAT:
+        bpath = folder / "backchannel_trees.npz"
+        if not bpath.is_file():
+            raise ModelFilesError(f"{folder}: format 2 model without backchannel_trees.npz")
+        backchannel = TreeEnsemble.load(bpath)
+        if backchannel.feature.max(initial=-1) >= len(FEATURE_NAMES):
+            raise ModelFilesError(f"{bpath}: splits on features this version lacks")
     return TurnTakingModel(
         trees=trees,
         yield_model=HashedLogistic(weights["yield_weights.npy"]),
@@ -145,4 +232,10 @@ def load_model(folder: str | Path | None = None) -> TurnTakingModel:
         calibration=Calibration.from_dict(meta["calibration"]),
         threshold=float(meta["threshold"]),
         metadata=meta,
+        backchannel_trees=backchannel,
+        backchannel_calibration=Calibration.from_dict(
+            meta.get("backchannel_calibration", {"x": [], "y": []})
+        ),
+        backchannel_threshold=float(meta.get("backchannel_threshold", 1.0)),
+        domain_thresholds={str(k): float(v) for k, v in meta.get("domain_thresholds", {}).items()},
     )

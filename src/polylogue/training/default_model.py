@@ -7,10 +7,14 @@ Recipe (every step is deterministic given the seed):
 2. Fit the turn-yield model (hashed words of an utterance -> "the next utterance is someone
    else's") on train conversations. Train features use 2-fold cross-fitted scores so the
    boosted trees never see a score fitted on the same conversation.
-3. Fit gradient-boosted trees (LightGBM) on train points; the validation split picks the
-   number of trees (early stopping), fits isotonic calibration and chooses the threshold
-   that maximises mean balanced accuracy across corpora.
-4. Score the test split once, only to report (written into ``model.json``).
+3. Fit gradient-boosted trees (LightGBM) on train points for P(take the floor); the validation
+   split picks the number of trees (early stopping), fits isotonic calibration and chooses the
+   threshold that maximises mean balanced accuracy across corpora, and one threshold per
+   deployment domain (meeting, tv, earnings, chat) on that domain's corpora.
+4. Fit a second booster on the same features for P(backchannel) (benchmark v2 outcome
+   BACKCHANNEL vs the rest), calibrated on validation; its suggestion threshold maximises the
+   backchannel F1 on validation. P(silent) is what remains.
+5. Score the test split once, only to report (written into ``model.json``).
 """
 
 from __future__ import annotations
@@ -27,7 +31,13 @@ import numpy as np
 
 from polylogue.engine.extract import FeatureExtractor
 from polylogue.engine.features import FEATURE_NAMES
-from polylogue.engine.model import Calibration, HashedLogistic, TurnTakingModel
+from polylogue.engine.model import (
+    DOMAINS,
+    Calibration,
+    HashedLogistic,
+    TurnTakingModel,
+    domain_of_corpus,
+)
 from polylogue.engine.text import HASH_SIZE, text_facts
 from polylogue.engine.trees import TreeEnsemble
 from polylogue.evaluation.metrics import (
@@ -36,9 +46,11 @@ from polylogue.evaluation.metrics import (
     expected_calibration_error,
 )
 from polylogue.turntaking.dataset import Benchmark
-from polylogue.turntaking.types import Decision, DecisionPoint
+from polylogue.turntaking.types import Decision, DecisionPoint, Outcome
 
-CORPORA: tuple[str, ...] = ("ami", "friends", "earnings21", "icsi")
+#: The chat corpus Molweni (9k points) is in the mix; Ubuntu IRC (1.6M points) is not: its
+#: size would dominate training time and it is only used for measuring.
+CORPORA: tuple[str, ...] = ("ami", "friends", "earnings21", "icsi", "molweni")
 
 
 @dataclass(frozen=True)
@@ -52,6 +64,10 @@ class TrainOptions:
     feature_fraction: float = 0.8
     bagging_fraction: float = 0.8
     lambda_l2: float = 1.0
+    #: The backchannel booster: rarer positives (2-4% of points), so fewer, smaller trees.
+    backchannel_rounds: int = 400
+    backchannel_learning_rate: float = 0.08
+    backchannel_num_leaves: int = 31
     #: L2 strength of the turn-yield logistic model (sklearn's inverse C).
     yield_c: float = 0.5
     #: L2 strength of the relation word model.
@@ -68,6 +84,8 @@ class SplitData:
     x: np.ndarray
     y: np.ndarray
     corpus: np.ndarray
+    #: 1 where the gold outcome is BACKCHANNEL (empty when not given).
+    backchannel: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
     #: Hashed relation vocabulary of each row (input to the relation word model).
     relation_keys: list[tuple[int, ...]] = field(default_factory=list)
 
@@ -138,7 +156,7 @@ def split_data(
     The ``relation_logit`` column is left at 0 here and filled by :func:`set_relation_logits`
     once the relation word model is fitted (it is trained on these very rows).
     """
-    xs, ys, cs, pts = [], [], [], []
+    xs, ys, bs, cs, pts = [], [], [], [], []
     keys: list[tuple[int, ...]] = []
     extractors: dict[int, FeatureExtractor] = {}
     no_relation = HashedLogistic.zeros()
@@ -151,10 +169,18 @@ def split_data(
             ex = extractors.setdefault(id(scorer), FeatureExtractor(scorer, no_relation))
             xs.append(ex.features([p.input], keys)[0])
             ys.append(p.gold.label is Decision.SPEAK)
+            bs.append(p.gold.floor_outcome is Outcome.BACKCHANNEL)
             cs.append(p.input.corpus)
         pts.extend(points)
     x = np.vstack(xs) if xs else np.empty((0, 0), dtype=np.float32)
-    return SplitData(pts, x, np.asarray(ys, dtype=np.int8), np.asarray(cs), keys)
+    return SplitData(
+        pts,
+        x,
+        np.asarray(ys, dtype=np.int8),
+        np.asarray(cs),
+        np.asarray(bs, dtype=np.int8),
+        keys,
+    )
 
 
 def set_relation_logits(data: SplitData, scorer_for_row: Callable[[int], HashedLogistic]) -> None:
@@ -192,7 +218,7 @@ def metric_table(data: SplitData, p: np.ndarray, threshold: float) -> dict[str, 
             "balanced_accuracy": balanced_accuracy_binary(data.y[m], pred[m]) if m.any() else None,
             "ece": expected_calibration_error(data.y[m], p[m]) if m.any() else None,
         }
-        for c in ("I1", "I2", "S1", "S2"):
+        for c in ("I1", "I2", "S1", "S2", "SA"):
             mc = m & (cats == c)
             out[f"acc_{c}"] = float((pred[mc] == data.y[mc]).mean()) if mc.any() else None
             out[f"n_{c}"] = int(mc.sum())
@@ -210,6 +236,47 @@ def metric_table(data: SplitData, p: np.ndarray, threshold: float) -> dict[str, 
 def choose_threshold(data: SplitData, p: np.ndarray) -> float:
     """The threshold maximising the mean over corpora of balanced accuracy."""
     return best_mean_balanced_accuracy_threshold(data.y, p, data.corpus)
+
+
+def choose_domain_thresholds(data: SplitData, p: np.ndarray) -> dict[str, float]:
+    """Per deployment domain, the threshold maximising mean balanced accuracy of its corpora."""
+    domains = np.asarray([domain_of_corpus(c) or "" for c in data.corpus.tolist()])
+    out: dict[str, float] = {}
+    for domain in DOMAINS:
+        m = domains == domain
+        if m.any() and len(set(data.y[m].tolist())) == 2:
+            out[domain] = best_mean_balanced_accuracy_threshold(data.y[m], p[m], data.corpus[m])
+    return out
+
+
+def best_f1_threshold(y: np.ndarray, p: np.ndarray) -> float:
+    """The threshold (on a 0.01 grid) maximising F1 of the positive class."""
+    best, best_f1 = 1.0, -1.0
+    for t in np.round(np.arange(0.01, 1.0, 0.01), 2):
+        pred = p >= t
+        tp = float((pred & (y == 1)).sum())
+        f1 = 2 * tp / max(float(pred.sum() + (y == 1).sum()), 1.0)
+        if f1 > best_f1:
+            best, best_f1 = float(t), f1
+    return best
+
+
+def outcome_table(data: SplitData, p_back: np.ndarray, threshold: float) -> dict[str, Any]:
+    """Backchannel detection per corpus: rate, precision, recall, F1 at ``threshold``."""
+    out: dict[str, Any] = {}
+    pred = p_back >= threshold
+    for corpus in sorted(set(data.corpus.tolist())):
+        m = data.corpus == corpus
+        y = data.backchannel[m] == 1
+        tp = float((pred[m] & y).sum())
+        out[corpus] = {
+            "n": int(m.sum()),
+            "backchannel_rate": float(y.mean()),
+            "precision": tp / float(pred[m].sum()) if pred[m].any() else None,
+            "recall": tp / float(y.sum()) if y.any() else None,
+            "f1": 2 * tp / max(float(pred[m].sum() + y.sum()), 1.0) if y.any() else None,
+        }
+    return out
 
 
 # ----------------------------------------------------------------------------- training
@@ -325,11 +392,24 @@ def train_default_model(
     )
     p_val = np.clip(calibration(raw_val), 0.0, 1.0)
     threshold = choose_threshold(val, p_val)
-    metrics: dict[str, Any] = {"validation": metric_table(val, p_val, threshold)}
+    domain_thresholds = choose_domain_thresholds(val, p_val)
+    log(f"domain thresholds {domain_thresholds}")
+
+    back = _fit_backchannel(train, val, p_val, params, opts, log)
+    back_trees, back_calibration, back_threshold, bbooster = back
+    pb_val = _backchannel_proba(bbooster, back_calibration, val.x, p_val, opts.threads)
+    log(f"backchannel booster ({time.perf_counter() - t0:.0f}s)")
+
+    metrics: dict[str, Any] = {
+        "validation": metric_table(val, p_val, threshold),
+        "validation_backchannel": outcome_table(val, pb_val, back_threshold),
+    }
     if len(test.y):
         raw_test = np.asarray(booster.predict(test.x, num_threads=opts.threads), dtype=np.float64)
         p_test = np.clip(calibration(raw_test), 0.0, 1.0)
         metrics["test"] = metric_table(test, p_test, threshold)
+        pb_test = _backchannel_proba(bbooster, back_calibration, test.x, p_test, opts.threads)
+        metrics["test_backchannel"] = outcome_table(test, pb_test, back_threshold)
     importance = dict(zip(FEATURE_NAMES, booster.feature_importance("gain").tolist(), strict=True))
     meta = {
         "trained_on": {
@@ -344,9 +424,92 @@ def train_default_model(
         "feature_importance_gain": dict(sorted(importance.items(), key=lambda kv: -kv[1])),
         "train_seconds": round(time.perf_counter() - t0, 1),
     }
-    model = TurnTakingModel(trees, full_yield, full_relation, calibration, threshold, meta)
-    log(f"threshold {threshold:.2f}; done in {time.perf_counter() - t0:.0f}s")
+    meta["backchannel_trees"] = 0 if bbooster is None else bbooster.num_trees()
+    model = TurnTakingModel(
+        trees,
+        full_yield,
+        full_relation,
+        calibration,
+        threshold,
+        meta,
+        backchannel_trees=back_trees,
+        backchannel_calibration=back_calibration,
+        backchannel_threshold=back_threshold,
+        domain_thresholds=domain_thresholds,
+    )
+    log(
+        f"threshold {threshold:.2f}, backchannel {back_threshold:.2f}; "
+        f"done in {time.perf_counter() - t0:.0f}s"
+    )
     return TrainResult(model, metrics)
+
+
+def _backchannel_proba(
+    booster: Any, calibration: Calibration, x: np.ndarray, p_floor: np.ndarray, threads: int
+) -> np.ndarray:
+    if booster is None:
+        return np.zeros(len(x))
+    raw = np.asarray(booster.predict(x, num_threads=threads), dtype=np.float64)
+    return np.minimum(np.clip(calibration(raw), 0.0, 1.0), 1.0 - p_floor)
+
+
+def _fit_backchannel(
+    train: SplitData,
+    val: SplitData,
+    p_val: np.ndarray,
+    params: dict[str, Any],
+    opts: TrainOptions,
+    log: Callable[[str], None],
+) -> tuple[TreeEnsemble | None, Calibration, float, Any]:
+    """The backchannel booster (BACKCHANNEL vs the rest), its calibration and threshold.
+
+    Without backchannels in train and validation (untimed corpora only) there is nothing to
+    learn: no booster, P(backchannel) = 0.
+    """
+    import lightgbm as lgb
+    from sklearn.isotonic import IsotonicRegression
+
+    if not train.backchannel.any() or not val.backchannel.any():
+        log("no BACKCHANNEL outcomes in train or validation: no backchannel booster")
+        return None, Calibration((), ()), 1.0, None
+    bparams = {
+        **params,
+        "learning_rate": opts.backchannel_learning_rate,
+        "num_leaves": opts.backchannel_num_leaves,
+    }
+    btrain = lgb.Dataset(
+        train.x,
+        train.backchannel,
+        weight=_weights(train.corpus, opts.corpus_weight_power),
+        feature_name=list(FEATURE_NAMES),
+        free_raw_data=False,
+    )
+    bval = lgb.Dataset(
+        val.x,
+        val.backchannel,
+        weight=_weights(val.corpus, opts.corpus_weight_power),
+        reference=btrain,
+    )
+    booster = lgb.train(
+        bparams,
+        btrain,
+        num_boost_round=opts.backchannel_rounds,
+        valid_sets=[bval],
+        callbacks=[lgb.early_stopping(opts.early_stopping_rounds, verbose=False)],
+    )
+    booster = lgb.Booster(model_str=booster.model_to_string(num_iteration=booster.best_iteration))
+    raw = np.asarray(booster.predict(val.x, num_threads=opts.threads), dtype=np.float64)
+    iso = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0).fit(raw, val.backchannel)
+    calibration = Calibration(
+        tuple(float(v) for v in iso.X_thresholds_), tuple(float(v) for v in iso.y_thresholds_)
+    )
+    pb = np.minimum(np.clip(calibration(raw), 0.0, 1.0), 1.0 - p_val)
+    return (
+        TreeEnsemble.from_lightgbm(booster),
+        calibration,
+        best_f1_threshold(val.backchannel, pb),
+        booster,
+    )
 
 
 def build_benchmarks(
