@@ -1,16 +1,21 @@
-"""Real servers for the serve tests: `polylogue serve` (uvicorn) and Debian's redis-server."""
+"""Real servers for tests: `polylogue serve` (uvicorn), Debian's redis-server, and a scripted
+OpenAI-compatible chat-completions server on loopback."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -99,3 +104,39 @@ def redis_server(tmp: Path) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+#: ``respond(path, headers, raw_body) -> (status, reply, extra_headers)``; a str reply is sent
+#: as is, anything else as JSON.
+Responder = Callable[[str, dict[str, str], bytes], tuple[int, Any, dict[str, str]]]
+
+
+class LoopbackHTTPServer:
+    """A real HTTP server on 127.0.0.1 (a free port) answering every POST through ``respond``.
+
+    ``url`` is the OpenAI-style base URL (``.../v1``); call :meth:`close` when done.
+    """
+
+    def __init__(self, respond: Responder) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers["Content-Length"]))
+                status, reply, headers = respond(self.path, dict(self.headers), raw)
+                data = reply.encode() if isinstance(reply, str) else json.dumps(reply).encode()
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from servers import LoopbackHTTPServer
 
 from polylogue.errors import PolylogueInputError
 from polylogue.llm.cache import ResponseCache
@@ -29,46 +29,28 @@ OK = {
 MESSAGES = [{"role": "user", "content": "hi"}]
 
 
-class Scripted:
+class Scripted(LoopbackHTTPServer):
     """A chat-completions server answering from a list of (status, body, headers)."""
 
     def __init__(self) -> None:
         self.replies: list[tuple[int, Any, dict[str, str]]] = []
         self.bodies: list[dict[str, Any]] = []
         self.lock = threading.Lock()
+        super().__init__(self._respond)
 
-        script = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with script.lock:
-                    script.bodies.append(body)
-                    status, reply, headers = (
-                        script.replies.pop(0) if script.replies else (200, OK, {})
-                    )
-                data = reply.encode() if isinstance(reply, str) else json.dumps(reply).encode()
-                self.send_response(status)
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+    def _respond(
+        self, path: str, headers: dict[str, str], raw: bytes
+    ) -> tuple[int, Any, dict[str, str]]:
+        with self.lock:
+            self.bodies.append(json.loads(raw))
+            return self.replies.pop(0) if self.replies else (200, OK, {})
 
 
 @pytest.fixture
 def server() -> Iterator[Scripted]:
     s = Scripted()
     yield s
-    s.httpd.shutdown()
-    s.httpd.server_close()
+    s.close()
 
 
 def test_spec_parser() -> None:

@@ -17,11 +17,11 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from servers import LoopbackHTTPServer
 from test_eval_support import friends_benchmark
 
 from polylogue.evaluation.runner import load_points, read_predictions, run_evaluation
@@ -71,7 +71,7 @@ MALFORMED: dict[str, Any] = {
 }
 
 
-class Misbehaving:
+class Misbehaving(LoopbackHTTPServer):
     """A chat-completions server on loopback whose replies a test scripts.
 
     ``reply(headers, body)`` returns (status, JSON-able or str); by default every request gets
@@ -82,39 +82,26 @@ class Misbehaving:
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self.reply = lambda headers, body: (200, completion())
-        server = self
+        super().__init__(self._respond)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                data_in = self.rfile.read(int(self.headers["Content-Length"]))
-                if self.path.endswith("/tokenize"):
-                    status, reply = 404, {"error": "no"}
-                else:
-                    body = json.loads(data_in)
-                    with server.lock:
-                        server.requests.append({"headers": dict(self.headers), "body": body})
-                        status, reply = server.reply(dict(self.headers), body)
-                data = reply.encode() if isinstance(reply, str) else json.dumps(reply).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+    def _respond(
+        self, path: str, headers: dict[str, str], raw: bytes
+    ) -> tuple[int, Any, dict[str, str]]:
+        json_type = {"Content-Type": "application/json"}
+        if path.endswith("/tokenize"):
+            return 404, {"error": "no"}, json_type
+        body = json.loads(raw)
+        with self.lock:
+            self.requests.append({"headers": headers, "body": body})
+            status, reply = self.reply(headers, body)
+        return status, reply, json_type
 
 
 @pytest.fixture
 def server() -> Iterator[Misbehaving]:
     s = Misbehaving()
     yield s
-    s.httpd.shutdown()
-    s.httpd.server_close()
+    s.close()
 
 
 @pytest.fixture(scope="module")
