@@ -115,7 +115,7 @@ def test_generation_mode_parses_and_scores(inputs: list[DecisionInput]) -> None:
     else:
         assert pred.p_speak is not None and 0 <= pred.p_speak <= 1
     # Full-word scoring works where first tokens coincide (" S" after "Decision: ").
-    p = gen._score_answers(gen.prompt_text(inputs[0]) + "Reasoning: I was asked.\nDecision: ")
+    p = gen._score_answers(gen.messages(inputs[0]), "Reasoning: I was asked.\nDecision: ")
     assert 0.0 < p < 1.0
 
 

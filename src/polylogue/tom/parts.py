@@ -27,9 +27,11 @@ def generate(generator: ToMGenerator, request: GenerationRequest) -> Generation:
     answers: dict[str, str] = {}
     parts: list[dict[str, Any]] = []
     latency = 0.0
+    cached = True
     for part in prompt.parts:
         gen = generator.generate(GenerationRequest(part, request.item, request.window))
         latency += gen.latency_s
+        cached = cached and gen.cached
         parts.append(
             {"questions": list(part.questions), "text": gen.text, "usage": dict(gen.usage)}
         )
@@ -38,4 +40,4 @@ def generate(generator: ToMGenerator, request: GenerationRequest) -> Generation:
             if label is not None:
                 answers[q] = label
     merged = json.dumps(answers, separators=(",", ":"))
-    return Generation(merged, latency_s=latency, usage={"parts": parts})
+    return Generation(merged, latency_s=latency, usage={"parts": parts}, cached=cached)

@@ -7,8 +7,11 @@ Conventions shared with :mod:`polylogue.evaluation.runner`:
   always lands in the same folder and resumes there;
 * ``predictions.jsonl``: one row per record, appended and fsynced as soon as it is known; a
   killed write leaves a truncated last line, which resume cuts off;
-* ``manifest.json`` written atomically at start and at the end (status, counts, versions);
-* deterministic replies are cached across runs in a SQLite response cache.
+* ``manifest.json`` written atomically at start and at the end (status, counts, versions).
+
+The runner keeps no response cache: a model backend built with ``cache_path``
+(:mod:`polylogue.tom.backends`) wraps its LLM client in one, and a row says whether its reply
+came from there (``cached``).
 
 Prediction rows are in a shape the official evaluator also reads: the raw reply is in
 ``response_text``; identity is in ``bundle_name`` (YOU/CONSENSUS), ``metadata.bundle_name`` +
@@ -29,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 from polylogue.errors import PolylogueInputError
-from polylogue.llm.cache import ResponseCache, request_key
 from polylogue.runs import (
     JsonlAppender,
     canonical_json,
@@ -164,7 +166,6 @@ def run_tom(
     out_root: str | Path,
     ami_folder: str | Path | None = None,
     media: MediaProvider | None = None,
-    cache_path: str | Path | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> ToMRunResult:
     """Generate a reply per record (skipping those already in the run folder) and record it.
@@ -191,7 +192,6 @@ def run_tom(
             folder,
             ami_folder,
             media,
-            cache_path,
             progress,
         )
 
@@ -205,7 +205,6 @@ def _run_locked(
     folder: Path,
     ami_folder: str | Path | None,
     media: MediaProvider | None,
-    cache_path: str | Path | None,
     progress: Callable[[int, int], None] | None,
 ) -> ToMRunResult:
     pred_path = folder / PREDICTIONS
@@ -220,16 +219,11 @@ def _run_locked(
     sessions = AmiSessions(ami_folder) if ami_folder is not None else None
     if needs_ami and sessions is None:
         raise ToMRunError(f"variant {options.name} with {generator.name} needs the AMI annotations")
-    cache = ResponseCache(cache_path) if cache_path is not None else None
-    reply = _Replier(spec, generator, options, sessions if needs_ami else None, media, cache)
-    try:
-        with JsonlAppender(pred_path) as out:
-            loop = run_chunks(
-                records, done, lambda r: r.id, reply.rows, out, chunk_size=1, on_chunk=progress
-            )
-    finally:
-        if cache is not None:
-            cache.close()
+    reply = _Replier(generator, options, sessions if needs_ami else None, media)
+    with JsonlAppender(pred_path) as out:
+        loop = run_chunks(
+            records, done, lambda r: r.id, reply.rows, out, chunk_size=1, on_chunk=progress
+        )
     rows = read_records(pred_path)
     manifest.update(
         status="complete" if len(rows) >= len(records) else "partial",
@@ -274,14 +268,12 @@ def _manifest(
 
 @dataclass
 class _Replier:
-    """Prompt -> (cached) generator reply -> predictions row, one record at a time."""
+    """Prompt -> generator reply -> predictions row, one record at a time."""
 
-    spec: RunSpec
     generator: ToMGenerator
     options: ToMPromptOptions
     sessions: AmiSessions | None
     media: MediaProvider | None
-    cache: ResponseCache | None
     errors: int = 0
 
     def rows(self, chunk: Sequence[ToMRecord]) -> list[dict[str, Any]]:
@@ -301,17 +293,9 @@ class _Replier:
         )
         prompt = build_prompt(rec.item, options, window, prompt_media)
         digest = prompt.digest()
-        key = request_key({"generator": self.spec.generator, "prompt": digest})
-        hit = self.cache.get(key) if self.cache is not None else None
         name = self.generator.name
         try:
-            if hit is not None:
-                text, latency, usage, cached = hit["text"], 0.0, hit.get("usage") or {}, True
-            else:
-                gen = generate_parts(self.generator, GenerationRequest(prompt, rec.item, window))
-                text, latency, usage, cached = gen.text, gen.latency_s, dict(gen.usage), False
-                if self.cache is not None:
-                    self.cache.put(key, {"text": text, "usage": usage})
+            gen = generate_parts(self.generator, GenerationRequest(prompt, rec.item, window))
         except GenerationError as exc:
             self.errors += 1
             return prediction_row(
@@ -327,11 +311,11 @@ class _Replier:
             rec,
             options,
             prompt.questions,
-            text,
+            gen.text,
             model=name,
-            latency_s=latency,
-            usage=usage,
-            cached=cached,
+            latency_s=gen.latency_s,
+            usage=dict(gen.usage),
+            cached=gen.cached,
             prompt_digest=digest,
         )
 
