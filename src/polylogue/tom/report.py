@@ -8,7 +8,7 @@ official-mode numbers drop missing predictions from the denominator.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -365,23 +365,20 @@ def _ablation(
     return f"{title}\n\n" + _table(header, rows) + _n_note(used)
 
 
-def table2(runs: Sequence[RunScores], leak: Mapping[str, float | None] | None = None) -> str:
-    return _ablation(
-        "Table 2. Input modalities",
-        runs,
-        [
-            ("Video & Utter.", {"modality": "both"}),
-            ("Video", {"modality": "video"}),
-            ("Utter.", {"modality": "utterance"}),
-        ],
-        ACC_MACRO,
-        first_col="Methods",
-        leak=leak,
-    )
+def _modality(modality: str) -> dict[str, Any]:
+    return {} if modality == "both" else {"modality": modality}
+
+
+def _modalities(modality: str) -> list[tuple[str, dict[str, Any]]]:
+    return [
+        ("Video & Utter.", {"modality": "both"}),
+        ("Video", {"modality": "video"}),
+        ("Utter.", {"modality": "utterance"}),
+    ]
 
 
 def _prompt_settings(modality: str) -> list[tuple[str, dict[str, Any]]]:
-    m = {} if modality == "both" else {"modality": modality}
+    m = _modality(modality)
     return [
         ("No Prompt", {**m}),
         ("Naive-CoT", {**m, "reasoning": "naive_cot"}),
@@ -390,71 +387,76 @@ def _prompt_settings(modality: str) -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
-def table3(
-    runs: Sequence[RunScores],
-    modality: str = "both",
-    leak: Mapping[str, float | None] | None = None,
-) -> str:
-    return _ablation(
+def _prior_settings(modality: str) -> list[tuple[str, dict[str, Any]]]:
+    m = _modality(modality)
+    return [
+        ("Base", {**m}),
+        ("w. DA", {**m, "priors": ("dialogue_act",)}),
+        ("w. phase", {**m, "priors": ("phase",)}),
+        ("w. role", {**m, "priors": ("role",)}),
+    ]
+
+
+def _marker_settings(modality: str) -> list[tuple[str, dict[str, Any]]]:
+    m = _modality(modality)
+    return [("Baseline", {**m}), ("w/o discourse markers", {**m, "remove_discourse_markers": True})]
+
+
+@dataclass(frozen=True, slots=True)
+class AblationTable:
+    """One of the paper's ablation tables: which variants of a model it compares, and how."""
+
+    title: str
+    #: (row label, variant options) per setting, the first being the reference, for a modality.
+    settings: Callable[[str], list[tuple[str, dict[str, Any]]]]
+    columns: Sequence[str]
+    first_col: str = "Setting"
+    #: Show each setting as its change from the first (arrows) instead of its value.
+    deltas: bool = False
+
+
+#: Tables 2-6 of the paper, in order.
+ABLATION_TABLES = (
+    AblationTable("Table 2. Input modalities", _modalities, ACC_MACRO, "Methods"),
+    AblationTable(
         "Table 3. Prompting strategies (arrows: change from No Prompt)",
-        runs,
-        _prompt_settings(modality),
+        _prompt_settings,
         [k for k, _ in METRICS],
+        "Prompt",
         deltas=True,
-        first_col="Prompt",
-        leak=leak,
-    )
-
-
-def table4(
-    runs: Sequence[RunScores],
-    modality: str = "both",
-    leak: Mapping[str, float | None] | None = None,
-) -> str:
-    m = {} if modality == "both" else {"modality": modality}
-    return _ablation(
+    ),
+    AblationTable(
         "Table 4. Contextual priors from AMI annotations",
-        runs,
-        [
-            ("Base", {**m}),
-            ("w. DA", {**m, "priors": ("dialogue_act",)}),
-            ("w. phase", {**m, "priors": ("phase",)}),
-            ("w. role", {**m, "priors": ("role",)}),
-        ],
+        _prior_settings,
         PRIORS_COLUMNS,
-        first_col="Methods",
-        leak=leak,
-    )
-
-
-def table5(
-    runs: Sequence[RunScores],
-    modality: str = "both",
-    leak: Mapping[str, float | None] | None = None,
-) -> str:
-    m = {} if modality == "both" else {"modality": modality}
-    return _ablation(
-        "Table 5. Discourse markers",
-        runs,
-        [("Baseline", {**m}), ("w/o discourse markers", {**m, "remove_discourse_markers": True})],
-        ACC_MACRO,
-        leak=leak,
-    )
-
-
-def table6(
-    runs: Sequence[RunScores],
-    modality: str = "both",
-    leak: Mapping[str, float | None] | None = None,
-) -> str:
-    return _ablation(
+        "Methods",
+    ),
+    AblationTable("Table 5. Discourse markers", _marker_settings, ACC_MACRO),
+    AblationTable(
         "Table 6. Additional prompting results (accuracy and macro-F1; arrows: change from "
         "No Prompt)",
-        runs,
-        _prompt_settings(modality),
+        _prompt_settings,
         ACC_MACRO,
+        "Prompt",
         deltas=True,
-        first_col="Prompt",
+    ),
+)
+
+
+def ablation_table(
+    table: AblationTable,
+    runs: Sequence[RunScores],
+    modality: str = "both",
+    leak: Mapping[str, float | None] | None = None,
+) -> str:
+    """``table`` filled from ``runs`` (empty when no model has two of its settings)."""
+    return _ablation(
+        table.title,
+        runs,
+        table.settings(modality),
+        table.columns,
+        deltas=table.deltas,
+        first_col=table.first_col,
         leak=leak,
     )
 
@@ -472,11 +474,7 @@ def build_report(
     """
     parts = [
         tom_table1(runs, baselines, leak),
-        table2(runs, leak),
-        table3(runs, modality, leak),
-        table4(runs, modality, leak),
-        table5(runs, modality, leak),
-        table6(runs, modality, leak),
+        *(ablation_table(t, runs, modality, leak) for t in ABLATION_TABLES),
     ]
     return "\n\n".join(p for p in parts if p) + "\n"
 
