@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import csv
 import html
+import io
 import json
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,28 +39,48 @@ def _names(conv: Conversation, names: Mapping[str, str] | None) -> dict[str, str
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class _Lines:
+    """What every writer starts from: the names to write and the utterances a file holds."""
+
+    who: dict[str, str]
+    #: (utterance index, utterance, whether a new conversation starts at it)
+    rows: list[tuple[int, Utterance, bool]]
+    #: Whether the transcript has any break (the CSV writer adds a column only then).
+    has_breaks: bool
+
+    @classmethod
+    def of(
+        cls,
+        conv: Conversation,
+        names: Mapping[str, str] | None,
+        breaks: Iterable[int],
+        timed: bool = False,
+    ) -> _Lines:
+        cuts = set(breaks)
+        rows = [(i, u, i in cuts) for i, u in _written(conv, cuts, timed)]
+        return cls(_names(conv, names), rows, bool(cuts))
+
+    def addressees(self, u: Utterance) -> list[str] | None:
+        return None if u.addressees is None else [self.who.get(a, a) for a in u.addressees]
+
+
 def write_jsonl_transcript(
     conv: Conversation,
     path: str | Path,
     names: Mapping[str, str] | None = None,
     breaks: Iterable[int] = (),
 ) -> Path:
-    path = Path(path)
-    who = _names(conv, names)
-    cuts = set(breaks)
-    with open(path, "w", encoding="utf-8") as f:
-        for i, u in _written(conv, cuts):
-            if i in cuts:
-                f.write('{"break": true}\n')
-            rec: dict[str, Any] = {"speaker": who[u.speaker], "text": u.text}
-            if u.start is not None:
-                rec["start"] = u.start
-            if u.end is not None:
-                rec["end"] = u.end
-            if u.addressees is not None:
-                rec["addressee"] = [who.get(a, a) for a in u.addressees]
-            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
-    return path
+    t = _Lines.of(conv, names, breaks)
+    lines = []
+    for _, u, cut in t.rows:
+        if cut:
+            lines.append('{"break": true}')
+        rec: dict[str, Any] = {"speaker": t.who[u.speaker], "text": u.text}
+        times = {"start": u.start, "end": u.end, "addressee": t.addressees(u)}
+        rec.update({k: v for k, v in times.items() if v is not None})
+        lines.append(json.dumps(rec, ensure_ascii=False))
+    return _write(path, "".join(line + "\n" for line in lines))
 
 
 def write_csv_transcript(
@@ -67,17 +89,22 @@ def write_csv_transcript(
     names: Mapping[str, str] | None = None,
     breaks: Iterable[int] = (),
 ) -> Path:
-    path = Path(path)
-    who = _names(conv, names)
-    cuts = set(breaks)
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["speaker", "text", "start", "end", "addressee", *(["break"] if cuts else [])])
-        for i, u in _written(conv, cuts):
-            addr = "" if not u.addressees else ";".join(who.get(a, a) for a in u.addressees)
-            row = [who[u.speaker], u.text, _num(u.start), _num(u.end), addr]
-            w.writerow(row + (["1" if i in cuts else ""] if cuts else []))
-    return path
+    t = _Lines.of(conv, names, breaks)
+    buf = io.StringIO(newline="")
+    w = csv.writer(buf)
+    w.writerow(
+        ["speaker", "text", "start", "end", "addressee", *(["break"] if t.has_breaks else [])]
+    )
+    for _, u, cut in t.rows:
+        row = [
+            t.who[u.speaker],
+            u.text,
+            _num(u.start),
+            _num(u.end),
+            ";".join(t.addressees(u) or []),
+        ]
+        w.writerow(row + (["1" if cut else ""] if t.has_breaks else []))
+    return _write(path, buf.getvalue())
 
 
 def write_vtt_transcript(
@@ -89,12 +116,10 @@ def write_vtt_transcript(
 ) -> Path:
     if style not in ("zoom", "teams"):
         raise ValueError(f"style must be 'zoom' or 'teams', not {style!r}")
-    path = Path(path)
-    who = _names(conv, names)
-    cuts = set(breaks)
+    t = _Lines.of(conv, names, breaks, timed=True)
     lines = ["WEBVTT", ""]
-    for k, (i, u) in enumerate(_written(conv, cuts, timed=True), 1):
-        if i in cuts:
+    for k, (i, u, cut) in enumerate(t.rows, 1):
+        if cut:
             lines += ["NOTE conversation break", ""]
         start = u.start or 0.0  # never None here: untimed utterances are not written
         end = u.end if u.end is not None and u.end >= start else start
@@ -102,11 +127,17 @@ def write_vtt_transcript(
         # Cue text is HTML-like: "<nick>" or "&" would otherwise be read as markup.
         text = html.escape(" ".join(u.text.split()), quote=False)
         if style == "zoom":
-            lines += [str(k), timing, f"{who[u.speaker]}: {text}", ""]
+            lines += [str(k), timing, f"{t.who[u.speaker]}: {text}", ""]
         else:
             cue_id = f"{k:08x}-0000-4000-8000-{i:012x}/{k}"  # Teams writes GUID/n cue ids
-            lines += [cue_id, timing, f"<v {who[u.speaker]}>{text}</v>", ""]
-    path.write_text("\n".join(lines), encoding="utf-8")
+            lines += [cue_id, timing, f"<v {t.who[u.speaker]}>{text}</v>", ""]
+    return _write(path, "\n".join(lines))
+
+
+def _write(path: str | Path, text: str) -> Path:
+    path = Path(path)
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
     return path
 
 
