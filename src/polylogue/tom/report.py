@@ -66,16 +66,8 @@ ACC_MACRO = (
     "t32_acc",
     "t32_macro",
 )
-PRIORS_COLUMNS = (
-    "t21_acc",
-    "t21_macro",
-    "t22_acc",
-    "t22_macro",
-    "t31_acc",
-    "t31_macro",
-    "t32_acc",
-    "t32_macro",
-)
+#: Table 4 leaves out Task 1 (STATE): priors are about who is addressed and agrees.
+PRIORS_COLUMNS = ACC_MACRO[2:]
 _HEADERS = dict(METRICS)
 #: Shown where Task 2.1 comes from the joint YOU prompt, whose Q2 text leaks the Q1 answer.
 LEAK_NOTE = " [joint YOU prompt: Q2 leaks Q1]"
