@@ -10,49 +10,26 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from browsers import VIEWPORT, launch_chromium, new_study, require_chromium, serve_study
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 DOCS_SHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
 N_PER_CATEGORY = 3  # 15 items: I1, I2, S1, S2 and (benchmark v2) SA x 3
 N_CATEGORIES = 5
 
-if not Path(CHROMIUM).exists():
-    # scripts/setup.sh installs it; in CI a missing browser is a set-up failure, not a skip.
-    if os.environ.get("CI"):
-        pytest.fail("Debian chromium is missing although CI ran scripts/setup.sh", pytrace=False)
-    pytest.skip(
-        "Debian chromium is not installed (apt-get install -y chromium)", allow_module_level=True
-    )
-playwright_api = pytest.importorskip("playwright.sync_api")
+playwright_api = require_chromium()
 
 
 @pytest.fixture(scope="module")
 def study_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    import uvicorn
-
-    from polylogue.annotate.app import create_study_app
-    from polylogue.annotate.store import AnnotationStore, StudyKind
-    from polylogue.annotate.study import SamplingPlan, benchmark_items, create_study
+    from polylogue.annotate.store import StudyKind
+    from polylogue.annotate.study import SamplingPlan, benchmark_items
     from polylogue.corpora import load_corpus
     from polylogue.turntaking.dataset import build_benchmark, save_benchmark
 
@@ -60,52 +37,27 @@ def study_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
     build = build_benchmark(itertools.islice(load_corpus("friends"), 60))
     bench = save_benchmark(build, tmp / "bench")
     src = benchmark_items(bench, "test")
-    store = AnnotationStore(tmp / "study.sqlite")
-    study, keys, report = create_study(
-        store,
+    store, study, keys, report = new_study(
+        tmp / "study.sqlite",
         "friends-e2e",
         StudyKind.TURNTAKING,
-        src.items,
+        src,
         SamplingPlan(N_PER_CATEGORY, seed=7),
         ["h1", "h2"],
         adjudicators=["adj"],
-        source=src.source,
         instructions="Decide whether the highlighted target should take the turn now.",
-        finish=src.finish,
     )
     assert sum(report.drawn.values()) == N_CATEGORIES * N_PER_CATEGORY
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(create_study_app(store), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.05)
     shots = tmp / "shots"
     shots.mkdir()
-    yield {
-        "url": f"http://127.0.0.1:{port}",
-        "store": store,
-        "study": study,
-        "keys": keys,
-        "tmp": tmp,
-        "shots": shots,
-    }
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serve_study(store) as (url, _):
+        yield {"url": url, "store": store, "study": study, "keys": keys, "tmp": tmp, "shots": shots}
 
 
 @pytest.fixture(scope="module")
 def browser(study_env: dict[str, Any]) -> Iterator[Any]:
     with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        b = launch_chromium(p)
         yield b
         b.close()
 
@@ -141,7 +93,7 @@ def test_label_reload_resume_and_revise(study_env: dict[str, Any], browser: Any)
     env = study_env
     expect = playwright_api.expect
     total = N_CATEGORIES * N_PER_CATEGORY
-    ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+    ctx = browser.new_context(viewport=VIEWPORT)
     page = ctx.new_page()
     page.goto(f"{env['url']}/a/{env['keys']['h1']}")
     page.wait_for_selector("body[data-ready='1']")
@@ -192,7 +144,7 @@ def test_two_annotators_concurrently_then_adjudicate_and_export(
     total = N_CATEGORIES * N_PER_CATEGORY
     pages = {}
     for name in ("h1", "h2"):
-        ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+        ctx = browser.new_context(viewport=VIEWPORT)
         page = ctx.new_page()
         page.goto(f"{env['url']}/a/{env['keys'][name]}")
         page.wait_for_selector("body[data-ready='1']")
@@ -230,7 +182,7 @@ def test_two_annotators_concurrently_then_adjudicate_and_export(
     # Two annotators who disagree are a tie: the adjudicator decides each one by keyboard.
     ties = sorted(i for i in h1 if h1[i] != h2[i])
     assert ties
-    ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+    ctx = browser.new_context(viewport=VIEWPORT)
     adj = ctx.new_page()
     adj.goto(f"{env['url']}/adjudicate/{env['keys']['adj']}")
     adj.wait_for_selector("body[data-ready='1']")
@@ -261,41 +213,19 @@ def test_meetingtom_questions_by_number_keys(
     tmp_path: Path, study_env: dict[str, Any], browser: Any
 ) -> None:
     """A MeetingToM item: two questions answered with number keys, transcript window shown."""
-    import uvicorn
-
-    from polylogue.annotate.app import create_study_app
-    from polylogue.annotate.store import AnnotationStore, StudyKind
-    from polylogue.annotate.study import SamplingPlan, create_study, meetingtom_items
+    from polylogue.annotate.store import StudyKind
+    from polylogue.annotate.study import SamplingPlan, meetingtom_items
     from polylogue.paths import corpus_dir
 
     expect = playwright_api.expect
     src = meetingtom_items(tasks=["you"], ami_folder=corpus_dir("ami"))
-    store = AnnotationStore(tmp_path / "tom.sqlite")
-    study, keys, _ = create_study(
-        store,
-        "tom",
-        StudyKind.MEETINGTOM,
-        src.items,
-        SamplingPlan(2, seed=1),
-        ["a"],
-        source=src.source,
-        finish=src.finish,
+    store, study, keys, _ = new_study(
+        tmp_path / "tom.sqlite", "tom", StudyKind.MEETINGTOM, src, SamplingPlan(2, seed=1), ["a"]
     )
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(create_study_app(store), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        assert thread.is_alive()
-        time.sleep(0.05)
-    try:
-        ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+    with serve_study(store) as (url, _):
+        ctx = browser.new_context(viewport=VIEWPORT)
         page = ctx.new_page()
-        page.goto(f"http://127.0.0.1:{port}/a/{keys['a']}")
+        page.goto(f"{url}/a/{keys['a']}")
         page.wait_for_selector("body[data-ready='1']")
         expect(page.locator(".question")).to_have_count(2)
         expect(page.locator(".question.active")).to_have_attribute("data-qid", "Q1")
@@ -312,6 +242,3 @@ def test_meetingtom_questions_by_number_keys(
         got = {(x.item_id, x.question_id): x.label for x in store.answers(study)}
         assert got == {(first, "Q1"): "MULTIPLE", (first, "Q2"): "NEUTRAL"}
         ctx.close()
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)

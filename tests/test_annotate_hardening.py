@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import itertools
 import secrets
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from browsers import serve_app
 
 from polylogue.annotate.app import (
     MAX_BODY_BYTES,
@@ -32,8 +30,6 @@ from polylogue.annotate.store import AnnotationStore, StudyKind
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    import uvicorn
-
     from polylogue.annotate.study import SamplingPlan, benchmark_items, create_study
     from polylogue.corpora import load_corpus
     from polylogue.turntaking.dataset import build_benchmark, save_benchmark
@@ -53,22 +49,15 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         ["h1"],
         finish=src.finish,
     )
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    app = create_study_app(store, allowed_hosts=bound_hosts("127.0.0.1"), port=port)
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not srv.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.05)
-    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+    hosts = bound_hosts("127.0.0.1")
+    with (
+        serve_app(lambda port: create_study_app(store, allowed_hosts=hosts, port=port)) as (
+            url,
+            port,
+        ),
+        httpx.Client(base_url=url, timeout=30) as client,
+    ):
         yield {"client": client, "key": keys["h1"], "store": store, "study": study, "port": port}
-    srv.should_exit = True
-    thread.join(timeout=10)
 
 
 def _answer_url(env: dict[str, Any]) -> str:

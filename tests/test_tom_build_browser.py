@@ -5,36 +5,20 @@ and the official scorer (same set-up as ``test_annotate_browser.py``)."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import socket
-import threading
-import time
 from pathlib import Path
 
 import pytest
+from browsers import VIEWPORT, launch_chromium, new_study, require_chromium, serve_study
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]
-
-if not Path(CHROMIUM).exists():
-    if os.environ.get("CI"):
-        pytest.fail("Debian chromium is missing although CI ran scripts/setup.sh", pytrace=False)
-    pytest.skip(
-        "Debian chromium is not installed (apt-get install -y chromium)", allow_module_level=True
-    )
-playwright_api = pytest.importorskip("playwright.sync_api")
+playwright_api = require_chromium()
 
 
 def test_built_items_round_trip_through_the_annotation_app(tmp_path: Path) -> None:
-    import uvicorn
-
     from polylogue.annotate.analysis import agreement_report, export_adjudicated
-    from polylogue.annotate.app import create_study_app
-    from polylogue.annotate.store import AnnotationStore, StudyKind
-    from polylogue.annotate.study import SamplingPlan, create_study, meetingtom_items
+    from polylogue.annotate.store import StudyKind
+    from polylogue.annotate.study import SamplingPlan, meetingtom_items
     from polylogue.paths import corpus_dir
     from polylogue.tom.build import ToMBuildOptions, build_items
     from polylogue.tom.records import KNOWN_ANOMALY_KINDS, TASK_FILES, ToMTask, load_tom_benchmark
@@ -48,17 +32,14 @@ def test_built_items_round_trip_through_the_annotation_app(tmp_path: Path) -> No
         ToMBuildOptions(meetings=("IS1008a",), tasks=("you", "consensus"), per_meeting=1),
     )
     src = meetingtom_items(built.folder, ami_folder=corpus_dir("ami"))
-    store = AnnotationStore(tmp_path / "study.sqlite")
-    study, keys, _ = create_study(
-        store,
+    store, study, keys, _ = new_study(
+        tmp_path / "study.sqlite",
         "built",
         StudyKind.MEETINGTOM,
-        src.items,
+        src,
         SamplingPlan(None, seed=3),
         ["h1", "h2"],
         adjudicators=["adj"],
-        source=src.source,
-        finish=src.finish,
     )
     items = {it.item_id: it for it in store.items(study)}
     assert len(items) == 2
@@ -67,48 +48,32 @@ def test_built_items_round_trip_through_the_annotation_app(tmp_path: Path) -> No
     options = next(q.options for q in items[you_id].questions if q.id == "Q1")
     disagree = "UNKNOWN" if proposal != "UNKNOWN" else "MULTIPLE"
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(create_study_app(store), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        assert thread.is_alive()
-        time.sleep(0.05)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        with playwright_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-            for name in ("h1", "h2"):
-                order = next(a.order for a in store.annotators(study) if a.name == name)
-                page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
-                page.goto(f"{url}/a/{keys[name]}")
-                page.wait_for_selector("body[data-ready='1']")
-                for done, item_id in enumerate(order, 1):
-                    expect(page.locator(".question")).to_have_count(2)
-                    for q in sorted(items[item_id].questions, key=lambda q: q.id):
-                        label = items[item_id].gold["answers"][q.id]
-                        if name == "h2" and item_id == you_id and q.id == "Q1":
-                            label = disagree
-                        expect(page.locator(".question.active")).to_have_attribute("data-qid", q.id)
-                        page.keyboard.press(str(q.options.index(label) + 1))
-                    expect(page.locator("[data-testid=progress]")).to_have_text(f"{done} / 2 done")
-                expect(page.locator("[data-testid=done]")).to_be_visible()
+    with serve_study(store) as (url, _), playwright_api.sync_playwright() as p:
+        browser = launch_chromium(p)
+        for name in ("h1", "h2"):
+            order = next(a.order for a in store.annotators(study) if a.name == name)
+            page = browser.new_context(viewport=VIEWPORT).new_page()
+            page.goto(f"{url}/a/{keys[name]}")
+            page.wait_for_selector("body[data-ready='1']")
+            for done, item_id in enumerate(order, 1):
+                expect(page.locator(".question")).to_have_count(2)
+                for q in sorted(items[item_id].questions, key=lambda q: q.id):
+                    label = items[item_id].gold["answers"][q.id]
+                    if name == "h2" and item_id == you_id and q.id == "Q1":
+                        label = disagree
+                    expect(page.locator(".question.active")).to_have_attribute("data-qid", q.id)
+                    page.keyboard.press(str(q.options.index(label) + 1))
+                expect(page.locator("[data-testid=progress]")).to_have_text(f"{done} / 2 done")
+            expect(page.locator("[data-testid=done]")).to_be_visible()
 
-            adj = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
-            adj.goto(f"{url}/adjudicate/{keys['adj']}")
-            adj.wait_for_selector("body[data-ready='1']")
-            expect(adj.locator("[data-testid=queue]")).to_have_text("0 / 1 decided")
-            expect(adj.locator(".vote")).to_have_count(2)
-            adj.keyboard.press(str(options.index("UNKNOWN") + 1))
-            expect(adj.locator("[data-testid=queue]")).to_have_text("1 / 1 decided")
-            browser.close()
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+        adj = browser.new_context(viewport=VIEWPORT).new_page()
+        adj.goto(f"{url}/adjudicate/{keys['adj']}")
+        adj.wait_for_selector("body[data-ready='1']")
+        expect(adj.locator("[data-testid=queue]")).to_have_text("0 / 1 decided")
+        expect(adj.locator(".vote")).to_have_count(2)
+        adj.keyboard.press(str(options.index("UNKNOWN") + 1))
+        expect(adj.locator("[data-testid=queue]")).to_have_text("1 / 1 decided")
+        browser.close()
 
     # Agreement per task: they agree everywhere but on YOU Q1.
     rows = {s.slice: s for s in agreement_report(store, study)}

@@ -105,6 +105,16 @@ class RunScores:
         }
 
 
+@dataclass
+class _Tally:
+    """Metric values, counts, coverage and per-question details as scoring fills them in."""
+
+    values: dict[str, float | None] = field(default_factory=lambda: {k: None for k, _ in METRICS})
+    n: dict[str, int] = field(default_factory=dict)
+    coverage: dict[str, float] = field(default_factory=dict)
+    details: dict[str, QuestionMetrics] = field(default_factory=dict)
+
+
 def scores_from_rows(
     bench: ToMBenchmark,
     rows: Sequence[Mapping[str, Any]],
@@ -118,74 +128,92 @@ def scores_from_rows(
         raise ValueError(f"mode must be 'official' or 'strict', not {mode!r}")
     ids = {str(r.get("point_id") or r.get("id")) for r in rows}
     records = [r for r in bench.all_records() if r.id in ids]
-    tasks = {r.task for r in records}
-    values: dict[str, float | None] = {k: None for k, _ in METRICS}
-    n: dict[str, int] = {}
-    coverage: dict[str, float] = {}
-    details: dict[str, QuestionMetrics] = {}
     if mode == "strict":
-        res = score_strict(records, strict_from_rows(records, rows), only_windows)
-        details = dict(res.metrics)
-        for short, key in _PAIRS.items():
-            m = res.metrics.get(key)
-            if m is None:
-                continue
-            values[f"{short}_acc"] = m.accuracy if m.n else None
-            if f"{short}_macro" in values and m.n:
-                values[f"{short}_macro"] = m.macro_f1
-            n[short] = m.n
-            if m.n:  # an empty subset (no predicted PSEUDO_CONSENSUS) has no coverage
-                coverage[short] = m.coverage
+        t = _tally_strict(records, rows, only_windows)
     else:
-        gold = load_official_gold([bench.folder / TASK_FILES[t] for t in ToMTask])
-        by_task = {t: [r for r in rows if r.get("task") == t.value] for t in tasks}
-        for task, task_rows in by_task.items():
-            metrics, summary = score_official_rows(task_rows, task, gold[task], only_windows)
-            details |= {f"{task.value}.{q}": m for q, m in metrics.items()}
-            if task is ToMTask.STATE:
-                values |= {"t1_acc": summary["state_acc"], "t1_macro": summary["state_macro_f1"]}
-                n["t1"] = metrics["Q1"].n
-            elif task is ToMTask.YOU:
-                values |= {
-                    "t21_acc": summary["you_q1_acc"],
-                    "t21_macro": summary["you_q1_macro_f1"],
-                    "t22_acc": summary["you_q2_acc"],
-                    "t22_macro": summary["you_q2_macro_f1"],
-                }
-                n |= {"t21": metrics["Q1"].n, "t22": metrics["Q2"].n}
-            else:
-                values |= {
-                    "t31_acc": summary["cons_q1_acc"],
-                    "t31_macro": summary["cons_q1_macro_f1"],
-                    "t32_acc": summary["cons_q2_cond_acc"],
-                    "t32_macro": metrics["Q2_cond"].macro_f1,
-                }
-                n |= {"t31": metrics["Q1"].n, "t32": metrics["Q2_cond"].n}
-                # The strict Task 3.2 subsets have no official counterpart: always strict.
-                cons = [r for r in records if r.task is ToMTask.CONSENSUS]
-                strict = strict_task32(cons, strict_from_rows(cons, task_rows))
-                for short, key in (
-                    ("t32pc", "consensus.Q2_goldpc"),
-                    ("t32pred", "consensus.Q2_predpc"),
-                ):
-                    m = strict[key]
-                    values[f"{short}_acc"] = m.accuracy if m.n else None
-                    n[short] = m.n
-                    details[key] = m
+        t = _tally_official(bench, records, rows, only_windows)
     if options.you_questions == "q1_only":  # Q2 was not asked: no attitude score
-        values["t22_acc"] = values["t22_macro"] = None
-        n.pop("t22", None)
-        coverage.pop("t22", None)
+        t.values["t22_acc"] = t.values["t22_macro"] = None
+        t.n.pop("t22", None)
+        t.coverage.pop("t22", None)
     return RunScores(
         model=model,
         options=options,
         mode=mode,
-        values=values,
-        n=n,
-        coverage=coverage,
-        details=details,
+        values=t.values,
+        n=t.n,
+        coverage=t.coverage,
+        details=t.details,
         record_ids=tuple(r.id for r in records),
     )
+
+
+def _tally_strict(
+    records: Sequence[ToMRecord], rows: Sequence[Mapping[str, Any]], only_windows: Sequence[int]
+) -> _Tally:
+    res = score_strict(records, strict_from_rows(records, rows), only_windows)
+    t = _Tally(details=dict(res.metrics))
+    for short, key in _PAIRS.items():
+        m = res.metrics.get(key)
+        if m is None:
+            continue
+        t.values[f"{short}_acc"] = m.accuracy if m.n else None
+        if f"{short}_macro" in t.values and m.n:
+            t.values[f"{short}_macro"] = m.macro_f1
+        t.n[short] = m.n
+        if m.n:  # an empty subset (no predicted PSEUDO_CONSENSUS) has no coverage
+            t.coverage[short] = m.coverage
+    return t
+
+
+def _tally_official(
+    bench: ToMBenchmark,
+    records: Sequence[ToMRecord],
+    rows: Sequence[Mapping[str, Any]],
+    only_windows: Sequence[int],
+) -> _Tally:
+    t = _Tally()
+    gold = load_official_gold([bench.folder / TASK_FILES[task] for task in ToMTask])
+    # In ToMTask order: a set's order follows string hashing, which changes per process.
+    tasks = [task for task in ToMTask if any(r.task is task for r in records)]
+    by_task = {task: [r for r in rows if r.get("task") == task.value] for task in tasks}
+    for task, task_rows in by_task.items():
+        metrics, summary = score_official_rows(task_rows, task, gold[task], only_windows)
+        t.details |= {f"{task.value}.{q}": m for q, m in metrics.items()}
+        if task is ToMTask.STATE:
+            t.values |= {"t1_acc": summary["state_acc"], "t1_macro": summary["state_macro_f1"]}
+            t.n["t1"] = metrics["Q1"].n
+        elif task is ToMTask.YOU:
+            t.values |= {
+                "t21_acc": summary["you_q1_acc"],
+                "t21_macro": summary["you_q1_macro_f1"],
+                "t22_acc": summary["you_q2_acc"],
+                "t22_macro": summary["you_q2_macro_f1"],
+            }
+            t.n |= {"t21": metrics["Q1"].n, "t22": metrics["Q2"].n}
+        else:
+            t.values |= {
+                "t31_acc": summary["cons_q1_acc"],
+                "t31_macro": summary["cons_q1_macro_f1"],
+                "t32_acc": summary["cons_q2_cond_acc"],
+                "t32_macro": metrics["Q2_cond"].macro_f1,
+            }
+            t.n |= {"t31": metrics["Q1"].n, "t32": metrics["Q2_cond"].n}
+            _tally_task32_subsets(t, records, task_rows)
+    return t
+
+
+def _tally_task32_subsets(
+    t: _Tally, records: Sequence[ToMRecord], task_rows: Sequence[Mapping[str, Any]]
+) -> None:
+    """The strict Task 3.2 subsets, which have no official counterpart: always strict."""
+    cons = [r for r in records if r.task is ToMTask.CONSENSUS]
+    strict = strict_task32(cons, strict_from_rows(cons, task_rows))
+    for short, key in (("t32pc", "consensus.Q2_goldpc"), ("t32pred", "consensus.Q2_predpc")):
+        m = strict[key]
+        t.values[f"{short}_acc"] = m.accuracy if m.n else None
+        t.n[short] = m.n
+        t.details[key] = m
 
 
 def scores_from_run(
