@@ -446,67 +446,99 @@ def _read_dialogue_acts(
         did = el.get(NITE_ID)
         if did is None:
             raise ConversationFormatError(path, where, "dact without nite:id")
-        tokens: list[str] = []
-        punct: list[bool] = []
-        starts: list[float] = []
-        ends: list[float] = []
-        timed: list[tuple[str, bool, float | None, float | None]] = []
-        anchor: float | None = None
-        for ref in element_refs(el, path):
-            wf, span = words.resolve(ref, path, where)
-            if anchor is None:
-                anchor = wf.anchor_time(span.start)
-            for i in span:
-                if wf.tags[i] != "w" or not wf.texts[i]:
-                    continue
-                tokens.append(wf.texts[i])
-                punct.append(wf.punct[i])
-                if (s := wf.starts[i]) is not None:
-                    starts.append(s)
-                if (e := wf.ends[i]) is not None:
-                    ends.append(e)
-                if keep_tokens:
-                    timed.append((wf.texts[i], wf.punct[i], wf.starts[i], wf.ends[i]))
-        if not any(has_word(t) and not p for t, p in zip(tokens, punct, strict=True)):
+        w = _act_words(el, path, where, words, keep_tokens)
+        if not any(has_word(t) and not p for t, p in zip(w.tokens, w.punct, strict=True)):
             dropped += 1  # only non-verbal sounds, gaps or punctuation
             continue
-        ptr = pointer_ref(el, "da-aspect", path)
-        act = None
-        if ptr is not None:
-            act = da_types.get(ptr.start)
-            if act is None:
-                raise ConversationFormatError(path, where, f"unknown DA type {ptr.start}")
-        start = starts[0] if starts else None
-        end = ends[-1] if ends else None
+        act = _act_type(el, path, where, da_types)
+        start = w.starts[0] if w.starts else None
+        end = w.ends[-1] if w.ends else None
         if start is not None and end is not None and end < start:
             # Single words may end before they start (61 in the release); whole acts never do.
             raise ConversationFormatError(
                 path, where, f"dialogue act ends ({end}) before it starts ({start})"
             )
-        addressees = _addressees(el.get("addressee"))
-        unknown = sorted(set(addressees or ()) - participants)
-        if unknown:
-            raise ConversationFormatError(
-                path,
-                where,
-                f"addressee {', '.join(unknown)} is not a participant "
-                f"(speakers: {', '.join(sorted(participants))})",
-            )
         utt = Utterance(
             speaker=letter,
-            text=detokenize(tokens, punct),
+            text=detokenize(w.tokens, w.punct),
             start=start,
             end=end,
-            addressees=addressees,
+            addressees=_act_addressees(el, path, where, participants),
             dialogue_act=act,
             id=did,
             note=(el.get("comment") or "").strip() or None,
         )
-        key_start = start if start is not None else (anchor or 0.0)
+        key_start = start if start is not None else (w.anchor or 0.0)
         out.append(
-            _Da((key_start, end if end is not None else key_start, letter, seq), utt, tuple(timed))
+            _Da((key_start, end if end is not None else key_start, letter, seq), utt, w.timed)
         )
     return out, dropped
+
+
+@dataclass(frozen=True, slots=True)
+class _ActWords:
+    """The words a dialogue act points at (``w`` elements with text), in document order."""
+
+    tokens: list[str]
+    punct: list[bool]
+    #: Known word start and end times (words without one are skipped, so not aligned).
+    starts: list[float]
+    ends: list[float]
+    #: (token, is_punct, start, end) per word, when word timing is kept (``unit="ipu"``).
+    timed: tuple[tuple[str, bool, float | None, float | None], ...]
+    #: Time of the act's first referenced element or the nearest timed one before it.
+    anchor: float | None
+
+
+def _act_words(el: Any, path: Path, where: str, words: _WordsCache, keep_tokens: bool) -> _ActWords:
+    tokens: list[str] = []
+    punct: list[bool] = []
+    starts: list[float] = []
+    ends: list[float] = []
+    timed: list[tuple[str, bool, float | None, float | None]] = []
+    anchor: float | None = None
+    for ref in element_refs(el, path):
+        wf, span = words.resolve(ref, path, where)
+        if anchor is None:
+            anchor = wf.anchor_time(span.start)
+        for i in span:
+            if wf.tags[i] != "w" or not wf.texts[i]:
+                continue
+            tokens.append(wf.texts[i])
+            punct.append(wf.punct[i])
+            if (s := wf.starts[i]) is not None:
+                starts.append(s)
+            if (e := wf.ends[i]) is not None:
+                ends.append(e)
+            if keep_tokens:
+                timed.append((wf.texts[i], wf.punct[i], wf.starts[i], wf.ends[i]))
+    return _ActWords(tokens, punct, starts, ends, tuple(timed), anchor)
+
+
+def _act_type(el: Any, path: Path, where: str, da_types: dict[str, str]) -> str | None:
+    """The act's dialogue-act type name (None when it has no ``da-aspect`` pointer)."""
+    ptr = pointer_ref(el, "da-aspect", path)
+    if ptr is None:
+        return None
+    act = da_types.get(ptr.start)
+    if act is None:
+        raise ConversationFormatError(path, where, f"unknown DA type {ptr.start}")
+    return act
+
+
+def _act_addressees(
+    el: Any, path: Path, where: str, participants: frozenset[str]
+) -> tuple[str, ...] | None:
+    addressees = _addressees(el.get("addressee"))
+    unknown = sorted(set(addressees or ()) - participants)
+    if unknown:
+        raise ConversationFormatError(
+            path,
+            where,
+            f"addressee {', '.join(unknown)} is not a participant "
+            f"(speakers: {', '.join(sorted(participants))})",
+        )
+    return addressees
 
 
 def split_dialogue_act(da: _Da, gap: float) -> list[_Da]:

@@ -273,6 +273,29 @@ def _run_locked(
         if progress
         else _Progress()
     )
+    session = _predict_remaining(
+        predictor, selected, done_ids, pred_path, bar, size, manifest_path, manifest
+    )
+    return _finish(
+        folder, selected, points, dataset, predictor, manifest, session["n_new"], session, n_boot
+    )
+
+
+def _predict_remaining(
+    predictor: Predictor,
+    selected: Sequence[DecisionPoint],
+    done_ids: set[str],
+    pred_path: Path,
+    bar: _Progress,
+    chunk_size: int,
+    manifest_path: Path,
+    manifest: dict[str, Any],
+) -> dict[str, Any]:
+    """Predict and append the points not in ``done_ids``, chunk by chunk; the session figures.
+
+    A failure is recorded in the manifest and raised as a :class:`RunError` saying how many
+    points are kept (a Ctrl-C is recorded and re-raised as it is).
+    """
     shown = 0
 
     def on_chunk(n_new: int, _total: int) -> None:
@@ -289,7 +312,7 @@ def _run_locked(
                 lambda p: p.point_id,
                 lambda chunk: _predict_chunk(predictor, chunk),
                 out,
-                chunk_size=size,
+                chunk_size=chunk_size,
                 on_chunk=on_chunk,
             )
     except (Exception, KeyboardInterrupt) as exc:
@@ -303,11 +326,7 @@ def _run_locked(
             f"rerun the same command to resume.{note}"
         ) from exc
     bar.close()
-    elapsed = time.perf_counter() - started
-    session = {"n_new": loop.n_new, "seconds": round(elapsed, 3)}
-    return _finish(
-        folder, selected, points, dataset, predictor, manifest, loop.n_new, session, n_boot
-    )
+    return {"n_new": loop.n_new, "seconds": round(time.perf_counter() - started, 3)}
 
 
 def _describe(exc: BaseException) -> str:

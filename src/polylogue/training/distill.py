@@ -337,6 +337,16 @@ def distill(
         )
 
 
+def _teacher_prompts(config: DistillConfig) -> dict[Decision, PromptOptions]:
+    """The teacher's prompt per gold label (each asks it to justify that label)."""
+    return {
+        label: teacher_prompt(
+            label, config.max_prompt_tokens, config.system_repeats, config.system_template
+        )
+        for label in (Decision.SPEAK, Decision.SILENT)
+    }
+
+
 def _distill_locked(
     config: DistillConfig,
     points: Sequence[DecisionPoint],
@@ -347,12 +357,8 @@ def _distill_locked(
     sleep: Callable[[float], None],
     on_chunk: Callable[[int, int], None] | None,
 ) -> DistillReport:
-    prompts = {
-        label: teacher_prompt(
-            label, config.max_prompt_tokens, config.system_repeats, config.system_template
-        )
-        for label in (Decision.SPEAK, Decision.SILENT)
-    }
+    prompts = _teacher_prompts(config)
+    # The judge reads the reasoning against the whole history (no token budget).
     unbudgeted = {k: dataclasses.replace(p, max_prompt_tokens=None) for k, p in prompts.items()}
     manifest_path = out / MANIFEST_FILE
     manifest = _distill_manifest(config, predictor, prompts, data_hashes, manifest_path)
@@ -409,33 +415,8 @@ def _distill_locked(
                     limiter.acquire(len(chunk))
                     calls += len(chunk)
                     judged = _judge_chunk(predictor, chunk, label, unbudgeted[label])
-                    for point, pred, reasoning, why in judged:
-                        log_file.append(
-                            {
-                                "point_id": point.point_id,
-                                "session": session,
-                                "attempt": attempt,
-                                "status": "ok" if reasoning else "failed",
-                                "error": why,
-                                "raw_output": None if pred is None else pred.raw_output,
-                            },
-                        )
-                        if reasoning:
-                            ok_file.append(
-                                {
-                                    "point_id": point.point_id,
-                                    "status": "ok",
-                                    "label": label.value,
-                                    "category": point.gold.category.value,
-                                    "reasoning": reasoning,
-                                    "attempt": attempt,
-                                },
-                            )
-                            n_new += 1
-                            failures.pop(point.point_id, None)
-                        else:
-                            failures[point.point_id] = why or "unknown"
-                            still.append(point)
+                    files = (ok_file, log_file)
+                    n_new += _record_judged(judged, files, label, attempt, session, failures, still)
                     ok_file.sync()
                     save_state()
                     if on_chunk is not None:
@@ -443,6 +424,52 @@ def _distill_locked(
             pending = still
     save_state()
     return DistillReport(out, len(points), n_done_before, n_new, failures, calls)
+
+
+def _record_judged(
+    judged: Sequence[tuple[DecisionPoint, Prediction | None, str | None, str | None]],
+    files: tuple[JsonlAppender, JsonlAppender],
+    label: Decision,
+    attempt: int,
+    session: str,
+    failures: dict[str, str],
+    still: list[DecisionPoint],
+) -> int:
+    """Log every judged point's attempt, keep the accepted reasoning; the number accepted.
+
+    A point that failed goes into ``failures`` and ``still`` (retried); one accepted leaves
+    ``failures``.
+    """
+    ok_file, log_file = files
+    n_ok = 0
+    for point, pred, reasoning, why in judged:
+        log_file.append(
+            {
+                "point_id": point.point_id,
+                "session": session,
+                "attempt": attempt,
+                "status": "ok" if reasoning else "failed",
+                "error": why,
+                "raw_output": None if pred is None else pred.raw_output,
+            },
+        )
+        if reasoning:
+            ok_file.append(
+                {
+                    "point_id": point.point_id,
+                    "status": "ok",
+                    "label": label.value,
+                    "category": point.gold.category.value,
+                    "reasoning": reasoning,
+                    "attempt": attempt,
+                },
+            )
+            n_ok += 1
+            failures.pop(point.point_id, None)
+        else:
+            failures[point.point_id] = why or "unknown"
+            still.append(point)
+    return n_ok
 
 
 def distill_from_benchmarks(

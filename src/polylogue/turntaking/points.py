@@ -350,16 +350,7 @@ def conversation_points(
     if n < 2:
         return
     visible = model_visible(conv)
-    matchers = build_matchers(conv.participants, is_cased(conv.utterances))
-    # Cues are computed against every participant so a vocative can establish presence.
-    all_cues = []
-    last_spoke: dict[str, int] = {}
-    # Chat: a leading nick without punctuation, in any case, is address too (turntaking.chat).
-    chat_address = chat_address_cues(conv) if conv.domain == "chat" else None
-    for i, u in enumerate(conv.utterances):
-        cue = utterance_cues(u, matchers, last_spoke=last_spoke)
-        all_cues.append(cue if chat_address is None else chat_address(u, cue))
-        last_spoke[u.speaker] = i
+    all_cues = _all_cues(conv)
     presence = present_at(conv, [c.addressed for c in all_cues])
     by_id: dict[str, Participant] = {p.id: p for p in conv.participants}
     speakers = [u.speaker for u in conv.utterances]
@@ -377,39 +368,11 @@ def conversation_points(
         if not targets:
             continue
         cues: UtteranceCues = all_cues[t]
-        singled_out = len(cues.addressed) == 1
         present_participants = tuple(by_id[p] for p in sorted(present_ids))
         context = ContextView(visible, t + 1)
         recent = _recent_turn_speakers(speakers, turn_start, t, look_back)
         for target in targets:
-            outcome = b.outcomes.get(target, Outcome.SILENT)
-            label = outcome.decision
-            addressed = target in cues.addressed
-            referenced = target in cues.referenced
-            gold = DecisionGold(
-                label=label,
-                category=coarse_category(label, addressed, referenced, singled_out),
-                fine_category=fine_category(
-                    label,
-                    addressed,
-                    referenced,
-                    target,
-                    recent,
-                    current,
-                    bool(cues.addressed) and not addressed,
-                    opts,
-                ),
-                addressed=addressed,
-                referenced=referenced,
-                address_evidence=cues.addressed.get(target),
-                reference_evidence=cues.referenced.get(target),
-                next_speaker=b.next_speaker,
-                group_address=addressed and not singled_out,
-                outcome=outcome,
-                paper_category=paper_category(label, addressed, referenced, target, recent, opts),
-                pause_time=b.time,
-                pause_s=None if b.silence is None else round(b.silence, 3),
-            )
+            gold = _gold(b, target, cues, current, recent, opts)
             inp = DecisionInput(
                 point_id=f"{conv.id}:{t}:{target}",
                 conversation_id=conv.id,
@@ -420,6 +383,61 @@ def conversation_points(
                 context=context,
             )
             yield DecisionPoint(input=inp, gold=gold, group=conv.group_id, index=t)
+
+
+def _all_cues(conv: Conversation) -> list[UtteranceCues]:
+    """Address and reference cues of every utterance, against every participant (so a
+    vocative can establish presence)."""
+    matchers = build_matchers(conv.participants, is_cased(conv.utterances))
+    all_cues = []
+    last_spoke: dict[str, int] = {}
+    # Chat: a leading nick without punctuation, in any case, is address too (turntaking.chat).
+    chat_address = chat_address_cues(conv) if conv.domain == "chat" else None
+    for i, u in enumerate(conv.utterances):
+        cue = utterance_cues(u, matchers, last_spoke=last_spoke)
+        all_cues.append(cue if chat_address is None else chat_address(u, cue))
+        last_spoke[u.speaker] = i
+    return all_cues
+
+
+def _gold(
+    b: Boundary,
+    target: str,
+    cues: UtteranceCues,
+    current: Utterance,
+    recent: list[str],
+    opts: PointOptions,
+) -> DecisionGold:
+    """What ``target`` did at boundary ``b`` and how the moment is categorised."""
+    singled_out = len(cues.addressed) == 1
+    outcome = b.outcomes.get(target, Outcome.SILENT)
+    label = outcome.decision
+    addressed = target in cues.addressed
+    referenced = target in cues.referenced
+    return DecisionGold(
+        label=label,
+        category=coarse_category(label, addressed, referenced, singled_out),
+        fine_category=fine_category(
+            label,
+            addressed,
+            referenced,
+            target,
+            recent,
+            current,
+            bool(cues.addressed) and not addressed,
+            opts,
+        ),
+        addressed=addressed,
+        referenced=referenced,
+        address_evidence=cues.addressed.get(target),
+        reference_evidence=cues.referenced.get(target),
+        next_speaker=b.next_speaker,
+        group_address=addressed and not singled_out,
+        outcome=outcome,
+        paper_category=paper_category(label, addressed, referenced, target, recent, opts),
+        pause_time=b.time,
+        pause_s=None if b.silence is None else round(b.silence, 3),
+    )
 
 
 def prefix_hashes(conv: Conversation) -> list[str]:
