@@ -145,3 +145,9 @@ def test_run_with_response_cache(bench: Path, tmp_path: Path) -> None:
     recs = (tmp_path / "runs2").glob("*/predictions.jsonl")
     lines = [json.loads(x) for f in recs for x in f.read_text().splitlines()]
     assert len(lines) == 2 and all(r["extra"]["cached"] for r in lines)
+    # The cached answers are the model's, to the last digit.
+    fresh = [json.loads(x) for x in (first.folder / "predictions.jsonl").read_text().splitlines()]
+    assert not any(r["extra"]["cached"] for r in fresh)
+    assert [(r["decision"], r["p_speak"]) for r in lines] == [
+        (r["decision"], r["p_speak"]) for r in fresh
+    ]

