@@ -187,6 +187,23 @@ def chat_body_problem(body: Any) -> str | None:
     return None
 
 
+class ScoresInBatches:
+    """``score`` for a client that scores in batches (``score_batch``): a batch of one."""
+
+    def score(
+        self,
+        messages: Messages,
+        continuations: Sequence[str],
+        options: ScoreOptions = ScoreOptions(),
+    ) -> ScoreResult:
+        return self.score_batch([(messages, continuations)], options)[0]
+
+    def score_batch(
+        self, requests: Sequence[tuple[Messages, Sequence[str]]], options: ScoreOptions
+    ) -> list[ScoreResult]:
+        raise NotImplementedError
+
+
 class LLMClient(Protocol):
     """What :class:`~polylogue.llm.cache.CachedLM` wraps (a client may lack ``score``)."""
 

@@ -35,6 +35,7 @@ from polylogue.llm.base import (
     Messages,
     ScoreOptions,
     ScoreResult,
+    ScoresInBatches,
     chat_body_problem,
 )
 
@@ -104,7 +105,7 @@ def _cached_chat(data: Any) -> ChatResult | None:
     return ChatResult(data, 0, True) if chat_body_problem(data) is None else None
 
 
-class CachedLM:
+class CachedLM(ScoresInBatches):
     """Any client's ``generate``/``score`` answered from a :class:`ResponseCache` when seen.
 
     Batch calls look every request up and hand only the misses, in order, to the client in
@@ -179,14 +180,6 @@ class CachedLM:
         return piece
 
     # ------------------------------------------------------------------ score
-
-    def score(
-        self,
-        messages: Messages,
-        continuations: Sequence[str],
-        options: ScoreOptions = ScoreOptions(),
-    ) -> ScoreResult:
-        return self.score_batch([(messages, continuations)], options)[0]
 
     def score_batch(
         self,

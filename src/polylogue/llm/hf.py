@@ -33,7 +33,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from polylogue.llm.base import ChatResult, GenerateConfig, ScoreOptions, ScoreResult, chat_body
+from polylogue.llm.base import (
+    ChatResult,
+    GenerateConfig,
+    ScoreOptions,
+    ScoreResult,
+    ScoresInBatches,
+    chat_body,
+)
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_ALIASES = ("smollm2", "smollm2-135m", "smollm2-135m-instruct")
@@ -131,7 +138,7 @@ class Scored:
 
 
 @dataclass
-class HFCausalLM:
+class HFCausalLM(ScoresInBatches):
     """A loaded causal LM and its tokenizer (see :func:`load_causal_lm`)."""
 
     model: Any
@@ -218,14 +225,6 @@ class HFCausalLM:
             ChatResult(chat_body(text, {"prompt_tokens": n}))
             for text, n in zip(texts, sizes, strict=True)
         ]
-
-    def score(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        continuations: Sequence[str],
-        options: ScoreOptions = ScoreOptions(),
-    ) -> ScoreResult:
-        return self.score_batch([(messages, continuations)], options)[0]
 
     def score_batch(
         self,
