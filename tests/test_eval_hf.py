@@ -123,21 +123,16 @@ def test_run_with_response_cache(bench: Path, tmp_path: Path) -> None:
     points, info = load_points(bench, "test")
     cache = str(tmp_path / "runs" / "_cache" / "responses.sqlite")
     opts = PromptOptions(max_prompt_tokens=400)
-    first = run_evaluation(
-        points[:2],
-        info,
-        load_predictor("hf:smollm2", prompt=opts, cache_path=cache),
-        tmp_path / "runs",
-        progress=False,
-        n_boot=0,
-    )
-    again = run_evaluation(
-        points[:2],
-        info,
-        load_predictor("hf:smollm2", prompt=opts, cache_path=cache),
-        tmp_path / "runs2",
-        progress=False,
-        n_boot=0,
+    first, again = (
+        run_evaluation(
+            points[:2],
+            info,
+            load_predictor("hf:smollm2", prompt=opts, cache_path=cache),
+            tmp_path / runs,
+            progress=False,
+            n_boot=0,
+        )
+        for runs in ("runs", "runs2")  # the second in a fresh run folder, on the same cache
     )
     assert first.metrics and again.metrics
     for key in ("accuracy", "f1_avg", "balanced_accuracy"):

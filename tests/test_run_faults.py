@@ -155,14 +155,12 @@ def test_run_records_malformed_points_and_goes_on(
     server.reply = reply
     spec = f"openai:m@{server.url}"
     cache = str(tmp_path / "runs" / "_cache" / "r.sqlite")
-    result = run_evaluation(
-        points,
-        info,
-        load_predictor(spec, concurrency=3, backoff_s=0.01, cache_path=cache),
-        tmp_path / "runs",
-        progress=False,
-        n_boot=0,
-    )
+
+    def run() -> Any:
+        predictor = load_predictor(spec, concurrency=3, backoff_s=0.01, cache_path=cache)
+        return run_evaluation(points, info, predictor, tmp_path / "runs", progress=False, n_boot=0)
+
+    result = run()
     assert result.complete and result.n_done == 12
     records = {r["point_id"]: r for r in read_predictions(result.folder / "predictions.jsonl")}
     for pid, body in bad_prompts.items():
@@ -176,14 +174,7 @@ def test_run_records_malformed_points_and_goes_on(
     assert result.metrics is not None and result.metrics["n_unparseable"] == len(bad_prompts)
     # A rerun finds everything done (the malformed points are answers, not holes).
     n_requests = len(server.requests)
-    again = run_evaluation(
-        points,
-        info,
-        load_predictor(spec, concurrency=3, backoff_s=0.01, cache_path=cache),
-        tmp_path / "runs",
-        progress=False,
-        n_boot=0,
-    )
+    again = run()
     assert again.n_new == 0 and len(server.requests) == n_requests
 
 

@@ -69,39 +69,15 @@ def test_baselines_and_report_tables(bench, tmp_path: Path) -> None:  # type: ig
     records = bench.select(limit_per_task=10)
     ami = corpus_dir("ami")
     majority = {f"{t.value}.{q}": lab for (t, q), lab in majority_labels(records).items()}
+    setups = [
+        (ChanceGenerator(seed=1), "noprompt+utter"),
+        (MajorityGenerator(majority), "noprompt+utter"),
+        (HeuristicGenerator(), "noprompt+utter"),
+        (HeuristicGenerator(), "noprompt+utter+nodm"),
+    ]
     runs = [
-        run_tom(
-            bench,
-            records,
-            ChanceGenerator(seed=1),
-            parse_variant("noprompt+utter"),
-            tmp_path,
-            ami_folder=ami,
-        ),
-        run_tom(
-            bench,
-            records,
-            MajorityGenerator(majority),
-            parse_variant("noprompt+utter"),
-            tmp_path,
-            ami_folder=ami,
-        ),
-        run_tom(
-            bench,
-            records,
-            HeuristicGenerator(),
-            parse_variant("noprompt+utter"),
-            tmp_path,
-            ami_folder=ami,
-        ),
-        run_tom(
-            bench,
-            records,
-            HeuristicGenerator(),
-            parse_variant("noprompt+utter+nodm"),
-            tmp_path,
-            ami_folder=ami,
-        ),
+        run_tom(bench, records, gen, parse_variant(variant), tmp_path, ami_folder=ami)
+        for gen, variant in setups
     ]
     scores = [scores_from_run(bench, r.folder, "strict") for r in runs]
     maj = scores[1].values
