@@ -14,15 +14,22 @@ decision's text) and the inference side, which needs ``onnxruntime`` and ``token
 
 from __future__ import annotations
 
+import json
+import time
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from polylogue.conversation import Participant, Utterance
+from polylogue.engine.engine import EngineDecision, TurnTakingEngine
+from polylogue.engine.features import GROUP_ROLE
+from polylogue.engine.model import TurnTakingModel, load_model
 from polylogue.errors import PolylogueInputError
+from polylogue.turntaking.types import Decision
 
 #: Marks the target's own turns (a token added to the tokenizer's vocabulary).
 TARGET_TOKEN = "[TARGET]"
@@ -187,3 +194,174 @@ class Fusion:
     def __call__(self, p_trees: np.ndarray, text_logit: np.ndarray) -> np.ndarray:
         z = self.w_trees * logit(p_trees) + self.w_text * text_logit + self.bias
         return 1.0 / (1.0 + np.exp(-z))
+
+
+@dataclass
+class TextTier:
+    """The text model, its fusion with the trees, and the fused floor thresholds."""
+
+    scorer: TextScorer
+    fusion: Fusion
+    threshold: float
+    domain_thresholds: dict[str, float]
+    metadata: dict[str, Any]
+
+    @classmethod
+    def load(cls, folder: str | Path | None = None, threads: int = 1) -> TextTier:
+        """Load a text-tier folder (the shipped one by default); needs the ``text`` extra."""
+        folder = Path(folder) if folder is not None else DEFAULT_TEXT_DIR
+        meta_path = folder / "text_model.json"
+        if not meta_path.is_file():
+            raise TextTierUnavailable(
+                f"{folder}: no text tier here (missing text_model.json); "
+                "this polylogue build ships only the fast tier"
+            )
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        if meta.get("format") != TEXT_FORMAT:
+            raise TextTierUnavailable(
+                f"{meta_path}: format {meta.get('format')!r}, want {TEXT_FORMAT!r}"
+            )
+        f = meta["fusion"]
+        return cls(
+            scorer=TextScorer.load(folder, threads=threads),
+            fusion=Fusion(float(f["w_trees"]), float(f["w_text"]), float(f["bias"])),
+            threshold=float(meta["threshold"]),
+            domain_thresholds={str(k): float(v) for k, v in meta["domain_thresholds"].items()},
+            metadata=meta,
+        )
+
+    def threshold_for(self, domain: str | None) -> float:
+        if domain is None:
+            return self.threshold
+        from polylogue.engine.model import DOMAINS
+
+        if domain not in DOMAINS:
+            raise PolylogueInputError(
+                f"unknown domain {domain!r}; choose one of {', '.join(DOMAINS)}"
+            )
+        return self.domain_thresholds.get(domain, self.threshold)
+
+
+#: Utterances kept for the text window (enough for MAX_TURNS turns of short AMI units).
+_KEEP_UTTERANCES = 64
+#: The turn-taking tiers: ``fast`` (numpy trees, the default) and ``text`` (trees + MiniLM).
+TIERS = ("fast", "text")
+
+
+def live_pairs(
+    recent: Sequence[Utterance],
+    participants: Mapping[str, Participant],
+    targets: Sequence[str],
+    present: Sequence[str] | None = None,
+) -> list[tuple[str, str]]:
+    """The model inputs for ``targets`` in a live conversation (as ``render_point`` in training).
+
+    ``present`` None: every registered participant who is a person is present.
+    """
+    ids = list(participants) if present is None else list(present)
+    people = {
+        pid: participants.get(pid) or Participant(id=pid)
+        for pid in ids
+        if pid not in participants or participants[pid].role != GROUP_ROLE
+    }
+    turns = recent_turns(recent)
+    out = []
+    for t in targets:
+        who = people.get(t) or participants.get(t) or Participant(id=t)
+        out.append(render(turns, who, {**people, t: who}))
+    return out
+
+
+class TextTurnTakingEngine(TurnTakingEngine):
+    """The fast engine plus the text model: the trees' P(take floor) fused with a text logit.
+
+    ``observe`` keeps the last utterances; the first decision at a pause scores every listener
+    in one forward pass (batched) and caches it, so ``decide`` for the other listeners, or
+    ``decide_all``, reads the cache.
+    """
+
+    def __init__(
+        self,
+        model: TurnTakingModel,
+        text: TextTier,
+        participants: Iterable[Participant] = (),
+        threshold: float | None = None,
+        domain: str | None = None,
+    ) -> None:
+        super().__init__(model, participants, threshold, domain)
+        self.text = text
+        self.threshold = text.threshold_for(domain) if threshold is None else threshold
+        self._recent: deque[Utterance] = deque(maxlen=_KEEP_UTTERANCES)
+        self._logits: dict[tuple[str, tuple[str, ...] | None], float] = {}
+
+    def reset(self, participants: Iterable[Participant] = ()) -> None:
+        super().reset(participants)
+        self._recent.clear()
+        self._logits.clear()
+
+    def observe(self, utterance: Utterance) -> float:
+        start = time.perf_counter()
+        super().observe(utterance)
+        self._recent.append(utterance)
+        self._logits.clear()
+        return time.perf_counter() - start
+
+    def text_logits(
+        self, targets: Sequence[str], present: Sequence[str] | None = None
+    ) -> dict[str, float]:
+        """The text model's logit for each target at this pause (one batched forward pass)."""
+        key = None if present is None else tuple(present)
+        todo = [t for t in targets if (t, key) not in self._logits]
+        if todo:
+            pairs = live_pairs(list(self._recent), self.state.participants, todo, present)
+            for t, z in zip(todo, self.text.scorer.logits(pairs).tolist(), strict=True):
+                self._logits[(t, key)] = float(z)
+        return {t: self._logits[(t, key)] for t in targets}
+
+    def decide(
+        self, target: str, present: Sequence[str] | None = None, explain: bool = False
+    ) -> EngineDecision:
+        start = time.perf_counter()
+        fast = super().decide(target, present, explain)
+        listeners = [p for p in self.listeners() if present is None or p in present]
+        z = self.text_logits([*dict.fromkeys([target, *listeners])], present)[target]
+        p = float(self.text.fusion(np.asarray([fast.p_speak]), np.asarray([z]))[0])
+        back = min(fast.p_backchannel, 1.0 - p)
+        cues = {**fast.cues, "text_logit": round(z, 2), "p_speak_trees": round(fast.p_speak, 3)}
+        return replace(
+            fast,
+            p_speak=p,
+            decision=Decision.SPEAK if p >= self.threshold else Decision.SILENT,
+            threshold=self.threshold,
+            cues=cues,
+            latency_s=time.perf_counter() - start,
+            p_backchannel=back,
+            backchannel=p < self.threshold and back >= self.model.backchannel_threshold,
+        )
+
+    def decide_all(
+        self, present: Sequence[str] | None = None, explain: bool = False
+    ) -> list[EngineDecision]:
+        """Decisions for every listener at this pause (one batched text forward pass)."""
+        listeners = [p for p in self.listeners() if present is None or p in present]
+        return [self.decide(t, present, explain) for t in listeners]
+
+
+def load_engine(
+    tier: str = "fast",
+    participants: Iterable[Participant] = (),
+    model_dir: str | Path | None = None,
+    threshold: float | None = None,
+    domain: str | None = None,
+    text_dir: str | Path | None = None,
+    threads: int = 1,
+) -> TurnTakingEngine:
+    """An engine of the chosen tier; ``text`` loads the text model lazily (``text`` extra)."""
+    if tier not in TIERS:
+        raise PolylogueInputError(f"unknown tier {tier!r}; choose one of {', '.join(TIERS)}")
+    model = load_model(model_dir)
+    if tier == "fast":
+        return TurnTakingEngine(model, participants, threshold, domain)
+    return TextTurnTakingEngine(
+        model, TextTier.load(text_dir, threads=threads), participants, threshold, domain
+    )

