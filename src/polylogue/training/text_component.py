@@ -392,6 +392,10 @@ def stage_fuse(work: Path) -> dict[str, Any]:
     Fold k's fusion weights *and* domain thresholds are fitted on the other fold's conversation
     groups; every point is scored by the fit that never saw its group. The trees keep the
     shipped domain thresholds (chosen on all of validation: slightly in their favour).
+
+    Ship rule, fixed before any validation number was seen: the text tier ships only if the
+    mean over corpora of (fused - trees) balanced accuracy is at least +0.5 points and no
+    corpus's paired group-bootstrap 95% interval of that gain lies entirely below zero.
     """
     from polylogue.engine.model import domain_of_corpus, load_model
 
