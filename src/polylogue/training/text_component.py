@@ -296,7 +296,9 @@ def _fold(group: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("stage", choices=["data", "train", "export", "points", "score", "fuse", "package"])
+    ap.add_argument(
+        "stage", choices=["data", "train", "export", "points", "score", "fuse", "package"]
+    )
     ap.add_argument("--bench", type=Path, default=Path("build"))
     ap.add_argument("--work", type=Path, default=Path("build/text"))
     ap.add_argument("--layers", type=int, default=3)
@@ -444,6 +446,10 @@ def stage_fuse(work: Path) -> dict[str, Any]:
         report["corpora"][c] = row
         ba = {k: row[k]["balanced_accuracy"] for k in ("fused", "trees", "text_alone", "baseline")}
         print(f"{c:10s} n={row['n']:6d} {ba} fused-trees {row['fused_minus_trees']}", flush=True)
+    gains = [r["fused_minus_trees"] for r in report["corpora"].values()]
+    report["mean_gain"] = float(np.mean([g[0] for g in gains]))
+    report["ship"] = report["mean_gain"] >= 0.005 and all(g[2] >= 0 for g in gains)
+    print(f"mean gain {report['mean_gain']:+.4f}; ship: {report['ship']}", flush=True)
     final = fit_fusion(s["p_trees"], s["text_logit"], y)
     p_all = final(s["p_trees"], s["text_logit"])
     report["final_fusion"] = final.__dict__
