@@ -247,7 +247,7 @@ def stage_points(bench_root: Path, work: Path, split: str, limit: int | None) ->
     from polylogue.models.baselines import held_floor_before
 
     trees = load_model()
-    out: dict[str, np.ndarray] = {}
+    out: dict[str, Any] = {}
     for corpus, bench in _benches(bench_root).items():
         t0 = time.perf_counter()
         points = bench.points(split)
