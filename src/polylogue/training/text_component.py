@@ -297,7 +297,7 @@ def _fold(group: str) -> int:
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument(
-        "stage", choices=["data", "train", "export", "points", "score", "fuse", "package"]
+        "stage", choices=["data", "train", "export", "points", "score", "fuse", "test", "package"]
     )
     ap.add_argument("--bench", type=Path, default=Path("build"))
     ap.add_argument("--work", type=Path, default=Path("build/text"))
@@ -331,6 +331,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         stage_score(a.work, a.split, a.threads)
     elif a.stage == "fuse":
         stage_fuse(a.work)
+    elif a.stage == "test":
+        stage_test(a.work)
     elif a.stage == "package":
         print(stage_package(a.work))
 
@@ -460,6 +462,44 @@ def stage_fuse(work: Path) -> dict[str, Any]:
         ).best_mean_balanced_accuracy_threshold(y, p_all, corpus)
     )
     (work / "fuse_validation.json").write_text(json.dumps(report, indent=2))
+    return report
+
+
+def stage_test(work: Path) -> dict[str, Any]:
+    """Test split, scored once: the fusion and thresholds fitted on all of validation."""
+    from polylogue.engine.model import domain_of_corpus, load_model
+    from polylogue.engine.text_tier import Fusion
+
+    val = json.loads((work / "fuse_validation.json").read_text())
+    fusion = Fusion(**val["final_fusion"])
+    s = _load_scores(work, "test")
+    y, corpus = s["y"], s["corpus"]
+    fused = fusion(s["p_trees"], s["text_logit"])
+    shipped = load_model()
+    report: dict[str, Any] = {"fusion": val["final_fusion"], "corpora": {}}
+    for c in sorted(set(corpus.tolist())):
+        m = corpus == c
+        d = domain_of_corpus(c)
+        preds = {
+            "fused": (fused[m] >= val["final_thresholds"].get(d or "", 0.5)).astype(np.int8),
+            "trees": (s["p_trees"][m] >= shipped.threshold_for(d)).astype(np.int8),
+            "baseline": s["baseline"][m],
+        }
+        row: dict[str, Any] = {"n": int(m.sum()), "speak_rate": float(y[m].mean())}
+        for name, pr in preds.items():
+            lo, hi, groups = _bootstrap(y[m], pr, s["group"][m])
+            row[name] = {"balanced_accuracy": balanced_accuracy(y[m], pr), "ci95": [lo, hi]}
+            row["groups"] = groups
+            for cat in ("I1", "S2"):
+                mc = s["category"][m] == cat
+                if mc.any():
+                    row[name][f"acc_{cat}"] = float((pr[mc] == y[m][mc]).mean())
+                    row[f"n_{cat}"] = int(mc.sum())
+        row["fused_minus_trees"] = _paired_gain(y[m], preds["fused"], preds["trees"], s["group"][m])
+        report["corpora"][c] = row
+        ba = {k: round(row[k]["balanced_accuracy"], 4) for k in preds}
+        print(f"{c:10s} n={row['n']:6d} {ba} fused-trees {row['fused_minus_trees']}", flush=True)
+    (work / "fuse_test.json").write_text(json.dumps(report, indent=2))
     return report
 
 
