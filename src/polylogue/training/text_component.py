@@ -401,6 +401,8 @@ def stage_fuse(work: Path) -> dict[str, Any]:
     mean over corpora of (fused - trees) balanced accuracy is at least +0.5 points and no
     corpus's paired group-bootstrap 95% interval of that gain lies entirely below zero.
     """
+    from sklearn.metrics import roc_auc_score
+
     from polylogue.engine.model import domain_of_corpus, load_model
 
     s = _load_scores(work, "validation")
@@ -411,6 +413,8 @@ def stage_fuse(work: Path) -> dict[str, Any]:
     text_p = np.zeros(len(y))
     pred_fused = np.zeros(len(y), dtype=np.int8)
     pred_text = np.zeros(len(y), dtype=np.int8)
+    # The trees with thresholds cross-fitted the same way: the like-for-like comparison.
+    pred_trees_cf = np.zeros(len(y), dtype=np.int8)
     for k in (0, 1):
         fit, ev = fold != k, fold == k
         fusion = fit_fusion(s["p_trees"][fit], s["text_logit"][fit], y[fit])
@@ -422,11 +426,13 @@ def stage_fuse(work: Path) -> dict[str, Any]:
             alone(np.full(fit.sum(), 0.5), s["text_logit"][fit]), y[fit], corpus[fit]
         )
         text_p[ev] = alone(np.full(ev.sum(), 0.5), s["text_logit"][ev])
+        thr_trees = _thresholds(s["p_trees"][fit], y[fit], corpus[fit])
         for c in set(corpus[ev].tolist()):
             m = ev & (corpus == c)
             d = domain_of_corpus(c) or ""
             pred_fused[m] = fused[m] >= thr.get(d, 0.5)
             pred_text[m] = text_p[m] >= thr_text.get(d, 0.5)
+            pred_trees_cf[m] = s["p_trees"][m] >= thr_trees.get(d, 0.5)
         print(f"fold {k}: {fusion}", flush=True)
     report: dict[str, Any] = {"corpora": {}}
     for c in sorted(set(corpus.tolist())):
@@ -436,18 +442,31 @@ def stage_fuse(work: Path) -> dict[str, Any]:
             "fused": pred_fused[m],
             "text_alone": pred_text[m],
             "trees": (s["p_trees"][m] >= thr_trees).astype(np.int8),
+            "trees_cross_fitted_threshold": pred_trees_cf[m],
             "baseline": s["baseline"][m],
         }
         row: dict[str, Any] = {"n": int(m.sum()), "speak_rate": float(y[m].mean())}
+        row["auc"] = {
+            name: float(roc_auc_score(y[m], score[m]))
+            for name, score in (("fused", fused), ("trees", s["p_trees"]), ("text", text_p))
+        }
         for name, pr in preds.items():
             lo, hi, groups = _bootstrap(y[m], pr, s["group"][m])
             row[name] = {"balanced_accuracy": balanced_accuracy(y[m], pr), "ci95": [lo, hi]}
             row["groups"] = groups
         # Paired: fused minus trees, bootstrap over the same groups.
         row["fused_minus_trees"] = _paired_gain(y[m], preds["fused"], preds["trees"], s["group"][m])
+        row["fused_minus_trees_cross_fitted"] = _paired_gain(
+            y[m], preds["fused"], preds["trees_cross_fitted_threshold"], s["group"][m]
+        )
         report["corpora"][c] = row
-        ba = {k: row[k]["balanced_accuracy"] for k in ("fused", "trees", "text_alone", "baseline")}
+        ba = {k: round(row[k]["balanced_accuracy"], 4) for k in preds}
         print(f"{c:10s} n={row['n']:6d} {ba} fused-trees {row['fused_minus_trees']}", flush=True)
+        print(
+            f"{'':10s} vs cross-fitted trees {row['fused_minus_trees_cross_fitted']} "
+            f"AUC {row['auc']}",
+            flush=True,
+        )
     gains = [r["fused_minus_trees"] for r in report["corpora"].values()]
     report["mean_gain"] = float(np.mean([g[0] for g in gains]))
     report["ship"] = report["mean_gain"] >= 0.005 and all(g[2] >= 0 for g in gains)
