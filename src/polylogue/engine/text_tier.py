@@ -7,6 +7,12 @@ turns are marked ``[TARGET]``, every other turn carries its speaker's name, newe
 Its logit is fused with the trees' calibrated P(take floor) by a logistic fitted on
 validation (late fusion: the trees are not retrained).
 
+**Not shipped**: on validation the fused tier was no better than the trees alone (see
+docs/model-card.md, "Learned text component"), so the package has no ``text_weights/`` folder
+and the fast tier is the only default. A folder written by
+``python -m polylogue.training.text_component package`` loads with ``TextTier.load(folder)``
+or ``load_engine("text", text_dir=folder)``.
+
 This module holds what training and inference must share exactly (the rendering of a
 decision's text) and the inference side, which needs ``onnxruntime`` and ``tokenizers`` (the
 ``text`` extra); they are imported only when a text model is loaded.
@@ -214,7 +220,8 @@ class TextTier:
         if not meta_path.is_file():
             raise TextTierUnavailable(
                 f"{folder}: no text tier here (missing text_model.json); "
-                "this polylogue build ships only the fast tier"
+                "this polylogue build ships only the fast tier (the text tier gave no gain on "
+                "validation; see docs/model-card.md)"
             )
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
         if meta.get("format") != TEXT_FORMAT:

