@@ -433,13 +433,13 @@ def stage_fuse(work: Path) -> dict[str, Any]:
             alone(np.full(fit.sum(), 0.5), s["text_logit"][fit]), y[fit], corpus[fit]
         )
         text_p[ev] = alone(np.full(ev.sum(), 0.5), s["text_logit"][ev])
-        thr_trees = _thresholds(s["p_trees"][fit], y[fit], corpus[fit])
+        thr_trees_cf = _thresholds(s["p_trees"][fit], y[fit], corpus[fit])
         for c in set(corpus[ev].tolist()):
             m = ev & (corpus == c)
             d = domain_of_corpus(c) or ""
             pred_fused[m] = fused[m] >= thr.get(d, 0.5)
             pred_text[m] = text_p[m] >= thr_text.get(d, 0.5)
-            pred_trees_cf[m] = s["p_trees"][m] >= thr_trees.get(d, 0.5)
+            pred_trees_cf[m] = s["p_trees"][m] >= thr_trees_cf.get(d, 0.5)
         print(f"fold {k}: {fusion}", flush=True)
     report: dict[str, Any] = {"corpora": {}}
     for c in sorted(set(corpus.tolist())):
