@@ -207,6 +207,9 @@ class _Utt:
     start: float | None
     end: float | None
     source: Utterance
+    #: relation -> (hashed relation keys, relation logit, the scorer that gave it): at most six
+    #: relations, shared by every listener who stands in the same one
+    relation: dict[str, tuple[tuple[int, ...], float, HashedScorer]] = field(default_factory=dict)
 
 
 @dataclass
@@ -384,8 +387,7 @@ class ConversationState:
         """
         if not self.window:
             raise ValueError("no utterance observed yet: there is no pause to decide at")
-        x = np.full(N_FEATURES, np.nan, dtype=np.float32)
-        f = _Setter(x)
+        f = _Setter()
         n = self.n_utterances
         cur = self.window[-1]
         prev = self.window[0] if n > 1 else None
@@ -496,8 +498,13 @@ class ConversationState:
         f["question_to_nobody_named"] = asks and not cues.addressed and not cues.referenced
         # The same words mean different things for different listeners: "what do you think?"
         # after the target spoke is put to the target; naming them in the third person is not.
-        rkeys = hash_keys(facts.keys, relation_of(voc, mentioned, to_prev, last_t, n_turns) + "|")
-        f["relation_logit"] = self.relation_scorer(rkeys)
+        rel = relation_of(voc, mentioned, to_prev, last_t, n_turns)
+        hit = cur.relation.get(rel)
+        if hit is None or hit[2] is not self.relation_scorer:
+            keys = hash_keys(facts.keys, rel + "|")
+            hit = cur.relation[rel] = (keys, self.relation_scorer(keys), self.relation_scorer)
+        rkeys = hit[0]
+        f["relation_logit"] = hit[1]
         if relation_keys is not None:
             relation_keys.append(rkeys)
 
@@ -539,7 +546,7 @@ class ConversationState:
                 f["target_last_duration"] = min(td, 60.0)
             if self.run_start is not None:
                 f["run_seconds"] = min(max(cur.end - self.run_start, 0.0), 120.0)
-        return x
+        return np.asarray(f.values, dtype=np.float32)
 
     def _everyone_present(self, target: str, speaker: str) -> tuple[int, float]:
         """n_present and the target's recency rank when every registered participant is present.
@@ -617,15 +624,19 @@ def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 class _Setter:
-    """``x["name"] = value`` on a feature vector (bools become 0/1)."""
+    """``f["name"] = value`` on a feature vector (bools become 0/1; unset stays NaN).
 
-    __slots__ = ("x",)
+    Values gather in a list turned into float32 once: a numpy item store per feature cost more
+    than the rest of the row.
+    """
 
-    def __init__(self, x: np.ndarray) -> None:
-        self.x = x
+    __slots__ = ("values",)
+
+    def __init__(self) -> None:
+        self.values: list[float] = [math.nan] * N_FEATURES
 
     def __setitem__(self, name: str, value: float | bool | None) -> None:
-        self.x[_IDX[name]] = np.nan if value is None else float(value)
+        self.values[_IDX[name]] = math.nan if value is None else float(value)
 
 
 def new_state(

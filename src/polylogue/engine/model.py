@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,13 @@ class Calibration:
     def __call__(self, p: np.ndarray) -> np.ndarray:
         if not self.x:
             return p
-        return np.interp(p, np.asarray(self.x), np.asarray(self.y))
+        xs, ys = self._arrays
+        return np.interp(p, xs, ys)
+
+    @cached_property
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        # Converted once: at a pause the tuples' conversion cost more than the interpolation.
+        return np.asarray(self.x), np.asarray(self.y)
 
     def to_dict(self) -> dict[str, Any]:
         return {"method": "isotonic", "x": list(self.x), "y": list(self.y)}
@@ -143,9 +150,9 @@ class TurnTakingModel:
                 self._stacked = self.trees.stacked(self.backchannel_trees)
             leaves = self._stacked.leaf_values(x[0])
             n = self.trees.num_trees
-            raw_floor = np.asarray([leaves[:n].sum()])
-            raw_back = np.asarray([leaves[n:].sum()])
-            raw_floor, raw_back = (1.0 / (1.0 + np.exp(-r)) for r in (raw_floor, raw_back))
+            raw = np.asarray([leaves[:n].sum(), leaves[n:].sum()])
+            raw = 1.0 / (1.0 + np.exp(-raw))
+            raw_floor, raw_back = raw[:1], raw[1:]
         else:
             raw_floor, raw_back = self.trees.predict(x), self.backchannel_trees.predict(x)
         floor = np.clip(self.calibration(raw_floor), 0.0, 1.0)
