@@ -125,8 +125,11 @@ class TurnTakingModel:
     backchannel_threshold: float = 1.0
     #: Floor threshold per deployment domain (see ``DOMAINS``), chosen on validation.
     domain_thresholds: dict[str, float] = field(default_factory=dict)
-    #: Both ensembles in one node table for single-row scoring (built on first use).
-    _stacked: TreeEnsemble | None = field(default=None, repr=False, compare=False)
+    #: Both ensembles in one node table for single-row scoring, with the two it was built from
+    #: (rebuilt if either is swapped).
+    _stacked: tuple[TreeEnsemble, TreeEnsemble, TreeEnsemble] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     def raw_proba(self, x: np.ndarray) -> np.ndarray:
         return self.trees.predict(x)
@@ -146,9 +149,7 @@ class TurnTakingModel:
             back = np.zeros_like(floor)
             return Outcomes(floor, back, 1.0 - floor)
         if len(x) == 1:  # the live path: one walk over both ensembles
-            if self._stacked is None:
-                self._stacked = self.trees.stacked(self.backchannel_trees)
-            leaves = self._stacked.leaf_values(x[0])
+            leaves = self._live_trees().leaf_values(x[0])
             n = self.trees.num_trees
             raw = np.asarray([leaves[:n].sum(), leaves[n:].sum()])
             raw = 1.0 / (1.0 + np.exp(-raw))
@@ -159,6 +160,20 @@ class TurnTakingModel:
         back = np.clip(self.backchannel_calibration(raw_back), 0.0, 1.0)
         back = np.minimum(back, 1.0 - floor)
         return Outcomes(floor, back, 1.0 - floor - back)
+
+    def _live_trees(self) -> TreeEnsemble:
+        """The node table a single-row decision walks: both ensembles stacked (format 2)."""
+        if self.backchannel_trees is None:
+            return self.trees
+        built = self._stacked
+        if built is None or built[0] is not self.trees or built[1] is not self.backchannel_trees:
+            stacked = self.trees.stacked(self.backchannel_trees)
+            built = self._stacked = (self.trees, self.backchannel_trees, stacked)
+        return built[2]
+
+    def prepare_live(self) -> None:
+        """Build the single-row scoring tables now (tens of ms), not at the first pause."""
+        self._live_trees().prepare_row_scoring()
 
     def threshold_for(self, domain: str | None) -> float:
         """The floor threshold for a deployment domain (None: the overall default)."""
@@ -232,7 +247,7 @@ def load_model(folder: str | Path | None = None) -> TurnTakingModel:
         backchannel = TreeEnsemble.load(bpath)
         if backchannel.feature.max(initial=-1) >= len(FEATURE_NAMES):
             raise ModelFilesError(f"{bpath}: splits on features this version lacks")
-    return TurnTakingModel(
+    model = TurnTakingModel(
         trees=trees,
         yield_model=HashedLogistic(weights["yield_weights.npy"]),
         relation_model=HashedLogistic(weights["relation_weights.npy"]),
@@ -246,3 +261,5 @@ def load_model(folder: str | Path | None = None) -> TurnTakingModel:
         backchannel_threshold=float(meta.get("backchannel_threshold", 1.0)),
         domain_thresholds={str(k): float(v) for k, v in meta.get("domain_thresholds", {}).items()},
     )
+    model.prepare_live()
+    return model

@@ -91,6 +91,10 @@ class TreeEnsemble:
     def _row_walker(self) -> _RowWalker:
         return _RowWalker.build(self)
 
+    def prepare_row_scoring(self) -> None:
+        """Build the one-row scoring table now (otherwise the first one-row call builds it)."""
+        _ = self._row_walker
+
     def predict(self, x: np.ndarray) -> np.ndarray:
         return 1.0 / (1.0 + np.exp(-self.raw_score(x)))
 
