@@ -55,6 +55,13 @@ def test_one_row_walk_reaches_the_reference_leaves(
             np.testing.assert_array_equal(ens._leaves(row), ens._leaves_by_level(row))
 
 
+def test_explanations_equal_the_reference_walk(model: TurnTakingModel, rows: np.ndarray) -> None:
+    for row in rows[::3]:
+        np.testing.assert_array_equal(
+            model.trees.contributions(row), model.trees._contributions_by_level(row)
+        )
+
+
 def test_one_row_probabilities_equal_the_batch_path(
     model: TurnTakingModel, rows: np.ndarray
 ) -> None:

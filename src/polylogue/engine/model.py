@@ -172,8 +172,12 @@ class TurnTakingModel:
         return built[2]
 
     def prepare_live(self) -> None:
-        """Build the single-row scoring tables now (tens of ms), not at the first pause."""
+        """Build the single-row scoring tables now (tens of ms), not at the first pause.
+
+        The floor trees get their own table too: explanations walk them alone.
+        """
         self._live_trees().prepare_row_scoring()
+        self.trees.prepare_row_scoring()
 
     def threshold_for(self, domain: str | None) -> float:
         """The floor threshold for a deployment domain (None: the overall default)."""

@@ -125,6 +125,10 @@ class TreeEnsemble:
     def contributions(self, x: np.ndarray) -> np.ndarray:
         """Path attributions of one row: the change of expected value at each split, summed
         per split feature (Saabas). Returns (features + 1,), the last entry being the bias."""
+        return self._row_walker.contributions(np.asarray(x, dtype=np.float32).reshape(-1))
+
+    def _contributions_by_level(self, x: np.ndarray) -> np.ndarray:
+        """The reference for :meth:`contributions` (level-by-level walk), kept for tests."""
         row = np.asarray(x, dtype=np.float32).reshape(-1)
         out = np.zeros(len(row) + 1, dtype=np.float64)
         nodes = self.roots.copy()
@@ -237,6 +241,7 @@ class _RowWalker:
     """
 
     n_internal: int
+    feature: np.ndarray  # intp, split feature per internal node (ascending)
     #: internal nodes per split feature (they are numbered feature by feature)
     counts: np.ndarray  # intp, (max split feature + 1,)
     threshold: np.ndarray  # float64, per internal node
@@ -275,6 +280,7 @@ class _RowWalker:
         left, right = new_id[ens.left[internal]], new_id[ens.right[internal]]
         return cls(
             n_internal=len(internal),
+            feature=feature,
             counts=counts.astype(np.intp),
             threshold=threshold,
             right=right,
@@ -292,8 +298,8 @@ class _RowWalker:
             depth=ens.depth,
         )
 
-    def leaves(self, row: np.ndarray) -> np.ndarray:
-        """New ids of the leaf each tree sends ``row`` (float32, shape (features,)) to."""
+    def next_table(self, row: np.ndarray) -> np.ndarray:
+        """For ``row`` (float32, shape (features,)): the next node of every node (new ids)."""
         r = row[: len(self.counts)].astype(np.float64)
         v = np.repeat(r, self.counts)  # each internal node's split value (nodes go by feature)
         go_left = v <= self.threshold  # False wherever v is NaN: fixed just below
@@ -312,6 +318,12 @@ class _RowWalker:
         np.multiply(go_left, self.to_left, out=step[:n])
         np.add(step[:n], self.right, out=step[:n])
         step[n:] = self.leaf_ids
+        return step
+
+    def leaves(self, row: np.ndarray) -> np.ndarray:
+        """New ids of the leaf each tree sends ``row`` (float32, shape (features,)) to."""
+        step = self.next_table(row)
+        n = self.n_internal
         nodes = self.roots.copy()
         for level in range(self.depth):
             # Checking costs about as much as a step: look every fourth level.
@@ -319,3 +331,19 @@ class _RowWalker:
                 break
             step.take(nodes, out=nodes)
         return nodes
+
+    def contributions(self, row: np.ndarray) -> np.ndarray:
+        """Saabas attributions (see ``TreeEnsemble.contributions``), summed in the same order."""
+        step = self.next_table(row)
+        out = np.zeros(len(row) + 1, dtype=np.float64)
+        nodes = self.roots.copy()
+        out[-1] = float(self.value[nodes].sum())
+        for _ in range(self.depth):
+            nxt = step.take(nodes)
+            moved = nxt != nodes
+            if not moved.any():
+                break
+            here = nodes[moved]
+            np.add.at(out, self.feature[here], self.value[nxt[moved]] - self.value[here])
+            nodes = nxt
+        return out
