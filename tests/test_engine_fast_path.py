@@ -55,6 +55,18 @@ def test_one_row_walk_reaches_the_reference_leaves(
             np.testing.assert_array_equal(ens._leaves(row), ens._leaves_by_level(row))
 
 
+def test_float32_thresholds_split_float32_values_exactly(model: TurnTakingModel) -> None:
+    """``x <= t`` (float64) equals ``x <= t32`` for float32 x next to every shipped threshold."""
+    walker = model.trees._row_walker
+    t64 = model.trees.threshold[walker.node_ids[: walker.n_internal]]
+    t32 = walker.threshold32
+    near = [t32, np.nextafter(t32, np.float32(np.inf)), np.nextafter(t32, np.float32(-np.inf))]
+    near.append(t64.astype(np.float32))
+    for x in near:
+        np.testing.assert_array_equal(x.astype(np.float64) <= t64, x <= t32)
+    assert (t32.astype(np.float64) != t64).any()  # some thresholds are not float32 values
+
+
 def test_explanations_equal_the_reference_walk(model: TurnTakingModel, rows: np.ndarray) -> None:
     for row in rows[::3]:
         np.testing.assert_array_equal(

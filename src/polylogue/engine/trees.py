@@ -244,7 +244,9 @@ class _RowWalker:
     feature: np.ndarray  # intp, split feature per internal node (ascending)
     #: internal nodes per split feature (they are numbered feature by feature)
     counts: np.ndarray  # intp, (max split feature + 1,)
-    threshold: np.ndarray  # float64, per internal node
+    #: the split threshold rounded down to float32: for a float32 value x (feature rows are
+    #: float32), ``x <= t`` exactly when ``x <= t32``, and float32 halves the memory traffic
+    threshold32: np.ndarray  # float32, per internal node
     right: np.ndarray  # intp, new numbering, per internal node
     #: left child minus right child (the next node is ``right + go_left * to_left``)
     to_left: np.ndarray  # intp, per internal node
@@ -278,11 +280,14 @@ class _RowWalker:
         default_left = ens.default_left[internal].astype(bool)
         zero_nodes = np.flatnonzero(missing == _MISSING_ZERO).astype(np.intp)
         left, right = new_id[ens.left[internal]], new_id[ens.right[internal]]
+        with np.errstate(over="ignore"):  # beyond float32's range: inf, stepped down below
+            t32 = threshold.astype(np.float32)
+        t32 = np.where(t32 > threshold, np.nextafter(t32, np.float32(-np.inf)), t32)
         return cls(
             n_internal=len(internal),
             feature=feature,
             counts=counts.astype(np.intp),
-            threshold=threshold,
+            threshold32=t32.astype(np.float32),
             right=right,
             to_left=left - right,
             nan_left=np.where(missing == _MISSING_NONE, threshold >= 0.0, default_left),
@@ -300,9 +305,9 @@ class _RowWalker:
 
     def next_table(self, row: np.ndarray) -> np.ndarray:
         """For ``row`` (float32, shape (features,)): the next node of every node (new ids)."""
-        r = row[: len(self.counts)].astype(np.float64)
+        r = np.asarray(row[: len(self.counts)], dtype=np.float32)
         v = np.repeat(r, self.counts)  # each internal node's split value (nodes go by feature)
-        go_left = v <= self.threshold  # False wherever v is NaN: fixed just below
+        go_left = v <= self.threshold32  # False wherever v is NaN: fixed just below
         nan = np.isnan(r)
         if nan.any():
             for f in np.flatnonzero(nan).tolist():
@@ -310,7 +315,7 @@ class _RowWalker:
                 if span is not None:
                     go_left[span[0] : span[1]] = self.nan_left[span[0] : span[1]]
         if len(self.zero_nodes):
-            vz = v[self.zero_nodes]
+            vz = v[self.zero_nodes].astype(np.float64)
             hit = (np.abs(vz) <= _ZERO) | np.isnan(vz)
             go_left[self.zero_nodes[hit]] = self.zero_default_left[hit]
         n = self.n_internal
