@@ -247,9 +247,10 @@ class _RowWalker:
     #: the split threshold rounded down to float32: for a float32 value x (feature rows are
     #: float32), ``x <= t`` exactly when ``x <= t32``, and float32 halves the memory traffic
     threshold32: np.ndarray  # float32, per internal node
-    right: np.ndarray  # intp, new numbering, per internal node
+    #: node ids below are int32 (``id_type``) where they fit: half the bytes to touch per row
+    right: np.ndarray  # new numbering, per internal node
     #: left child minus right child (the next node is ``right + go_left * to_left``)
-    to_left: np.ndarray  # intp, per internal node
+    to_left: np.ndarray  # per internal node
     #: where a NaN goes at each internal node (None: as 0.0; NaN and Zero: the default way)
     nan_left: np.ndarray  # bool, per internal node
     #: the range of internal nodes that split on each feature (features some split uses)
@@ -257,8 +258,8 @@ class _RowWalker:
     #: internal nodes with missing type Zero (a zero goes the default way), and that way
     zero_nodes: np.ndarray  # intp
     zero_default_left: np.ndarray  # bool
-    leaf_ids: np.ndarray  # intp: n_internal .. n_nodes-1 (leaves point to themselves)
-    roots: np.ndarray  # intp, new numbering
+    leaf_ids: np.ndarray  # n_internal .. n_nodes-1 (leaves point to themselves)
+    roots: np.ndarray  # new numbering
     value: np.ndarray  # float64, new numbering
     #: original node id of each new id
     node_ids: np.ndarray  # intp
@@ -280,6 +281,7 @@ class _RowWalker:
         default_left = ens.default_left[internal].astype(bool)
         zero_nodes = np.flatnonzero(missing == _MISSING_ZERO).astype(np.intp)
         left, right = new_id[ens.left[internal]], new_id[ens.right[internal]]
+        ids = np.int32 if len(node_ids) < 2**31 else np.intp
         with np.errstate(over="ignore"):  # beyond float32's range: inf, stepped down below
             t32 = threshold.astype(np.float32)
         t32 = np.where(t32 > threshold, np.nextafter(t32, np.float32(-np.inf)), t32)
@@ -288,16 +290,16 @@ class _RowWalker:
             feature=feature,
             counts=counts.astype(np.intp),
             threshold32=t32.astype(np.float32),
-            right=right,
-            to_left=left - right,
+            right=right.astype(ids),
+            to_left=(left - right).astype(ids),
             nan_left=np.where(missing == _MISSING_NONE, threshold >= 0.0, default_left),
             by_feature={
                 f: (int(ends[f] - counts[f]), int(ends[f])) for f in np.flatnonzero(counts).tolist()
             },
             zero_nodes=zero_nodes,
             zero_default_left=default_left[zero_nodes],
-            leaf_ids=np.arange(len(internal), len(node_ids), dtype=np.intp),
-            roots=new_id[ens.roots],
+            leaf_ids=np.arange(len(internal), len(node_ids), dtype=ids),
+            roots=new_id[ens.roots].astype(ids),
             value=ens.value[node_ids].astype(np.float64),
             node_ids=node_ids,
             depth=ens.depth,
@@ -319,7 +321,7 @@ class _RowWalker:
             hit = (np.abs(vz) <= _ZERO) | np.isnan(vz)
             go_left[self.zero_nodes[hit]] = self.zero_default_left[hit]
         n = self.n_internal
-        step = np.empty(n + len(self.leaf_ids), dtype=np.intp)
+        step = np.empty(n + len(self.leaf_ids), dtype=self.right.dtype)
         np.multiply(go_left, self.to_left, out=step[:n])
         np.add(step[:n], self.right, out=step[:n])
         step[n:] = self.leaf_ids
