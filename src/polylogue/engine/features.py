@@ -425,8 +425,8 @@ class ConversationState:
         f["turns_since_target"] = _CAP if last_t is None else min(n_turns - 1 - last_t, _CAP)
         f["target_recency_rank"] = rank
         recent = self.recent
-        f["target_share_recent"] = sum(1 for s in recent if s == target) / len(recent)
-        f["speaker_share_recent"] = sum(1 for s in recent if s == speaker) / len(recent)
+        f["target_share_recent"] = recent.count(target) / len(recent)
+        f["speaker_share_recent"] = recent.count(speaker) / len(recent)
         f["target_share_all"] = self.utt_count[target] / n
         total_words = sum(self.word_count.values()) or 1
         f["target_word_share_all"] = self.word_count[target] / total_words
@@ -510,7 +510,7 @@ class ConversationState:
 
         recent_turns = list(turns)
         f["n_active_recent"] = len(set(recent_turns) | set(recent))
-        f["target_turns_recent"] = sum(1 for s in recent_turns if s == target)
+        f["target_turns_recent"] = recent_turns.count(target)
         f["dyad_share_recent"] = sum(1 for s in recent_turns if s in (target, speaker)) / len(
             recent_turns
         )
