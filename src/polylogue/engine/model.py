@@ -172,12 +172,8 @@ class TurnTakingModel:
         return built[2]
 
     def prepare_live(self) -> None:
-        """Build the single-row scoring tables now (tens of ms), not at the first pause.
-
-        The floor trees get their own table too: explanations walk them alone.
-        """
+        """Build the single-row scoring table now (tens of ms), not at the first pause."""
         self._live_trees().prepare_row_scoring()
-        self.trees.prepare_row_scoring()
 
     def threshold_for(self, domain: str | None) -> float:
         """The floor threshold for a deployment domain (None: the overall default)."""
@@ -190,8 +186,11 @@ class TurnTakingModel:
         return self.domain_thresholds.get(domain, self.threshold)
 
     def contributions(self, row: np.ndarray) -> np.ndarray:
-        """Per-feature contributions of one row to the raw log-odds (last entry: the bias)."""
-        return self.trees.contributions(row)
+        """Per-feature contributions of one row to the raw log-odds (last entry: the bias).
+
+        The floor trees' paths, walked in the live (stacked) table: no second table to build.
+        """
+        return self._live_trees().contributions(row, trees=self.trees.num_trees)
 
     def save(self, folder: str | Path) -> Path:
         folder = Path(folder)

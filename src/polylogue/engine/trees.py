@@ -122,10 +122,14 @@ class TreeEnsemble:
         walker = self._row_walker
         return walker.value[walker.leaves(np.asarray(row, dtype=np.float32).reshape(-1))]
 
-    def contributions(self, x: np.ndarray) -> np.ndarray:
+    def contributions(self, x: np.ndarray, trees: int | None = None) -> np.ndarray:
         """Path attributions of one row: the change of expected value at each split, summed
-        per split feature (Saabas). Returns (features + 1,), the last entry being the bias."""
-        return self._row_walker.contributions(np.asarray(x, dtype=np.float32).reshape(-1))
+        per split feature (Saabas). Returns (features + 1,), the last entry being the bias.
+
+        ``trees``: attribute only the first this many trees (one ensemble of a stacked table).
+        """
+        row = np.asarray(x, dtype=np.float32).reshape(-1)
+        return self._row_walker.contributions(row, trees)
 
     def _contributions_by_level(self, x: np.ndarray) -> np.ndarray:
         """The reference for :meth:`contributions` (level-by-level walk), kept for tests."""
@@ -339,11 +343,11 @@ class _RowWalker:
             step.take(nodes, out=nodes)
         return nodes
 
-    def contributions(self, row: np.ndarray) -> np.ndarray:
+    def contributions(self, row: np.ndarray, trees: int | None = None) -> np.ndarray:
         """Saabas attributions (see ``TreeEnsemble.contributions``), summed in the same order."""
         step = self.next_table(row)
         out = np.zeros(len(row) + 1, dtype=np.float64)
-        nodes = self.roots.copy()
+        nodes = self.roots[:trees].copy()
         out[-1] = float(self.value[nodes].sum())
         for _ in range(self.depth):
             nxt = step.take(nodes)
