@@ -73,11 +73,16 @@ def main() -> None:
         for u in conv.utterances:
             dt = engine.observe(Utterance(u.speaker, u.text, u.start, u.end))
             tokens += len(u.text.split())
-            if tokens < args.history_tokens or not boundary_is_decision_point(u, PointOptions()):
+            listeners = engine.listeners()
+            if (
+                tokens < args.history_tokens
+                or not listeners  # nobody else known yet (a scene's first speaker)
+                or not boundary_is_decision_point(u, PointOptions())
+            ):
                 continue
             observe.append(dt)
             at_pause = 0.0
-            for target in engine.listeners():
+            for target in listeners:
                 c = time.thread_time()
                 s = time.perf_counter()
                 engine.decide(target)
@@ -87,7 +92,7 @@ def main() -> None:
                 at_pause += e - s
             pause.append(at_pause)
             s = time.perf_counter()
-            engine.decide(engine.listeners()[0], explain=True)
+            engine.decide(listeners[0], explain=True)
             explain.append(time.perf_counter() - s)
             if len(decide) >= args.max_pauses:
                 break
