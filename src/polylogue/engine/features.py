@@ -207,9 +207,6 @@ class _Utt:
     start: float | None
     end: float | None
     source: Utterance
-    #: relation -> (hashed relation keys, relation logit, the scorer that gave it): at most six
-    #: relations, shared by every listener who stands in the same one
-    relation: dict[str, tuple[tuple[int, ...], float, HashedScorer]] = field(default_factory=dict)
 
 
 @dataclass
@@ -498,13 +495,8 @@ class ConversationState:
         f["question_to_nobody_named"] = asks and not cues.addressed and not cues.referenced
         # The same words mean different things for different listeners: "what do you think?"
         # after the target spoke is put to the target; naming them in the third person is not.
-        rel = relation_of(voc, mentioned, to_prev, last_t, n_turns)
-        hit = cur.relation.get(rel)
-        if hit is None or hit[2] is not self.relation_scorer:
-            keys = hash_keys(facts.keys, rel + "|")
-            hit = cur.relation[rel] = (keys, self.relation_scorer(keys), self.relation_scorer)
-        rkeys = hit[0]
-        f["relation_logit"] = hit[1]
+        rkeys = hash_keys(facts.keys, relation_of(voc, mentioned, to_prev, last_t, n_turns) + "|")
+        f["relation_logit"] = self.relation_scorer(rkeys)
         if relation_keys is not None:
             relation_keys.append(rkeys)
 
