@@ -251,7 +251,7 @@ class _RowWalker:
     #: the split threshold rounded down to float32: for a float32 value x (feature rows are
     #: float32), ``x <= t`` exactly when ``x <= t32``, and float32 halves the memory traffic
     threshold32: np.ndarray  # float32, per internal node
-    #: node ids below are int32 (``id_type``) where they fit: half the bytes to touch per row
+    #: node ids below are int32 where they fit (under 2**31 nodes): half the bytes per row
     right: np.ndarray  # new numbering, per internal node
     #: left child minus right child (the next node is ``right + go_left * to_left``)
     to_left: np.ndarray  # per internal node
