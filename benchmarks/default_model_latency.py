@@ -109,7 +109,7 @@ def main() -> None:
         f">= {args.history_tokens} tokens of history, 1 core; load average "
         f"{load_at_start[0]:.2f} at start, {os.getloadavg()[0]:.2f} at end"
     )
-    print(f"model load             {load_s * 1e3:8.1f} ms (files only)")
+    print(f"model load             {load_s * 1e3:8.1f} ms (files and the one-row scoring table)")
     print(f"cold start             {float(cold) * 1e3:8.1f} ms (fresh process: imports + load)")
     print(
         f"decide (at the pause)  p50 {pct(decide, 50):6.3f} ms   p99 {pct(decide, 99):6.3f} ms   "
