@@ -94,24 +94,41 @@ _ADDRESS_IDX = {
 
 def describe_cues(x: np.ndarray) -> dict[str, Any]:
     """Cues behind a decision, read off its feature row."""
-    row = dict(zip(FEATURE_NAMES, x.tolist(), strict=True))
+    row = x.tolist()
     # The question features also fire on an auxiliary opener ("Will do."); a reader is only
     # told "question" when the words clearly ask one.
-    asks = any(row.get(n) == 1.0 for n in ("question_mark", "ask_request", "wh_start"))
+    asks = any(row[i] == 1.0 for i in _ASK_IDX)
     active = [
         phrase
-        for name, phrase in CUE_PHRASES.items()
-        if row.get(name) == 1.0 and (asks or name not in _QUESTION_CUES)
+        for i, name, phrase in _CUE_IDX
+        if row[i] == 1.0 and (asks or name not in _QUESTION_CUES)
     ]
     if "named in the third person" in active or "addressed by name" in active:
         active = [a for a in active if a != "named"]
     return {
         "active": active,
-        "turn_yield_logit": round(row["yield_logit"], 2),
-        "p_target_after_speaker": round(row["p_target_after_speaker"], 3),
-        "utterances_since_target_spoke": int(row["utts_since_target"]),
-        "people_present": int(row["n_present"]),
+        "turn_yield_logit": round(row[_DESCRIBE_IDX["yield_logit"]], 2),
+        "p_target_after_speaker": round(row[_DESCRIBE_IDX["p_target_after_speaker"]], 3),
+        "utterances_since_target_spoke": int(row[_DESCRIBE_IDX["utts_since_target"]]),
+        "people_present": int(row[_DESCRIBE_IDX["n_present"]]),
     }
+
+
+# Feature positions read by describe_cues (looked up once, not per decision).
+_CUE_IDX = [
+    (FEATURE_NAMES.index(name), name, phrase)
+    for name, phrase in CUE_PHRASES.items()
+    if name in FEATURE_NAMES
+]
+_ASK_IDX = [
+    FEATURE_NAMES.index(n)
+    for n in ("question_mark", "ask_request", "wh_start")
+    if n in FEATURE_NAMES
+]
+_DESCRIBE_IDX = {
+    n: FEATURE_NAMES.index(n)
+    for n in ("yield_logit", "p_target_after_speaker", "utts_since_target", "n_present")
+}
 
 
 class TurnTakingEngine:

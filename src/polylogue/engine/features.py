@@ -384,8 +384,7 @@ class ConversationState:
         """
         if not self.window:
             raise ValueError("no utterance observed yet: there is no pause to decide at")
-        x = np.full(N_FEATURES, np.nan, dtype=np.float32)
-        f = _Setter(x)
+        f = _Setter()
         n = self.n_utterances
         cur = self.window[-1]
         prev = self.window[0] if n > 1 else None
@@ -423,8 +422,8 @@ class ConversationState:
         f["turns_since_target"] = _CAP if last_t is None else min(n_turns - 1 - last_t, _CAP)
         f["target_recency_rank"] = rank
         recent = self.recent
-        f["target_share_recent"] = sum(1 for s in recent if s == target) / len(recent)
-        f["speaker_share_recent"] = sum(1 for s in recent if s == speaker) / len(recent)
+        f["target_share_recent"] = recent.count(target) / len(recent)
+        f["speaker_share_recent"] = recent.count(speaker) / len(recent)
         f["target_share_all"] = self.utt_count[target] / n
         total_words = sum(self.word_count.values()) or 1
         f["target_word_share_all"] = self.word_count[target] / total_words
@@ -503,7 +502,7 @@ class ConversationState:
 
         recent_turns = list(turns)
         f["n_active_recent"] = len(set(recent_turns) | set(recent))
-        f["target_turns_recent"] = sum(1 for s in recent_turns if s == target)
+        f["target_turns_recent"] = recent_turns.count(target)
         f["dyad_share_recent"] = sum(1 for s in recent_turns if s in (target, speaker)) / len(
             recent_turns
         )
@@ -539,7 +538,7 @@ class ConversationState:
                 f["target_last_duration"] = min(td, 60.0)
             if self.run_start is not None:
                 f["run_seconds"] = min(max(cur.end - self.run_start, 0.0), 120.0)
-        return x
+        return np.asarray(f.values, dtype=np.float32)
 
     def _everyone_present(self, target: str, speaker: str) -> tuple[int, float]:
         """n_present and the target's recency rank when every registered participant is present.
@@ -617,15 +616,19 @@ def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 class _Setter:
-    """``x["name"] = value`` on a feature vector (bools become 0/1)."""
+    """``f["name"] = value`` on a feature vector (bools become 0/1; unset stays NaN).
 
-    __slots__ = ("x",)
+    Values gather in a list turned into float32 once: a numpy item store per feature cost more
+    than the rest of the row.
+    """
 
-    def __init__(self, x: np.ndarray) -> None:
-        self.x = x
+    __slots__ = ("values",)
+
+    def __init__(self) -> None:
+        self.values: list[float] = [math.nan] * N_FEATURES
 
     def __setitem__(self, name: str, value: float | bool | None) -> None:
-        self.x[_IDX[name]] = np.nan if value is None else float(value)
+        self.values[_IDX[name]] = math.nan if value is None else float(value)
 
 
 def new_state(

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,13 @@ class Calibration:
     def __call__(self, p: np.ndarray) -> np.ndarray:
         if not self.x:
             return p
-        return np.interp(p, np.asarray(self.x), np.asarray(self.y))
+        xs, ys = self._arrays
+        return np.interp(p, xs, ys)
+
+    @cached_property
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        # Converted once: at a pause the tuples' conversion cost more than the interpolation.
+        return np.asarray(self.x), np.asarray(self.y)
 
     def to_dict(self) -> dict[str, Any]:
         return {"method": "isotonic", "x": list(self.x), "y": list(self.y)}
@@ -118,8 +125,11 @@ class TurnTakingModel:
     backchannel_threshold: float = 1.0
     #: Floor threshold per deployment domain (see ``DOMAINS``), chosen on validation.
     domain_thresholds: dict[str, float] = field(default_factory=dict)
-    #: Both ensembles in one node table for single-row scoring (built on first use).
-    _stacked: TreeEnsemble | None = field(default=None, repr=False, compare=False)
+    #: Both ensembles in one node table for single-row scoring, with the two it was built from
+    #: (rebuilt if either is swapped).
+    _stacked: tuple[TreeEnsemble, TreeEnsemble, TreeEnsemble] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     def raw_proba(self, x: np.ndarray) -> np.ndarray:
         return self.trees.predict(x)
@@ -139,19 +149,31 @@ class TurnTakingModel:
             back = np.zeros_like(floor)
             return Outcomes(floor, back, 1.0 - floor)
         if len(x) == 1:  # the live path: one walk over both ensembles
-            if self._stacked is None:
-                self._stacked = self.trees.stacked(self.backchannel_trees)
-            leaves = self._stacked.leaf_values(x[0])
+            leaves = self._live_trees().leaf_values(x[0])
             n = self.trees.num_trees
-            raw_floor = np.asarray([leaves[:n].sum()])
-            raw_back = np.asarray([leaves[n:].sum()])
-            raw_floor, raw_back = (1.0 / (1.0 + np.exp(-r)) for r in (raw_floor, raw_back))
+            raw = np.asarray([leaves[:n].sum(), leaves[n:].sum()])
+            raw = 1.0 / (1.0 + np.exp(-raw))
+            raw_floor, raw_back = raw[:1], raw[1:]
         else:
             raw_floor, raw_back = self.trees.predict(x), self.backchannel_trees.predict(x)
         floor = np.clip(self.calibration(raw_floor), 0.0, 1.0)
         back = np.clip(self.backchannel_calibration(raw_back), 0.0, 1.0)
         back = np.minimum(back, 1.0 - floor)
         return Outcomes(floor, back, 1.0 - floor - back)
+
+    def _live_trees(self) -> TreeEnsemble:
+        """The node table a single-row decision walks: both ensembles stacked (format 2)."""
+        if self.backchannel_trees is None:
+            return self.trees
+        built = self._stacked
+        if built is None or built[0] is not self.trees or built[1] is not self.backchannel_trees:
+            stacked = self.trees.stacked(self.backchannel_trees)
+            built = self._stacked = (self.trees, self.backchannel_trees, stacked)
+        return built[2]
+
+    def prepare_live(self) -> None:
+        """Build the single-row scoring table now (tens of ms), not at the first pause."""
+        self._live_trees().prepare_row_scoring()
 
     def threshold_for(self, domain: str | None) -> float:
         """The floor threshold for a deployment domain (None: the overall default)."""
@@ -164,8 +186,11 @@ class TurnTakingModel:
         return self.domain_thresholds.get(domain, self.threshold)
 
     def contributions(self, row: np.ndarray) -> np.ndarray:
-        """Per-feature contributions of one row to the raw log-odds (last entry: the bias)."""
-        return self.trees.contributions(row)
+        """Per-feature contributions of one row to the raw log-odds (last entry: the bias).
+
+        The floor trees' paths, walked in the live (stacked) table: no second table to build.
+        """
+        return self._live_trees().contributions(row, trees=self.trees.num_trees)
 
     def save(self, folder: str | Path) -> Path:
         folder = Path(folder)
@@ -225,7 +250,7 @@ def load_model(folder: str | Path | None = None) -> TurnTakingModel:
         backchannel = TreeEnsemble.load(bpath)
         if backchannel.feature.max(initial=-1) >= len(FEATURE_NAMES):
             raise ModelFilesError(f"{bpath}: splits on features this version lacks")
-    return TurnTakingModel(
+    model = TurnTakingModel(
         trees=trees,
         yield_model=HashedLogistic(weights["yield_weights.npy"]),
         relation_model=HashedLogistic(weights["relation_weights.npy"]),
@@ -239,3 +264,5 @@ def load_model(folder: str | Path | None = None) -> TurnTakingModel:
         backchannel_threshold=float(meta.get("backchannel_threshold", 1.0)),
         domain_thresholds={str(k): float(v) for k, v in meta.get("domain_thresholds", {}).items()},
     )
+    model.prepare_live()
+    return model
