@@ -37,6 +37,7 @@ from polylogue.engine.model import (
     HashedLogistic,
     TurnTakingModel,
     domain_of_corpus,
+    feature_names,
 )
 from polylogue.engine.text import HASH_SIZE, text_facts
 from polylogue.engine.trees import TreeEnsemble
@@ -76,6 +77,8 @@ class TrainOptions:
     #: (0: every corpus counts the same, 1: every point counts the same).
     corpus_weight_power: float = 0.5
     threads: int = 2
+    #: Extra feature blocks after the default features (``("chat",)``: the chat-domain model).
+    feature_blocks: tuple[str, ...] = ()
 
 
 @dataclass
@@ -150,6 +153,7 @@ def split_data(
     benches: Sequence[Benchmark],
     split: str,
     scorer_for_group: Callable[[str], HashedLogistic],
+    feature_blocks: tuple[str, ...] = (),
 ) -> SplitData:
     """Features for every point of ``split`` in every benchmark (one streaming pass each).
 
@@ -166,7 +170,9 @@ def split_data(
         points = b.points(split)
         for p in points:
             scorer = scorer_for_group(p.group)
-            ex = extractors.setdefault(id(scorer), FeatureExtractor(scorer, no_relation))
+            ex = extractors.setdefault(
+                id(scorer), FeatureExtractor(scorer, no_relation, chat="chat" in feature_blocks)
+            )
             xs.append(ex.features([p.input], keys)[0])
             ys.append(p.gold.label is Decision.SPEAK)
             bs.append(p.gold.floor_outcome is Outcome.BACKCHANNEL)
@@ -316,9 +322,11 @@ def train_default_model(
     }
     log(f"turn-yield model on {len(rows):,} utterances ({time.perf_counter() - t0:.0f}s)")
 
-    train = split_data(benches, "train", lambda g: fold_yield[_fold(g)])
-    val = split_data(benches, "validation", lambda g: full_yield)
-    test = split_data(benches, "test", lambda g: full_yield)
+    blocks = opts.feature_blocks
+    names = list(feature_names(blocks))
+    train = split_data(benches, "train", lambda g: fold_yield[_fold(g)], blocks)
+    val = split_data(benches, "validation", lambda g: full_yield, blocks)
+    test = split_data(benches, "test", lambda g: full_yield, blocks)
     log(
         f"features: train {len(train.y):,}  validation {len(val.y):,}  test {len(test.y):,} "
         f"({time.perf_counter() - t0:.0f}s)"
@@ -363,7 +371,7 @@ def train_default_model(
         train.x,
         train.y,
         weight=_weights(train.corpus, opts.corpus_weight_power),
-        feature_name=list(FEATURE_NAMES),
+        feature_name=names,
         free_raw_data=False,
     )
     dval = lgb.Dataset(
@@ -410,7 +418,7 @@ def train_default_model(
         metrics["test"] = metric_table(test, p_test, threshold)
         pb_test = _backchannel_proba(bbooster, back_calibration, test.x, p_test, opts.threads)
         metrics["test_backchannel"] = outcome_table(test, pb_test, back_threshold)
-    importance = dict(zip(FEATURE_NAMES, booster.feature_importance("gain").tolist(), strict=True))
+    importance = dict(zip(names, booster.feature_importance("gain").tolist(), strict=True))
     meta = {
         "trained_on": {
             b.name: {"data_hash": b.data_hash, "corpora": b.manifest.get("corpora")}
@@ -436,6 +444,7 @@ def train_default_model(
         backchannel_calibration=back_calibration,
         backchannel_threshold=back_threshold,
         domain_thresholds=domain_thresholds,
+        feature_blocks=blocks,
     )
     log(
         f"threshold {threshold:.2f}, backchannel {back_threshold:.2f}; "
@@ -481,7 +490,7 @@ def _fit_backchannel(
         train.x,
         train.backchannel,
         weight=_weights(train.corpus, opts.corpus_weight_power),
-        feature_name=list(FEATURE_NAMES),
+        feature_name=list(feature_names(opts.feature_blocks)),
         free_raw_data=False,
     )
     bval = lgb.Dataset(
