@@ -449,7 +449,7 @@ def tune_threshold(
             "[yellow]warning: tuning on the test split makes its scores optimistic[/yellow]"
         )
     model = load_model(model_dir)
-    extractor = FeatureExtractor(model.yield_model, model.relation_model)
+    extractor = FeatureExtractor.for_model(model)
     ps, ys = [], []
     for folder in data:
         points = load_benchmark(folder).points(split)
