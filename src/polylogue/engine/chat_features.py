@@ -47,6 +47,11 @@ CHAT_FEATURE_NAMES: tuple[str, ...] = (
     "chat_target_is_bot",
     "chat_command",
     "chat_speaker_is_bot",
+    "chat_speaker_addressee_is_target",
+    "chat_target_addressee_is_speaker",
+    "chat_since_link_speaker_target",
+    "chat_target_first_speaker",
+    "chat_seconds_since_target_ref",
 )
 N_CHAT_FEATURES = len(CHAT_FEATURE_NAMES)
 _IDX = {n: i for i, n in enumerate(CHAT_FEATURE_NAMES)}
@@ -111,6 +116,11 @@ class ChatState:
     link_count: Counter[str] = field(default_factory=Counter)
     timed: deque[tuple[float, str]] = field(default_factory=deque)
     timed_msgs: Counter[str] = field(default_factory=Counter)
+    #: Whom each participant addressed by nick most recently (kept across unaddressed lines:
+    #: ``bob: try X`` then ``and then Y`` is still for bob).
+    last_addressee: dict[str, str] = field(default_factory=dict)
+    first_speaker: str | None = None
+    last_ref_time: dict[str, float] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ nicks
 
@@ -196,6 +206,12 @@ class ChatState:
             self.pending[pid] += 1
             self.pending_from.setdefault(pid, set()).add(u.speaker)
             self.last_ref[pid] = self.n
+            if msg.time is not None:
+                self.last_ref_time[pid] = msg.time
+        if addressed is not None:
+            self.last_addressee[u.speaker] = addressed
+        if self.first_speaker is None:
+            self.first_speaker = u.speaker
         self.pending[u.speaker] = 0
         self.pending_from.pop(u.speaker, None)
         self.last_msg[u.speaker] = msg
@@ -267,7 +283,24 @@ class ChatState:
         put("chat_target_is_bot", self.is_bot(target))
         put("chat_command", cur.command)
         put("chat_speaker_is_bot", self.is_bot(speaker))
+        put("chat_speaker_addressee_is_target", self.last_addressee.get(speaker) == target)
+        put("chat_target_addressee_is_speaker", self.last_addressee.get(target) == speaker)
+        put("chat_since_link_speaker_target", self._since_link(speaker, target))
+        put("chat_target_first_speaker", self.first_speaker == target)
+        ref_t = self.last_ref_time.get(target)
+        if cur.time is None:
+            x[_IDX["chat_seconds_since_target_ref"]] = np.nan
+        else:
+            since = 3600.0 if ref_t is None else min(max(cur.time - ref_t, 0.0), 3600.0)
+            put("chat_seconds_since_target_ref", since)
         return x
+
+    def _since_link(self, a: str, b: str) -> int:
+        """Messages since ``a`` and ``b`` last named each other (``_WINDOW``: not lately)."""
+        for back, (speaker, named) in enumerate(reversed(self.recent)):
+            if (speaker == a and b in named) or (speaker == b and a in named):
+                return back
+        return _WINDOW
 
 
 def new_chat_state(participants: Iterable[Participant] = ()) -> ChatState:
@@ -318,6 +351,9 @@ def chat_state_to_dict(state: ChatState) -> dict[str, object]:
         "pending_from": {k: sorted(v) for k, v in state.pending_from.items()},
         "recent": [[s, sorted(named)] for s, named in state.recent],
         "timed": [[t, s] for t, s in state.timed],
+        "last_addressee": state.last_addressee,
+        "first_speaker": state.first_speaker,
+        "last_ref_time": state.last_ref_time,
     }
 
 
@@ -340,4 +376,7 @@ def chat_state_from_dict(d: dict[str, object]) -> ChatState:
     for t, speaker in g["timed"]:
         state.timed.append((float(t), speaker))
         state.timed_msgs[speaker] += 1
+    state.last_addressee.update(g["last_addressee"])
+    state.first_speaker = g["first_speaker"]
+    state.last_ref_time.update({str(k): float(v) for k, v in g["last_ref_time"].items()})
     return state

@@ -20,8 +20,10 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from polylogue.conversation import Conversation
+from polylogue.training.default_model import TrainOptions
 from polylogue.turntaking.dataset import Benchmark
 
 #: IRC train logs used by default (of 133): ~10k decision points each; more did not help the
@@ -102,3 +104,10 @@ def build_chat_benchmarks(
             log(f"built {folder} ({len(build.points):,} points)")
         out.append(load_benchmark(folder))
     return out
+
+
+def chat_train_options(**overrides: Any) -> TrainOptions:
+    """The chat model's recipe: the default one plus the chat feature block, with SPEAK and
+    SILENT weighted equally within each corpus (IRC speaks at 8% of points, Molweni at 31%:
+    one threshold then serves both)."""
+    return TrainOptions(**{"feature_blocks": ("chat",), "balance_classes": True, **overrides})
