@@ -43,6 +43,12 @@ def irc_train_subset(names: list[str], n: int) -> list[str]:
     return [names[int(i * step)] for i in range(n)]
 
 
+def irc_split_for(convs: list[Conversation]) -> Callable[[str], str]:
+    """Benchmark split of an IRC log group: its corpus split (train, dev -> validation, test)."""
+    corpus_split = {c.group_id: str(c.metadata["split"]) for c in convs}
+    return lambda group: _IRC_SPLIT[corpus_split[group]]
+
+
 def molweni_split(group: str) -> str:
     """Benchmark split of a Molweni dialogue group (``dev-<id>`` / ``test-<id>``)."""
     corpus_split, _, did = group.partition("-")
@@ -79,19 +85,14 @@ def build_chat_benchmarks(
         yield from read_irc(irc_root, "train", files=irc_train_subset(names, irc_train_files))
         yield from read_irc(irc_root, ("dev", "test"))
 
-    def irc_split(conv_split: dict[str, str], group: str) -> str:
-        return _IRC_SPLIT[conv_split[group]]
-
     out: list[Benchmark] = []
     for name in ("irc", "molweni"):
         folder = work_dir / f"bench-chat-{name}"
         if not (folder / "manifest.json").is_file():
+            split_for: Callable[[str], str]
             if name == "irc":
                 convs = list(irc_convs())
-                split_of_group = {c.group_id: str(c.metadata["split"]) for c in convs}
-
-                def split_for(group: str, m: dict[str, str] = split_of_group) -> str:
-                    return irc_split(m, group)
+                split_for = irc_split_for(convs)
             else:
                 convs = list(read_molweni(mol_root, ("dev", "test")))
                 split_for = molweni_split
