@@ -79,7 +79,8 @@ class TrainOptions:
     threads: int = 2
     #: Extra feature blocks after the default features (``("chat",)``: the chat-domain model).
     feature_blocks: tuple[str, ...] = ()
-    #: Weight SPEAK and SILENT equally within each corpus for the floor booster (see _weights).
+    #: Weight SPEAK and SILENT equally within each corpus for the floor booster and its
+    #: calibration (see _weights): P(take floor) is then calibrated to a balanced prior.
     balance_classes: bool = False
 
 
@@ -413,7 +414,17 @@ def train_default_model(
         raise AssertionError(f"numpy trees disagree with LightGBM by {gap:.2e}")
 
     raw_val = np.asarray(booster.predict(val.x, num_threads=opts.threads), dtype=np.float64)
-    iso = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0).fit(raw_val, val.y)
+    # With balanced classes the calibration targets the same balanced prior (each corpus's
+    # SPEAK and SILENT weighted equally), so one threshold on a fine grid serves every corpus;
+    # calibrating such a model to the natural rates squeezes low-rate corpora into a few steps.
+    cal_weight = (
+        _weights(val.corpus, opts.corpus_weight_power, val.y, balance=True)
+        if opts.balance_classes
+        else None
+    )
+    iso = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0).fit(
+        raw_val, val.y, sample_weight=cal_weight
+    )
     calibration = Calibration(
         tuple(float(v) for v in iso.X_thresholds_), tuple(float(v) for v in iso.y_thresholds_)
     )
