@@ -7,8 +7,9 @@ chat test sets are the ones the literature uses and nothing of them is seen in t
 * Ubuntu IRC: ``irc_train_files`` logs of the train split (spread evenly over the 133 logs by
   name) -> train; the 10 dev logs -> validation; the 10 test logs -> test. Each log is one
   channel (presence window of 20 messages, as the reader sets).
-* Molweni: the dev dialogues -> train and validation (one in ``MOLWENI_VALIDATION_EVERY``
-  dialogues, by a hash of the dialogue id, goes to validation); the test dialogues -> test.
+* Molweni: the dev dialogues -> train and validation (whole stretches of overlapping
+  dialogues, about one in ``MOLWENI_VALIDATION_EVERY``, go to validation); the test
+  dialogues -> test.
   Molweni's train file is not in the shared copy. Dev and test are built together so that
   test points repeating a dev point (the dialogues are overlapping windows of one channel)
   are removed as duplicates, as ``polylogue build`` does.
@@ -49,13 +50,41 @@ def irc_split_for(convs: list[Conversation]) -> Callable[[str], str]:
     return lambda group: _IRC_SPLIT[corpus_split[group]]
 
 
-def molweni_split(group: str) -> str:
-    """Benchmark split of a Molweni dialogue group (``dev-<id>`` / ``test-<id>``)."""
-    corpus_split, _, did = group.partition("-")
-    if corpus_split == "test":
-        return "test"
+def molweni_split_for(convs: list[Conversation]) -> Callable[[str], str]:
+    """Benchmark split of a Molweni dialogue group (``dev-<id>`` / ``test-<id>``).
+
+    Molweni's dialogues are overlapping windows of one channel: 4 in 5 dev dialogues share a
+    message with another dev dialogue. Dev dialogues are therefore grouped into *stretches*
+    (connected by shared messages) and whole stretches go to validation (about one in
+    ``MOLWENI_VALIDATION_EVERY``, by a hash of the stretch's first id), so validation does not
+    see the words of training dialogues.
+    """
+    dev = [c for c in convs if c.group_id.startswith("dev-")]
+    parent = list(range(len(dev)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    first_with: dict[tuple[str, str], int] = {}
+    for i, c in enumerate(dev):
+        for u in c.utterances:
+            j = first_with.setdefault((u.speaker, u.text), i)
+            if j != i:
+                parent[root(i)] = root(j)
+    stretch: dict[int, str] = {}
+    for i, c in enumerate(dev):
+        stretch.setdefault(root(i), c.group_id)
     every = MOLWENI_VALIDATION_EVERY
-    return "validation" if zlib.crc32(did.encode("utf-8")) % every == 0 else "train"
+    split_of = {
+        c.group_id: "validation"
+        if zlib.crc32(stretch[root(i)].encode("utf-8")) % every == 0
+        else "train"
+        for i, c in enumerate(dev)
+    }
+    return lambda group: "test" if group.startswith("test-") else split_of[group]
 
 
 def build_chat_benchmarks(
@@ -95,7 +124,7 @@ def build_chat_benchmarks(
                 split_for = irc_split_for(convs)
             else:
                 convs = list(read_molweni(mol_root, ("dev", "test")))
-                split_for = molweni_split
+                split_for = molweni_split_for(convs)
             build = build_benchmark(convs, BuildOptions())
             # The corpora's own splits replace the builder's grouped 80/10/10 assignment.
             build = replace(
