@@ -22,9 +22,10 @@ The general v2 model was trained on AMI, Friends, Earnings-21, ICSI and Molweni 
 (``model.json`` ``trained_on``; its Molweni split is the builder's over all dialogues, so the
 Molweni test dialogues are *not* outside data for it); IRC is a new domain for it, and the AMI
 meeting must be held out (``--ami-meeting TS3005b`` is in the v2 AMI test split).
-``--domain chat`` runs the chat-domain model (trained on IRC train logs and Molweni dev). For each source:
-files, read errors, decision points, gold SPEAK rate, predicted SPEAK rate, balanced accuracy
-and per-category accuracy of the model, and the same for the "previous other speaker" rule.
+``--domain chat`` runs the chat-domain model (trained on IRC train logs and Molweni dev).
+For each source: files, read errors, decision points, gold SPEAK rate, predicted SPEAK rate,
+balanced accuracy and per-category accuracy (I1, I2, S1, S2, SA) of the model, and the same
+for the "previous other speaker" rule.
 """
 
 from __future__ import annotations
