@@ -233,3 +233,25 @@ def test_eval_and_decide_select_the_chat_model(tmp_path: Path) -> None:
         r["threshold"] == pytest.approx(load_model(domain="chat").threshold_for("chat"))
         for r in decided
     )
+
+
+def test_chat_benchmark_splits_keep_overlapping_molweni_windows_together() -> None:
+    from polylogue.training.chat_model import irc_train_subset, molweni_split_for
+
+    convs = list(read_molweni(corpus_dir("molweni"), ("dev", "test")))
+    split_of = molweni_split_for(convs)
+    seen: dict[tuple[str, str], str] = {}
+    counts: dict[str, int] = {}
+    for c in convs:
+        split = split_of(c.group_id)
+        counts[split] = counts.get(split, 0) + 1
+        if split == "test":
+            assert c.group_id.startswith("test-")
+            continue
+        for u in c.utterances:
+            # A message shared by two dev dialogues never sits in both train and validation.
+            assert seen.setdefault((u.speaker, u.text), split) == split, c.group_id
+    assert counts["test"] == 500 and counts["validation"] > 50 and counts["train"] > 300
+    names = [f"log{i:03d}" for i in range(133)]
+    subset = irc_train_subset(names, 24)
+    assert len(subset) == 24 and subset[0] == "log000" and subset[-1] > "log120"
