@@ -22,6 +22,9 @@ from polylogue.corpora.molweni import read_molweni
 from polylogue.paths import corpus_dir
 from polylogue.turntaking.points import conversation_points, prefix_hashes
 
+#: Benchmark v2 categories (docs/benchmark.md): SA = addressed individually, stays silent.
+CATEGORIES = ("I1", "I2", "S1", "S2", "SA")
+
 
 def count(convs: Iterable[Conversation], seen: set[tuple[str, str, str]]) -> Counter[str]:
     c: Counter[str] = Counter()
@@ -41,11 +44,12 @@ def count(convs: Iterable[Conversation], seen: set[tuple[str, str, str]]) -> Cou
 
 
 def row(name: str, c: Counter[str]) -> str:
-    n = sum(c[k] for k in ("I1", "I2", "S1", "S2"))
+    n = sum(c[k] for k in CATEGORIES)
     speak = 100 * (c["I1"] + c["I2"]) / n if n else 0.0
+    cats = " | ".join(f"{c[k]:,}" for k in CATEGORIES)
     return (
-        f"| {name} | {c['conversations']:,} | {c['messages']:,} | {n:,} | {c['I1']:,} | "
-        f"{c['I2']:,} | {c['S1']:,} | {c['S2']:,} | {speak:.1f} | {c['duplicates']:,} |"
+        f"| {name} | {c['conversations']:,} | {c['messages']:,} | {n:,} | {cats} | "
+        f"{speak:.1f} | {c['duplicates']:,} |"
     )
 
 
@@ -56,9 +60,9 @@ def main() -> None:
     irc_root = corpus_dir("ubuntu-irc-disentanglement")
     mol_root = corpus_dir("molweni")
     lines = [
-        "| Dataset (split) | conversations | messages | points | I1 | I2 | S1 | S2 | SPEAK % "
-        "| duplicates removed |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| Dataset (split) | conversations | messages | points | I1 | I2 | S1 | S2 | SA "
+        "| SPEAK % | duplicates removed |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for corpus, splits, read in (
         ("irc", ("train", "dev", "test"), lambda s: read_irc(irc_root, s)),

@@ -174,7 +174,7 @@ def main() -> None:
     ap.add_argument("--markdown", type=Path, default=None)
     args = ap.parse_args()
     model = load_model(args.model_dir)
-    extractor = FeatureExtractor(model.yield_model, model.relation_model)
+    extractor = FeatureExtractor.for_model(model)
     results: dict[str, dict[str, Any]] = {}
     for folder in args.benchmarks:
         results.update(corpus_figures(model, extractor, folder))

@@ -3,6 +3,8 @@
     .venv/bin/python benchmarks/default_model_eval.py build/bench-ami build/bench-friends \
         build/bench-earnings21 build/bench-icsi [--split test] [--model-dir DIR] \
         [--paper build/paper-ami build/paper-friends] [--json out.json] [--markdown out.md]
+    .venv/bin/python benchmarks/default_model_eval.py build/bench-chat-irc \
+        build/bench-chat-molweni --domain chat --no-fir     # the chat-domain model
 
 Prints, per corpus (natural class ratios, the domain threshold chosen on validation):
 
@@ -92,7 +94,7 @@ def block(y: np.ndarray, pred: np.ndarray, cats: np.ndarray, m: np.ndarray) -> d
 
 
 def scored(model: TurnTakingModel, points: Sequence[DecisionPoint]) -> tuple[Outcomes, float]:
-    extractor = FeatureExtractor(model.yield_model, model.relation_model)
+    extractor = FeatureExtractor.for_model(model)
     t0 = time.perf_counter()
     x = extractor.features([p.input for p in points])
     out = model.outcomes(x)
@@ -100,7 +102,10 @@ def scored(model: TurnTakingModel, points: Sequence[DecisionPoint]) -> tuple[Out
 
 
 def evaluate_corpus(
-    model: TurnTakingModel, points: list[DecisionPoint], val_points: list[DecisionPoint]
+    model: TurnTakingModel,
+    points: list[DecisionPoint],
+    val_points: list[DecisionPoint],
+    fir: bool = True,
 ) -> dict[str, Any]:
     corpus = points[0].input.corpus
     domain = domain_of_corpus(corpus)
@@ -145,7 +150,7 @@ def evaluate_corpus(
         "floor_taken_at_backchannel_points": float(pred[yb].mean()) if yb.any() else None,
     }
     # I1 recall at a false-interruption rate <= 10%, the threshold chosen on validation.
-    if val_points and (cats == "I1").any():
+    if fir and val_points and (cats == "I1").any():
         vo, _ = scored(model, val_points)
         vy = np.asarray([pt.gold.label is Decision.SPEAK for pt in val_points])
         grid = np.round(np.arange(0.01, 1.0, 0.01), 2)
@@ -333,13 +338,24 @@ def main() -> None:
     ap.add_argument("benchmarks", nargs="*", type=Path)
     ap.add_argument("--split", default="test")
     ap.add_argument("--model-dir", type=Path, default=None)
+    ap.add_argument(
+        "--domain", default=None, help="Load the shipped model of this domain (chat has its own)."
+    )
+    ap.add_argument(
+        "--no-fir", action="store_true", help="Skip I1 recall at FIR <= 10% (scores validation)."
+    )
     ap.add_argument("--paper", nargs="*", type=Path, default=[], help="Paper-protocol builds.")
     ap.add_argument("--json", type=Path, default=None, help="Write all figures here.")
     ap.add_argument("--markdown", type=Path, default=None, help="Write the tables here.")
     args = ap.parse_args()
 
-    model = load_model(args.model_dir)
-    results: dict[str, Any] = {"split": args.split, "threshold": model.threshold, "corpora": {}}
+    model = load_model(args.model_dir, domain=args.domain)
+    results: dict[str, Any] = {
+        "split": args.split,
+        "threshold": model.threshold,
+        "model": str(args.model_dir or args.domain or "default"),
+        "corpora": {},
+    }
     #: Conversations of the default protocol's test split (never trained on).
     unseen: set[str] = set()
     for folder in args.benchmarks:
@@ -353,7 +369,9 @@ def main() -> None:
             for pt in bench.points("validation"):
                 val.setdefault(pt.input.corpus, []).append(pt)
         for corpus, points in by_corpus.items():
-            results["corpora"][corpus] = evaluate_corpus(model, points, val.get(corpus, []))
+            results["corpora"][corpus] = evaluate_corpus(
+                model, points, val.get(corpus, []), fir=not args.no_fir
+            )
     results["paper"] = [evaluate_paper(model, f, args.split, unseen) for f in args.paper]
     text = markdown(results)
     print(text)

@@ -1,6 +1,7 @@
 """Latency, load time and peak memory of the live engine on one CPU core.
 
     .venv/bin/python benchmarks/default_model_latency.py [--corpus ami] [--history-tokens 2048]
+    .venv/bin/python benchmarks/default_model_latency.py --corpus irc --domain chat  # chat model
 
 Replays real meetings from the shared data through :class:`TurnTakingEngine` utterance by
 utterance. Once the history holds at least ``--history-tokens`` whitespace tokens, every pause
@@ -51,13 +52,14 @@ def main() -> None:
     ap.add_argument("--conversations", type=int, default=3)
     ap.add_argument("--history-tokens", type=int, default=2048)
     ap.add_argument("--max-pauses", type=int, default=3000)
+    ap.add_argument("--domain", default=None, help="Its shipped model (chat has its own).")
     args = ap.parse_args()
 
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # one core
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     t0 = time.perf_counter()
-    model = load_model()
+    model = load_model(domain=args.domain)
     load_s = time.perf_counter() - t0
     model.proba(np.zeros((1, len(model.metadata["features"])), dtype=np.float32))  # warm up
 
@@ -68,7 +70,7 @@ def main() -> None:
     pause: list[float] = []
     explain: list[float] = []
     for conv in itertools.islice(load_corpus(args.corpus), args.conversations):
-        engine = TurnTakingEngine(model, conv.participants)
+        engine = TurnTakingEngine(model, conv.participants, domain=args.domain)
         tokens = 0
         for u in conv.utterances:
             dt = engine.observe(Utterance(u.speaker, u.text, u.start, u.end))

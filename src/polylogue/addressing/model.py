@@ -32,7 +32,7 @@ def turn_taking_ranker(
     if any(ex.task is Task.ADDRESSEE for ex in examples):
         raise ValueError("the turn-taking model ranks who speaks next, not addressees")
     model = load_model(Path(model_dir) if model_dir is not None else None)
-    extractor = FeatureExtractor(model.yield_model, model.relation_model)
+    extractor = FeatureExtractor.for_model(model)
     answers: dict[str, str | None] = {}
     by_conv: dict[str, list[AddressingExample]] = {}
     for ex in examples:

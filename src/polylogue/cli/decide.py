@@ -449,7 +449,7 @@ def tune_threshold(
             "[yellow]warning: tuning on the test split makes its scores optimistic[/yellow]"
         )
     model = load_model(model_dir)
-    extractor = FeatureExtractor(model.yield_model, model.relation_model)
+    extractor = FeatureExtractor.for_model(model)
     ps, ys = [], []
     for folder in data:
         points = load_benchmark(folder).points(split)
@@ -520,6 +520,16 @@ def train_default(
     ] = 800,
     threads: Annotated[int, typer.Option(help="CPU threads for LightGBM.")] = 2,
     seed: Annotated[int, typer.Option(help="Seed for splits and boosting.")] = 13,
+    domain: Annotated[
+        str | None,
+        typer.Option(
+            help="'chat': the chat-domain model (IRC + Molweni by their own splits, chat "
+            "feature block); default: the general model."
+        ),
+    ] = None,
+    irc_train_files: Annotated[
+        int, typer.Option(help="--domain chat: IRC train logs to use (of 133).")
+    ] = 24,
 ) -> None:
     """Reproduce the shipped model: build benchmarks, fit, calibrate, pick the threshold, report."""
     from polylogue.extras import require_extra
@@ -540,8 +550,17 @@ def train_default(
     def log(msg: str) -> None:
         console.print(msg, highlight=False)
 
+    if domain not in (None, "chat"):
+        raise typer.BadParameter("only 'chat' has its own model", param_hint="--domain")
+    options = TrainOptions(seed=seed, num_boost_round=rounds, threads=threads)
     if bench:
         benches = [load_benchmark(b) for b in bench]
+    elif domain == "chat":
+        from polylogue.training.chat_model import build_chat_benchmarks
+
+        benches = build_chat_benchmarks(
+            data_root, work_dir or out / "benchmarks", irc_train_files, log
+        )
     else:
         benches = build_benchmarks(
             data_root,
@@ -551,9 +570,11 @@ def train_default(
             seed,
             log,
         )
-    result = train_default_model(
-        benches, TrainOptions(seed=seed, num_boost_round=rounds, threads=threads), log
-    )
+    if domain == "chat":
+        from polylogue.training.chat_model import chat_train_options
+
+        options = chat_train_options(seed=seed, num_boost_round=rounds, threads=threads)
+    result = train_default_model(benches, options, log)
     result.model.save(out)
     for name, entry in result.metrics.get("test", {}).get("corpora", {}).items():
         log(

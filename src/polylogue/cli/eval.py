@@ -60,6 +60,13 @@ def eval_command(
     option: Annotated[
         list[str] | None, typer.Option("--option", "-O", help="Backend option KEY=VALUE.")
     ] = None,
+    domain: Annotated[
+        str | None,
+        typer.Option(
+            help="Default model only: deployment domain (meeting, tv, earnings, chat); picks "
+            "that domain's shipped model (chat has its own) and validation threshold."
+        ),
+    ] = None,
     n_boot: Annotated[int, typer.Option(help="Bootstrap replicates for 95% intervals.")] = 1000,
     cache: Annotated[bool, typer.Option(help="Use the deterministic response cache.")] = True,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
@@ -122,6 +129,16 @@ def eval_command(
         if kind != "hf":
             raise typer.BadParameter("--adapter needs an hf: model", param_hint="--adapter")
         options["adapter"] = str(adapter)
+    if domain is not None:
+        from polylogue.engine.model import DOMAINS
+
+        if kind != "default":
+            raise typer.BadParameter("--domain applies to the default model", param_hint="--domain")
+        if domain not in DOMAINS:
+            raise typer.BadParameter(
+                f"{domain!r} is not one of {', '.join(DOMAINS)}", param_hint="--domain"
+            )
+        options["domain"] = domain
     options.update(_parse_options(option or []))
     points, info = load_points(data, split, balanced=balanced)
     predictor = load_predictor(model, **options)

@@ -21,7 +21,14 @@ from typing import Any
 import numpy as np
 
 from polylogue.conversation import Participant, Utterance
-from polylogue.engine.features import FEATURE_NAMES, GROUP_ROLE, ConversationState, new_state
+from polylogue.engine.chat_features import CHAT_FEATURE_NAMES, ChatState, new_chat_state
+from polylogue.engine.features import (
+    FEATURE_NAMES,
+    GROUP_ROLE,
+    N_FEATURES,
+    ConversationState,
+    new_state,
+)
 from polylogue.engine.model import TurnTakingModel, load_model
 from polylogue.turntaking.types import Decision
 
@@ -145,8 +152,13 @@ class TurnTakingEngine:
         #: An explicit threshold wins over the domain's (validation-chosen) one.
         self.threshold = model.threshold_for(domain) if threshold is None else threshold
         self.domain = domain
+        participants = list(participants)
         self.state: ConversationState = new_state(
             model.yield_model, model.relation_model, participants
+        )
+        #: Nick-address state for models trained with the chat feature block (else None).
+        self.chat_state: ChatState | None = (
+            new_chat_state(participants) if "chat" in model.feature_blocks else None
         )
 
     @classmethod
@@ -157,23 +169,31 @@ class TurnTakingEngine:
         threshold: float | None = None,
         domain: str | None = None,
     ) -> TurnTakingEngine:
-        return cls(load_model(model_dir), participants, threshold, domain)
+        return cls(load_model(model_dir, domain), participants, threshold, domain)
 
     @property
     def participants(self) -> dict[str, Participant]:
         return self.state.participants
 
     def add_participants(self, people: Iterable[Participant]) -> None:
+        people = list(people)
         self.state.register(people)
+        if self.chat_state is not None:
+            self.chat_state.register(people)
 
     def reset(self, participants: Iterable[Participant] = ()) -> None:
         """Start the conversation over (keeps the model and threshold)."""
+        participants = list(participants)
         self.state = new_state(self.model.yield_model, self.model.relation_model, participants)
+        if self.chat_state is not None:
+            self.chat_state = new_chat_state(participants)
 
     def observe(self, utterance: Utterance) -> float:
         """Take in an utterance that just ended; returns the seconds the cached work took."""
         start = time.perf_counter()
         self.state.observe(utterance)
+        if self.chat_state is not None:
+            self.chat_state.observe(utterance)
         return time.perf_counter() - start
 
     def listeners(self) -> list[str]:
@@ -187,16 +207,25 @@ class TurnTakingEngine:
             if pid != speaker and p.role != GROUP_ROLE
         ]
 
+    def _nick_addressed(self, row: np.ndarray) -> bool:
+        """Chat models: the message starts with the target's nick (any case, a unique prefix)."""
+        if self.chat_state is None:
+            return False
+        return bool(row[N_FEATURES + CHAT_FEATURE_NAMES.index("chat_addr_target")] == 1.0)
+
     def decide(
         self, target: str, present: Sequence[str] | None = None, explain: bool = False
     ) -> EngineDecision:
         """Should ``target`` speak now, at the pause after the last observed utterance?"""
         start = time.perf_counter()
         if target not in self.state.participants:
-            self.state.register([Participant(id=target, name=target if len(target) > 1 else None)])
+            newcomer = Participant(id=target, name=target if len(target) > 1 else None)
+            self.add_participants([newcomer])
         # None: everyone registered is present (computed from counters, O(1) in the roster).
         people = None if present is None else list(present)
         x = self.state.features(target, people)[None, :]
+        if self.chat_state is not None:
+            x = np.concatenate([x, self.chat_state.features(target)[None, :]], axis=1)
         outcomes = self.model.outcomes(x)
         p = float(outcomes.take_floor[0])
         p_back = float(outcomes.backchannel[0])
@@ -205,17 +234,20 @@ class TurnTakingEngine:
         if explain:
             contrib = self.model.contributions(x[0])[:-1]
             order = np.argsort(-np.abs(contrib))[:5]
-            contributions = tuple((FEATURE_NAMES[i], round(float(contrib[i]), 3)) for i in order)
+            names = self.model.feature_names
+            contributions = tuple((names[i], round(float(contrib[i]), 3)) for i in order)
         return EngineDecision(
             target=target,
             p_speak=p,
             decision=Decision.SPEAK if p >= self.threshold else Decision.SILENT,
             threshold=self.threshold,
-            cues=describe_cues(x[0]),
+            cues=describe_cues(x[0, :N_FEATURES]),
             contributions=contributions,
             latency_s=latency,
-            features=dict(zip(FEATURE_NAMES, x[0].tolist(), strict=True)) if explain else {},
-            addressed=is_addressed(x[0]),
+            features=dict(zip(self.model.feature_names, x[0].tolist(), strict=True))
+            if explain
+            else {},
+            addressed=is_addressed(x[0]) or self._nick_addressed(x[0]),
             p_backchannel=p_back,
             backchannel=p < self.threshold and p_back >= self.model.backchannel_threshold,
         )

@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from polylogue.conversation import Participant, Utterance
 from polylogue.engine.bargein import BargeInDecision, BargeInModel, load_barge_in_model
+from polylogue.engine.chat_features import chat_state_from_dict, chat_state_to_dict
 from polylogue.engine.engine import EngineDecision, TurnTakingEngine
 from polylogue.engine.features import GROUP_ROLE, state_from_dict, state_to_dict
 from polylogue.errors import PolylogueInputError
@@ -508,6 +509,11 @@ class LiveConversation:
             "index": self.index,
             "threshold": self.engine.threshold,
             "state": state_to_dict(self.engine.state),
+            **(
+                {"chat_state": chat_state_to_dict(self.engine.chat_state)}
+                if self.engine.chat_state is not None
+                else {}
+            ),
         }
 
     @classmethod
@@ -515,6 +521,10 @@ class LiveConversation:
         """Restore a snapshot onto ``engine`` (a fresh engine with the same model)."""
         model = engine.model
         engine.state = state_from_dict(d["state"], model.yield_model, model.relation_model)
+        if engine.chat_state is not None:
+            if "chat_state" not in d:
+                raise ValueError("snapshot lacks the chat state this engine's model reads")
+            engine.chat_state = chat_state_from_dict(d["chat_state"])
         engine.threshold = float(d["threshold"])
         live = cls.__new__(cls)
         live.engine = engine

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from polylogue.engine.chat_features import CHAT_FEATURE_NAMES
 from polylogue.engine.features import FEATURE_NAMES
 from polylogue.engine.text import HASH_SIZE
 from polylogue.engine.trees import TreeEnsemble
@@ -36,6 +37,21 @@ MODEL_FORMAT = "polylogue.turntaking.gbdt/2"
 #: Format 1 folders (floor trees only) still load; they predict P(backchannel) = 0.
 _READABLE_FORMATS = ("polylogue.turntaking.gbdt/1", MODEL_FORMAT)
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "weights"
+#: Domain models shipped next to the default one (``weights/<domain>/``), chosen by
+#: ``load_model(domain=...)``; other domains use the default model with their own threshold.
+DOMAIN_MODEL_DIRS: dict[str, Path] = {"chat": DEFAULT_MODEL_DIR / "chat"}
+
+#: Optional feature blocks a model can be trained with, appended after ``FEATURE_NAMES``.
+FEATURE_BLOCKS: dict[str, tuple[str, ...]] = {"chat": CHAT_FEATURE_NAMES}
+
+
+def feature_names(blocks: tuple[str, ...] | list[str] = ()) -> tuple[str, ...]:
+    """Names of a feature row: the default features, then each block's in order."""
+    unknown = [b for b in blocks if b not in FEATURE_BLOCKS]
+    if unknown:
+        raise ValueError(f"unknown feature block(s) {unknown}; known: {list(FEATURE_BLOCKS)}")
+    return FEATURE_NAMES + tuple(n for b in blocks for n in FEATURE_BLOCKS[b])
+
 
 #: Deployment domains with their own floor threshold, and the corpora each is tuned on.
 DOMAINS: dict[str, tuple[str, ...]] = {
@@ -125,11 +141,17 @@ class TurnTakingModel:
     backchannel_threshold: float = 1.0
     #: Floor threshold per deployment domain (see ``DOMAINS``), chosen on validation.
     domain_thresholds: dict[str, float] = field(default_factory=dict)
+    #: Extra feature blocks after the default features (``("chat",)`` for the chat model).
+    feature_blocks: tuple[str, ...] = ()
     #: Both ensembles in one node table for single-row scoring, with the two it was built from
     #: (rebuilt if either is swapped).
     _stacked: tuple[TreeEnsemble, TreeEnsemble, TreeEnsemble] | None = field(
         default=None, repr=False, compare=False
     )
+
+    @property
+    def feature_names(self) -> tuple[str, ...]:
+        return feature_names(self.feature_blocks)
 
     def raw_proba(self, x: np.ndarray) -> np.ndarray:
         return self.trees.predict(x)
@@ -203,20 +225,34 @@ class TurnTakingModel:
         meta = {
             **self.metadata,
             "format": MODEL_FORMAT if self.backchannel_trees is not None else _READABLE_FORMATS[0],
-            "features": list(FEATURE_NAMES),
+            "features": list(self.feature_names),
             "calibration": self.calibration.to_dict(),
             "threshold": self.threshold,
             "domain_thresholds": self.domain_thresholds,
             "backchannel_calibration": self.backchannel_calibration.to_dict(),
             "backchannel_threshold": self.backchannel_threshold,
         }
+        if self.feature_blocks:
+            meta["feature_blocks"] = list(self.feature_blocks)
         (folder / "model.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
         return folder
 
 
-def load_model(folder: str | Path | None = None) -> TurnTakingModel:
-    """Load a model folder (the shipped one by default); offline, no network, no pickle."""
-    folder = Path(folder) if folder is not None else DEFAULT_MODEL_DIR
+def model_dir_for(domain: str | None) -> Path:
+    """The shipped model folder for a deployment domain (the default one unless it has its own)."""
+    if domain is not None and domain not in DOMAINS:
+        raise PolylogueInputError(f"unknown domain {domain!r}; choose one of {', '.join(DOMAINS)}")
+    own = DOMAIN_MODEL_DIRS.get(domain or "")
+    return own if own is not None and (own / "model.json").is_file() else DEFAULT_MODEL_DIR
+
+
+def load_model(folder: str | Path | None = None, domain: str | None = None) -> TurnTakingModel:
+    """Load a model folder; offline, no network, no pickle.
+
+    Without a folder: the shipped model of ``domain`` (``chat`` has its own,
+    ``weights/chat/``; the other domains share the default model).
+    """
+    folder = Path(folder) if folder is not None else model_dir_for(domain)
     names = ("model.json", "trees.npz", "yield_weights.npy", "relation_weights.npy")
     paths = {n: folder / n for n in names}
     missing = [n for n, p in paths.items() if not p.is_file()]
@@ -229,10 +265,14 @@ def load_model(folder: str | Path | None = None) -> TurnTakingModel:
         raise ModelFilesError(
             f"{paths['model.json']}: format {meta.get('format')!r}, want {MODEL_FORMAT!r}"
         )
-    if meta.get("features") != list(FEATURE_NAMES):
+    blocks = tuple(str(b) for b in meta.get("feature_blocks", ()))
+    if any(b not in FEATURE_BLOCKS for b in blocks) or meta.get("features") != list(
+        feature_names(blocks)
+    ):
         raise ModelFilesError(
             f"{paths['model.json']}: trained on a different feature set than this polylogue version"
         )
+    n_features = len(feature_names(blocks))
     weights = {}
     for name in ("yield_weights.npy", "relation_weights.npy"):
         w = np.load(paths[name], allow_pickle=False)
@@ -240,7 +280,7 @@ def load_model(folder: str | Path | None = None) -> TurnTakingModel:
             raise ModelFilesError(f"{paths[name]}: shape {w.shape}, want ({HASH_SIZE},)")
         weights[name] = w.astype(np.float32)
     trees = TreeEnsemble.load(paths["trees.npz"])
-    if trees.feature.max(initial=-1) >= len(FEATURE_NAMES):
+    if trees.feature.max(initial=-1) >= n_features:
         raise ModelFilesError(f"{paths['trees.npz']}: splits on features this version lacks")
     backchannel: TreeEnsemble | None = None
     if meta["format"] == MODEL_FORMAT:
@@ -248,7 +288,7 @@ def load_model(folder: str | Path | None = None) -> TurnTakingModel:
         if not bpath.is_file():
             raise ModelFilesError(f"{folder}: format 2 model without backchannel_trees.npz")
         backchannel = TreeEnsemble.load(bpath)
-        if backchannel.feature.max(initial=-1) >= len(FEATURE_NAMES):
+        if backchannel.feature.max(initial=-1) >= n_features:
             raise ModelFilesError(f"{bpath}: splits on features this version lacks")
     model = TurnTakingModel(
         trees=trees,
@@ -263,6 +303,7 @@ def load_model(folder: str | Path | None = None) -> TurnTakingModel:
         ),
         backchannel_threshold=float(meta.get("backchannel_threshold", 1.0)),
         domain_thresholds={str(k): float(v) for k, v in meta.get("domain_thresholds", {}).items()},
+        feature_blocks=blocks,
     )
     model.prepare_live()
     return model

@@ -16,7 +16,8 @@ import numpy as np
 
 from polylogue.engine.engine import describe_cues
 from polylogue.engine.extract import FeatureExtractor
-from polylogue.engine.model import DEFAULT_MODEL_DIR, TurnTakingModel, load_model
+from polylogue.engine.features import N_FEATURES
+from polylogue.engine.model import TurnTakingModel, load_model, model_dir_for
 from polylogue.models.base import ModelSpecError, Prediction
 from polylogue.turntaking.types import Decision, DecisionInput
 
@@ -29,15 +30,15 @@ class DefaultPredictor:
     ) -> None:
         self.model = model
         self.threshold = model.threshold if threshold is None else float(threshold)
-        self.model_dir = model_dir or DEFAULT_MODEL_DIR
-        self._extractor = FeatureExtractor(model.yield_model, model.relation_model)
+        self.model_dir = model_dir or model_dir_for(None)
+        self._extractor = FeatureExtractor.for_model(model)
 
     @property
     def name(self) -> str:
         return "default"
 
     def describe(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "kind": "default",
             "format": self.model.metadata.get("format"),
             "trees": self.model.metadata.get("trees"),
@@ -46,6 +47,9 @@ class DefaultPredictor:
             },
             "threshold": self.threshold,
         }
+        if self.model.feature_blocks:
+            out["feature_blocks"] = list(self.model.feature_blocks)
+        return out
 
     def predict(self, inputs: Sequence[DecisionInput]) -> list[Prediction]:
         # Features stream through the conversation once; the trees then score the whole batch
@@ -65,23 +69,31 @@ class DefaultPredictor:
                     reasoning=None,
                     raw_output=f"{decision.value} p={prob:.3f}",
                     latency_s=latency,
-                    cues=describe_cues(row),
+                    cues=describe_cues(row[:N_FEATURES]),
                 )
             )
         return out
 
 
 def load_default_predictor(
-    threshold: float | None = None, model_dir: str | Path | None = None, **unknown: Any
+    threshold: float | None = None,
+    model_dir: str | Path | None = None,
+    domain: str | None = None,
+    **unknown: Any,
 ) -> DefaultPredictor:
     """The shipped model (or a model folder written by ``polylogue train-default``).
 
-    Options: ``threshold`` (decision threshold on calibrated P(SPEAK)), ``model_dir``.
+    Options: ``threshold`` (decision threshold on calibrated P(SPEAK)), ``model_dir``,
+    ``domain`` (meeting, tv, earnings, chat: that domain's shipped model, ``chat`` has its own,
+    and its validation-chosen threshold unless ``threshold`` is given).
     """
     if unknown:
         raise ModelSpecError(
             f"unknown option(s) for the default model: {', '.join(sorted(unknown))} "
-            "(known: threshold, model_dir)"
+            "(known: threshold, model_dir, domain)"
         )
-    folder = Path(model_dir) if model_dir is not None else None
-    return DefaultPredictor(load_model(folder), threshold=threshold, model_dir=folder)
+    folder = Path(model_dir) if model_dir is not None else model_dir_for(domain)
+    model = load_model(folder)
+    if threshold is None and domain is not None:
+        threshold = model.threshold_for(domain)
+    return DefaultPredictor(model, threshold=threshold, model_dir=folder)

@@ -37,6 +37,7 @@ from polylogue.engine.model import (
     HashedLogistic,
     TurnTakingModel,
     domain_of_corpus,
+    feature_names,
 )
 from polylogue.engine.text import HASH_SIZE, text_facts
 from polylogue.engine.trees import TreeEnsemble
@@ -76,6 +77,11 @@ class TrainOptions:
     #: (0: every corpus counts the same, 1: every point counts the same).
     corpus_weight_power: float = 0.5
     threads: int = 2
+    #: Extra feature blocks after the default features (``("chat",)``: the chat-domain model).
+    feature_blocks: tuple[str, ...] = ()
+    #: Weight SPEAK and SILENT equally within each corpus for the floor booster and its
+    #: calibration (see _weights): P(take floor) is then calibrated to a balanced prior.
+    balance_classes: bool = False
 
 
 @dataclass
@@ -150,6 +156,7 @@ def split_data(
     benches: Sequence[Benchmark],
     split: str,
     scorer_for_group: Callable[[str], HashedLogistic],
+    feature_blocks: tuple[str, ...] = (),
 ) -> SplitData:
     """Features for every point of ``split`` in every benchmark (one streaming pass each).
 
@@ -166,7 +173,9 @@ def split_data(
         points = b.points(split)
         for p in points:
             scorer = scorer_for_group(p.group)
-            ex = extractors.setdefault(id(scorer), FeatureExtractor(scorer, no_relation))
+            ex = extractors.setdefault(
+                id(scorer), FeatureExtractor(scorer, no_relation, chat="chat" in feature_blocks)
+            )
             xs.append(ex.features([p.input], keys)[0])
             ys.append(p.gold.label is Decision.SPEAK)
             bs.append(p.gold.floor_outcome is Outcome.BACKCHANNEL)
@@ -282,11 +291,25 @@ def outcome_table(data: SplitData, p_back: np.ndarray, threshold: float) -> dict
 # ----------------------------------------------------------------------------- training
 
 
-def _weights(corpus: np.ndarray, power: float) -> np.ndarray:
+def _weights(
+    corpus: np.ndarray, power: float, y: np.ndarray | None = None, balance: bool = False
+) -> np.ndarray:
+    """Row weights: each corpus's total weight is proportional to n**power.
+
+    ``balance``: within each corpus, SPEAK and SILENT rows get equal total weight, so a
+    balanced-accuracy threshold is about the same for corpora with very different SPEAK rates
+    (IRC 8%, Molweni 31%) and one threshold serves them all.
+    """
     w = np.ones(len(corpus), dtype=np.float64)
     names, counts = np.unique(corpus, return_counts=True)
     for name, n in zip(names, counts, strict=True):
-        w[corpus == name] = n ** (power - 1.0)
+        m = corpus == name
+        w[m] = n ** (power - 1.0)
+        if balance and y is not None:
+            for label in (0, 1):
+                mc = m & (y == label)
+                if mc.any():
+                    w[mc] *= 0.5 * n / mc.sum()
     return w * len(w) / w.sum()
 
 
@@ -316,9 +339,11 @@ def train_default_model(
     }
     log(f"turn-yield model on {len(rows):,} utterances ({time.perf_counter() - t0:.0f}s)")
 
-    train = split_data(benches, "train", lambda g: fold_yield[_fold(g)])
-    val = split_data(benches, "validation", lambda g: full_yield)
-    test = split_data(benches, "test", lambda g: full_yield)
+    blocks = opts.feature_blocks
+    names = list(feature_names(blocks))
+    train = split_data(benches, "train", lambda g: fold_yield[_fold(g)], blocks)
+    val = split_data(benches, "validation", lambda g: full_yield, blocks)
+    test = split_data(benches, "test", lambda g: full_yield, blocks)
     log(
         f"features: train {len(train.y):,}  validation {len(val.y):,}  test {len(test.y):,} "
         f"({time.perf_counter() - t0:.0f}s)"
@@ -362,12 +387,15 @@ def train_default_model(
     dtrain = lgb.Dataset(
         train.x,
         train.y,
-        weight=_weights(train.corpus, opts.corpus_weight_power),
-        feature_name=list(FEATURE_NAMES),
+        weight=_weights(train.corpus, opts.corpus_weight_power, train.y, opts.balance_classes),
+        feature_name=names,
         free_raw_data=False,
     )
     dval = lgb.Dataset(
-        val.x, val.y, weight=_weights(val.corpus, opts.corpus_weight_power), reference=dtrain
+        val.x,
+        val.y,
+        weight=_weights(val.corpus, opts.corpus_weight_power, val.y, opts.balance_classes),
+        reference=dtrain,
     )
     booster = lgb.train(
         params,
@@ -386,7 +414,17 @@ def train_default_model(
         raise AssertionError(f"numpy trees disagree with LightGBM by {gap:.2e}")
 
     raw_val = np.asarray(booster.predict(val.x, num_threads=opts.threads), dtype=np.float64)
-    iso = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0).fit(raw_val, val.y)
+    # With balanced classes the calibration targets the same balanced prior (each corpus's
+    # SPEAK and SILENT weighted equally), so one threshold on a fine grid serves every corpus;
+    # calibrating such a model to the natural rates squeezes low-rate corpora into a few steps.
+    cal_weight = (
+        _weights(val.corpus, opts.corpus_weight_power, val.y, balance=True)
+        if opts.balance_classes
+        else None
+    )
+    iso = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0).fit(
+        raw_val, val.y, sample_weight=cal_weight
+    )
     calibration = Calibration(
         tuple(float(v) for v in iso.X_thresholds_), tuple(float(v) for v in iso.y_thresholds_)
     )
@@ -410,7 +448,7 @@ def train_default_model(
         metrics["test"] = metric_table(test, p_test, threshold)
         pb_test = _backchannel_proba(bbooster, back_calibration, test.x, p_test, opts.threads)
         metrics["test_backchannel"] = outcome_table(test, pb_test, back_threshold)
-    importance = dict(zip(FEATURE_NAMES, booster.feature_importance("gain").tolist(), strict=True))
+    importance = dict(zip(names, booster.feature_importance("gain").tolist(), strict=True))
     meta = {
         "trained_on": {
             b.name: {"data_hash": b.data_hash, "corpora": b.manifest.get("corpora")}
@@ -436,6 +474,7 @@ def train_default_model(
         backchannel_calibration=back_calibration,
         backchannel_threshold=back_threshold,
         domain_thresholds=domain_thresholds,
+        feature_blocks=blocks,
     )
     log(
         f"threshold {threshold:.2f}, backchannel {back_threshold:.2f}; "
@@ -481,7 +520,7 @@ def _fit_backchannel(
         train.x,
         train.backchannel,
         weight=_weights(train.corpus, opts.corpus_weight_power),
-        feature_name=list(FEATURE_NAMES),
+        feature_name=list(feature_names(opts.feature_blocks)),
         free_raw_data=False,
     )
     bval = lgb.Dataset(
