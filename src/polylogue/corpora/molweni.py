@@ -3,7 +3,7 @@
 ``folder`` is ``shared/data/molweni`` (or its ``DP`` folder). ``DP/{split}.json`` is a list of
 ``{"id", "edus": [{"text", "speaker"}], "relations": [{"x", "y", "type"}]}``; a relation
 ``x -> y`` says EDU ``y`` attaches to (replies to) EDU ``x``. Each dialogue becomes one
-:class:`Conversation` (``id = "molweni-{split}-{id}"``, ``group`` = the dialogue id):
+:class:`Conversation` (``id = "molweni-{split}-{id}"``, ``group`` = its *stretch*, below):
 
 * one :class:`Utterance` per EDU, text detokenised (``llutz , you 're`` -> ``llutz, you're``),
   ``id = "{dialogue id}:{k}"``, no times (the release has none);
@@ -14,7 +14,19 @@
 * ``dialogue_act`` = the relation type(s) of its incoming links (``QAP``, ``Comment``, ...,
   several joined by ``+``);
 * ``metadata["reply_to"]``: per utterance the EDU indices it attaches to;
-  ``metadata["split"]``: ``dev`` or ``test``.
+  ``metadata["split"]``: ``dev`` or ``test``; ``metadata["dialogue"]``: the dialogue id.
+
+**Stretches.** The dialogues are overlapping windows of one IRC channel: 407 of the 500 dev
+dialogues (400 of 500 test) share at least one message with another dialogue of their file.
+Dialogues of one file that share a message (same speaker and same text) are joined,
+transitively, into a stretch (dev: 199 stretches of 1-8 dialogues, test: 205), and every
+dialogue's ``group`` is its stretch, named ``"{split}-stretch-{first dialogue id}"`` after
+the stretch's first dialogue in file order. Splits and group-bootstrap intervals therefore
+never separate overlapping windows. Stretches are computed per file: the authors' dev/test
+split is kept as released, although 15 test dialogues share 63 messages with dev dialogues.
+Dialogues of the ``test`` file carry ``metadata["benchmark_split"] = "test"``, so
+``polylogue build`` keeps them in test and splits the other files' stretches into
+train/validation (see :data:`polylogue.turntaking.dataset.FIXED_SPLIT_KEY`).
 
 Participants are the speakers in order of first EDU (``roster_known=False``), with the
 lower-case nick as alias (see :func:`polylogue.corpora.irc.nick_participant`).
@@ -35,6 +47,9 @@ from polylogue.corpora.irc import nick_participant
 CORPUS = "molweni"
 DOMAIN = "chat"
 SPLITS: tuple[str, ...] = ("train", "dev", "test")
+#: The official split file whose dialogues stay in the benchmark's test split.
+TEST_SPLIT = "test"
+_STRETCH = "-stretch-"
 #: Speaker id for EDUs whose speaker field is empty.
 UNKNOWN_SPEAKER = "(unknown)"
 
@@ -76,12 +91,50 @@ def read_molweni_file(path: str | Path, split: str | None = None) -> Iterator[Co
     if not isinstance(doc, list):
         raise ConversationFormatError(path, "", "expected a JSON list of dialogues")
     seen: set[str] = set()
+    convs: list[Conversation] = []
     for k, item in enumerate(doc):
         conv = dialogue_conversation(item, path, k, split)
         if conv.id in seen:
             raise ConversationFormatError(path, f"dialogue {k}", f"duplicate id {conv.id!r}")
         seen.add(conv.id)
-        yield conv
+        convs.append(conv)
+    fixed = {"benchmark_split": "test"} if split == TEST_SPLIT else {}
+    for conv, group in zip(convs, stretch_groups(convs), strict=True):
+        yield replace(conv, group=group, metadata={**conv.metadata, **fixed})
+
+
+def stretch_groups(convs: list[Conversation]) -> list[str]:
+    """Per dialogue, the name of its stretch: dialogues sharing a message (speaker and text),
+    joined transitively, named ``"{split}-stretch-{first dialogue id}"`` after the first
+    member in the given order (the dialogues of one split file)."""
+    parent = list(range(len(convs)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    first_with: dict[tuple[str, str], int] = {}
+    for i, c in enumerate(convs):
+        for u in c.utterances:
+            j = first_with.setdefault((u.speaker, u.text), i)
+            if root(j) != root(i):
+                parent[root(i)] = root(j)
+    name: dict[int, str] = {}
+    for i, c in enumerate(convs):
+        split = c.metadata.get("split") or "x"
+        name.setdefault(root(i), f"{split}{_STRETCH}{c.metadata['dialogue']}")
+    return [name[root(i)] for i in range(len(convs))]
+
+
+def stretch_first_dialogue_group(group: str) -> str:
+    """The dialogue-level group (``"dev-<id>"``) of a stretch's first dialogue, as groups were
+    named before stretches (the chat model's validation hash is keyed on it)."""
+    split, sep, did = group.partition(_STRETCH)
+    if not sep:
+        raise ValueError(f"not a Molweni stretch group: {group!r}")
+    return f"{split}-{did}"
 
 
 def dialogue_conversation(item: Any, path: str | Path, k: int, split: str | None) -> Conversation:
@@ -158,6 +211,7 @@ def dialogue_conversation(item: Any, path: str | Path, k: int, split: str | None
         metadata={
             "unit": "edu",
             "split": split,
+            "dialogue": str(did),
             "reply_to": [sorted(p) for p in parents],
         },
     )
@@ -171,4 +225,11 @@ def _dp_dir(folder: str | Path) -> Path:
     raise FileNotFoundError(f"{base} holds no Molweni DP files (expected DP/dev.json etc.)")
 
 
-__all__ = ["dialogue_conversation", "molweni_splits", "read_molweni", "read_molweni_file"]
+__all__ = [
+    "dialogue_conversation",
+    "molweni_splits",
+    "read_molweni",
+    "read_molweni_file",
+    "stretch_first_dialogue_group",
+    "stretch_groups",
+]

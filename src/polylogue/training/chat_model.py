@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from polylogue.conversation import Conversation
+from polylogue.corpora.molweni import stretch_first_dialogue_group
 from polylogue.training.default_model import TrainOptions
 from polylogue.turntaking.dataset import Benchmark
 
@@ -51,38 +52,21 @@ def irc_split_for(convs: list[Conversation]) -> Callable[[str], str]:
 
 
 def molweni_split_for(convs: list[Conversation]) -> Callable[[str], str]:
-    """Benchmark split of a Molweni dialogue group (``dev-<id>`` / ``test-<id>``).
+    """Benchmark split of a Molweni group (a stretch, ``dev-stretch-<id>`` / ``test-stretch-<id>``).
 
-    Molweni's dialogues are overlapping windows of one channel: 4 in 5 dev dialogues share a
-    message with another dev dialogue. Dev dialogues are therefore grouped into *stretches*
-    (connected by shared messages) and whole stretches go to validation (about one in
-    ``MOLWENI_VALIDATION_EVERY``, by a hash of the stretch's first id), so validation does not
-    see the words of training dialogues.
+    Molweni's dialogues are overlapping windows of one channel, so the reader groups them into
+    *stretches* (dialogues connected by shared messages). Whole dev stretches go to validation
+    (about one in ``MOLWENI_VALIDATION_EVERY``, by a hash of the stretch's first dialogue's
+    ``dev-<id>``, the key the shipped chat model's split used), so validation does not see the
+    words of training dialogues; the test file's stretches are test.
     """
-    dev = [c for c in convs if c.group_id.startswith("dev-")]
-    parent = list(range(len(dev)))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    first_with: dict[tuple[str, str], int] = {}
-    for i, c in enumerate(dev):
-        for u in c.utterances:
-            j = first_with.setdefault((u.speaker, u.text), i)
-            if j != i:
-                parent[root(i)] = root(j)
-    stretch: dict[int, str] = {}
-    for i, c in enumerate(dev):
-        stretch.setdefault(root(i), c.group_id)
     every = MOLWENI_VALIDATION_EVERY
     split_of = {
         c.group_id: "validation"
-        if zlib.crc32(stretch[root(i)].encode("utf-8")) % every == 0
+        if zlib.crc32(stretch_first_dialogue_group(c.group_id).encode("utf-8")) % every == 0
         else "train"
-        for i, c in enumerate(dev)
+        for c in convs
+        if c.metadata.get("split") == "dev"
     }
     return lambda group: "test" if group.startswith("test-") else split_of[group]
 

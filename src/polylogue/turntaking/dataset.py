@@ -65,6 +65,10 @@ Protocol = Literal["default", "paper"]
 #: A group counts as addressee-annotated for split stratification when at least this share of
 #: its utterances is annotated (AMI has series with 1-3 stray annotations; they are "plain").
 ANNOTATED_GROUP_MIN_SHARE = 0.05
+#: Conversation metadata key that pins a conversation's group to one benchmark split (the
+#: corpus's official test set, e.g. Molweni's ``test`` file); the corpus's other groups are
+#: then split over the remaining splits, in proportion to their fractions.
+FIXED_SPLIT_KEY = "benchmark_split"
 
 
 class BenchmarkFormatError(PolylogueInputError):
@@ -151,6 +155,7 @@ def build_benchmark(
     conv_ids: set[str] = set()
     # Per group: (utterances with annotated addressees, all utterances).
     annotation: dict[str, list[int]] = {}
+    fixed_split: dict[str, str] = {}
     for conv in conversations:
         if conv.id in conv_ids:
             raise PolylogueInputError(
@@ -166,6 +171,14 @@ def build_benchmark(
         if options.require_addressee_annotation and not n_annotated:
             counts["conversations_without_annotation_skipped"] += 1
             continue
+        pinned = conv.metadata.get(FIXED_SPLIT_KEY)
+        if pinned is not None:
+            if pinned not in SPLITS or fixed_split.get(conv.group_id, pinned) != pinned:
+                raise PolylogueInputError(
+                    f"conversation {conv.id!r} (source {conv.source}): {FIXED_SPLIT_KEY} "
+                    f"{pinned!r} is not one of {', '.join(SPLITS)} or conflicts with its group"
+                )
+            fixed_split[conv.group_id] = pinned
         share = annotation.setdefault(conv.group_id, [0, 0])
         share[0] += n_annotated
         share[1] += len(conv.utterances)
@@ -189,22 +202,40 @@ def build_benchmark(
     if options.protocol == "paper":
         points = _paper_splits(points, options)
     else:
-        points = _assign_splits(points, options, annotated_groups)
+        points = _assign_splits(points, options, annotated_groups, fixed_split)
     counts["points"] = len(points)
     return BenchmarkBuild(conversations=convs, points=points, options=options, counts=dict(counts))
 
 
 def _assign_splits(
-    points: list[DecisionPoint], options: BuildOptions, annotated_groups: set[str]
+    points: list[DecisionPoint],
+    options: BuildOptions,
+    annotated_groups: set[str],
+    fixed_split: dict[str, str] | None = None,
 ) -> list[DecisionPoint]:
+    fixed_split = fixed_split or {}
     by_corpus: dict[str, list[int]] = {}
     for i, p in enumerate(points):
         by_corpus.setdefault(p.input.corpus, []).append(i)
     split_of = [""] * len(points)
-    for _corpus, idx in sorted(by_corpus.items()):
+    for _corpus, all_idx in sorted(by_corpus.items()):
+        # Pinned groups keep their split; the rest share the splits nobody pinned.
+        pinned = {fixed_split[points[i].group] for i in all_idx if points[i].group in fixed_split}
+        for i in all_idx:
+            if points[i].group in fixed_split:
+                split_of[i] = fixed_split[points[i].group]
+        idx = [i for i in all_idx if points[i].group not in fixed_split]
+        if not idx:
+            continue
+        fractions = options.fractions
+        if pinned:
+            kept = [0.0 if name in pinned else f for name, f in zip(SPLITS, fractions, strict=True)]
+            fractions = (kept[0] / sum(kept), kept[1] / sum(kept), kept[2] / sum(kept))
         groups = [points[i].group for i in idx]
         strata = [points[i].gold.category.value for i in idx]
-        if len(set(groups)) < 3:
+        if pinned and len(set(groups)) < 3:
+            assignment = dict.fromkeys(groups, "train")
+        elif len(set(groups)) < 3:
             # Too few conversations to split (e.g. one user transcript): evaluation only.
             assignment = dict.fromkeys(groups, "test")
         else:
@@ -214,7 +245,7 @@ def _assign_splits(
             assignment = grouped_split(
                 groups,
                 strata,
-                options.fractions,
+                fractions,
                 options.seed,
                 group_strata,
                 min_groups={"annotated": options.min_annotated_groups},
