@@ -249,3 +249,68 @@ def test_builder_counts_chat_nick_address_without_punctuation() -> None:
     meeting = Conversation("m", "user", utts, parts, domain="meeting")
     g = {p.point_id: p for p in conversation_points(meeting)}["m:2:ActionParsnip"].gold
     assert not g.addressed and g.referenced
+
+
+def test_molweni_groups_are_stretches_of_overlapping_dialogues(
+    molweni: list[Conversation],
+) -> None:
+    by_split: dict[str, list[Conversation]] = {}
+    for c in molweni:
+        by_split.setdefault(c.metadata["split"], []).append(c)
+    for split, convs in by_split.items():
+        group_of: dict[tuple[str, str], str] = {}
+        members: dict[str, list[Conversation]] = {}
+        for c in convs:
+            assert c.id == f"molweni-{split}-{c.metadata['dialogue']}"
+            members.setdefault(c.group_id, []).append(c)
+            for u in c.utterances:
+                # No message of one split file is in two stretches.
+                assert group_of.setdefault((u.speaker, u.text), c.group_id) == c.group_id
+        for group, ms in members.items():
+            # Named after its first dialogue (file order), and connected: growing from the
+            # first member over shared messages reaches every member.
+            assert group == f"{split}-stretch-{ms[0].metadata['dialogue']}"
+            reached = {ms[0].id}
+            msgs = {(u.speaker, u.text) for u in ms[0].utterances}
+            grew = True
+            while grew:
+                grew = False
+                for m in ms:
+                    keys = {(u.speaker, u.text) for u in m.utterances}
+                    if m.id not in reached and keys & msgs:
+                        reached.add(m.id)
+                        msgs |= keys
+                        grew = True
+            assert reached == {m.id for m in ms}, group
+        assert all(
+            (c.metadata.get("benchmark_split") == "test") == (split == "test") for c in convs
+        )
+    dev_msgs = {(u.speaker, u.text) for c in by_split["dev"] for u in c.utterances}
+    cross = sum(
+        bool({(u.speaker, u.text) for u in c.utterances} & dev_msgs) for c in by_split["test"]
+    )
+    # The authors' dev/test split is kept: a few test windows overlap dev (15 of 500).
+    assert 0 < cross < 25
+    assert len({c.group_id for c in by_split["dev"]}) < len(by_split["dev"]) // 2
+
+
+def test_molweni_build_keeps_stretches_in_one_split(molweni: list[Conversation]) -> None:
+    from polylogue.turntaking.dataset import BuildOptions, build_benchmark
+
+    build = build_benchmark(molweni, BuildOptions())
+    split_of: dict[str, set[str]] = {}
+    for p in build.points:
+        split_of.setdefault(p.group, set()).add(p.split)
+    assert all(len(s) == 1 for s in split_of.values())
+    file_split = {c.group_id: c.metadata["split"] for c in molweni}
+    for group, (split,) in split_of.items():
+        # The official test file is the test split; dev stretches are train or validation.
+        assert (split == "test") == (file_split[group] == "test"), group
+    # No dev message is both in train and in validation.
+    seen: dict[tuple[str, str], str] = {}
+    for c in molweni:
+        if c.group_id in split_of and file_split[c.group_id] == "dev":
+            (split,) = split_of[c.group_id]
+            for u in c.utterances:
+                assert seen.setdefault((u.speaker, u.text), split) == split
+    assert {p.split for p in build.points} == {"train", "validation", "test"}
