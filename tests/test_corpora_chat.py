@@ -314,3 +314,15 @@ def test_molweni_build_keeps_stretches_in_one_split(molweni: list[Conversation])
             for u in c.utterances:
                 assert seen.setdefault((u.speaker, u.text), split) == split
     assert {p.split for p in build.points} == {"train", "validation", "test"}
+
+
+def test_pinned_benchmark_split_must_be_a_split(molweni: list[Conversation]) -> None:
+    from dataclasses import replace
+
+    from polylogue.errors import PolylogueInputError
+    from polylogue.turntaking.dataset import FIXED_SPLIT_KEY, BuildOptions, build_benchmark
+
+    conv = molweni[0]
+    bad = replace(conv, metadata={**conv.metadata, FIXED_SPLIT_KEY: "holdout"})
+    with pytest.raises(PolylogueInputError, match=rf"{conv.id}.*'holdout' is not one of"):
+        build_benchmark([bad, *molweni[1:6]], BuildOptions())
