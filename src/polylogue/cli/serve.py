@@ -36,6 +36,20 @@ def serve(
     sweep_interval: Annotated[
         float, typer.Option(help="Seconds between sweeps for idle sessions.")
     ] = 30.0,
+    flush_interval: Annotated[
+        float,
+        typer.Option(
+            help="SQLite state: seconds between batched snapshot writes (a crash loses at "
+            "most this much; a normal stop writes everything). 0 writes before each answer."
+        ),
+    ] = 0.05,
+    trace: Annotated[
+        bool,
+        typer.Option(
+            help="Add per-step timestamps to every stream result (latency breakdown of "
+            "benchmarks/serve_load.py)."
+        ),
+    ] = False,
 ) -> None:
     """Serve turn-taking decisions to live agents over WebSocket and HTTP."""
     from polylogue.extras import require_extra
@@ -47,14 +61,21 @@ def serve(
     from polylogue.serve.store import open_store
 
     check_bind(host, token)
-    store = open_store(state, idle_ttl)
+    store = open_store(state, idle_ttl, flush_interval)
     if hasattr(store, "ping"):
         import asyncio
 
         asyncio.run(store.ping())  # fail now, with the URL, not at the first event
-        store = open_store(state, idle_ttl)  # a fresh client bound to uvicorn's loop
+        store = open_store(
+            state, idle_ttl, flush_interval
+        )  # a fresh client bound to uvicorn's loop
     app = create_app(
-        store, token=token, idle_s=idle_ttl, max_sessions=max_sessions, sweep_s=sweep_interval
+        store,
+        token=token,
+        idle_s=idle_ttl,
+        max_sessions=max_sessions,
+        sweep_s=sweep_interval,
+        trace=trace,
     )
     typer.echo(f"polylogue serve on http://{host}:{port} (state: {state or 'sqlite default'})")
     uvicorn.run(app, host=host, port=port, log_level="warning", ws_max_size=256 * 1024)

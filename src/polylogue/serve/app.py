@@ -20,6 +20,7 @@ never touches another session.
 from __future__ import annotations
 
 import asyncio
+import gc
 import hmac
 import json
 import logging
@@ -234,20 +235,38 @@ class Sessions:
         self._remember(sid, c)
         return c
 
-    async def apply(self, sid: str, raw: Any) -> dict[str, Any]:
-        """Apply one event (already JSON-decoded) to a session; returns its result object."""
+    async def apply(
+        self, sid: str, raw: Any, trace: dict[str, float] | None = None
+    ) -> dict[str, Any]:
+        """Apply one event (already JSON-decoded) to a session; returns its result object.
+
+        With ``trace`` (a dict), the monotonic clock (``time.perf_counter``, comparable
+        between processes on one Linux machine) is written at each step; the stream handler
+        returns it for ``benchmarks/serve_load.py``'s latency breakdown.
+        """
         seq = raw.get("seq") if isinstance(raw, dict) else None
         t0 = time.perf_counter()
         touched = False
         try:
             event = parse_event(raw)
+            if trace is not None:
+                trace["parsed"] = time.perf_counter()
             async with self.store.lock(sid):
                 c = await self._current(sid)
+                if trace is not None:
+                    trace["locked"] = time.perf_counter()
                 touched = True
                 result = _apply(c.live, event)
                 c.version += 1
                 c.used = time.monotonic()
-                await self.store.save(sid, c.version, c.live.to_dict())
+                if trace is not None:
+                    trace["decided"] = time.perf_counter()
+                snapshot = c.live.to_dict()
+                if trace is not None:
+                    trace["snapshot"] = time.perf_counter()
+                await self.store.save(sid, c.version, snapshot)
+                if trace is not None:
+                    trace["saved"] = time.perf_counter()
         except (PolylogueInputError, ValueError) as e:
             # The event may have been half applied: the stored snapshot (the state after the
             # last good event) is the truth, so reload it next time.
@@ -339,7 +358,9 @@ def create_app(
     max_sessions: int = 10_000,
     model: TurnTakingModel | None = None,
     sweep_s: float = 30.0,
+    trace: bool = False,
 ) -> Starlette:
+    """The service. ``trace`` adds per-step timestamps (``"trace"``) to each stream result."""
     metrics = Metrics()
     sessions = Sessions(store, model or load_model(), metrics, idle_s, max_sessions)
 
@@ -439,6 +460,7 @@ def create_app(
         try:
             while True:
                 msg = await ws.receive_text()
+                received = time.perf_counter()
                 if len(msg) > MAX_MESSAGE:
                     await ws.send_json({"ok": False, "seq": None, "error": "message too large"})
                     continue
@@ -448,7 +470,14 @@ def create_app(
                     metrics.errors.inc(kind="NotJSON")
                     await ws.send_json({"ok": False, "seq": None, "error": f"not JSON: {e}"})
                     continue
-                await ws.send_json(await sessions.apply(sid, raw))
+                if not trace:
+                    await ws.send_json(await sessions.apply(sid, raw))
+                    continue
+                steps = {"received": received, "json": time.perf_counter()}
+                result = await sessions.apply(sid, raw, steps)
+                steps["gc_s"] = metrics.gc_seconds()
+                steps["reply"] = time.perf_counter()
+                await ws.send_json({**result, "trace": steps})
         except WebSocketDisconnect:
             pass
         finally:
@@ -464,9 +493,16 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: Starlette) -> Any:
         task = asyncio.create_task(sweeper())
+        # Everything loaded so far (the model, the libraries) lives as long as the process:
+        # moving it out of the collector's generations keeps full collections short (they
+        # paused every session for tens of ms, see benchmarks/serve_load.py's "gc" split).
+        gc.collect()
+        gc.freeze()
+        metrics.gc.start()
         try:
             yield
         finally:
+            metrics.gc.stop()
             task.cancel()
             await store.close()
 

@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import secrets
 import sqlite3
 import time
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
 from polylogue.errors import PolylogueInputError
+
+logger = logging.getLogger("polylogue.serve")
 
 
 class SessionStoreError(PolylogueInputError):
@@ -41,45 +45,111 @@ class SessionStore(Protocol):
 
 
 class SQLiteStore:
-    """Snapshots in one SQLite file (WAL); survives restarts of a single service process."""
+    """Snapshots in one SQLite file (WAL); survives restarts of a single service process.
+
+    Writes are *write-behind*: :meth:`save` serialises the snapshot at once (so it is the
+    state after that event) and queues it; a background flush writes everything queued in one
+    transaction, in a worker thread, every ``flush_s`` seconds, keeping only each session's
+    newest snapshot. Reads see queued snapshots first, so this process never goes back in
+    time. Durability: a graceful stop (SIGTERM/SIGINT, :meth:`close`) writes everything; a
+    crash (SIGKILL, power loss) loses at most the events of the last ``flush_s`` seconds plus
+    one write. ``flush_s=0`` writes every snapshot before answering its event.
+    """
 
     exclusive = True
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, flush_s: float = 0.05) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.flush_s = flush_s
+        self.db = self._connect()
         self.db.execute(
             "CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, version INTEGER NOT NULL,"
             " snapshot TEXT NOT NULL, updated REAL NOT NULL)"
         )
+        #: the flush thread's own connection (a connection is used by one thread at a time)
+        self._writer = self._connect()
         self._locks: dict[str, asyncio.Lock] = {}
+        #: sid -> (version, snapshot JSON, time): saved but not written yet
+        self._pending: dict[str, tuple[int, str, float]] = {}
+        #: rows the flush thread is writing now (still visible to reads until committed)
+        self._inflight: dict[str, tuple[int, str, float]] = {}
+        self._flusher: asyncio.Task[None] | None = None
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="polylogue-sqlite")
+        self.flush_errors = 0
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        return db
+
+    def _queued(self, sid: str) -> tuple[int, str, float] | None:
+        return self._pending.get(sid) or self._inflight.get(sid)
 
     async def version(self, sid: str) -> int | None:
+        if (q := self._queued(sid)) is not None:
+            return q[0]
         row = self.db.execute("SELECT version FROM sessions WHERE id=?", (sid,)).fetchone()
         return None if row is None else int(row[0])
 
     async def load(self, sid: str) -> tuple[int, dict[str, Any]] | None:
+        if (q := self._queued(sid)) is not None:
+            return q[0], json.loads(q[1])
         row = self.db.execute(
             "SELECT version, snapshot FROM sessions WHERE id=?", (sid,)
         ).fetchone()
         return None if row is None else (int(row[0]), json.loads(row[1]))
 
     async def save(self, sid: str, version: int, snapshot: dict[str, Any]) -> None:
-        self.db.execute(
-            "INSERT INTO sessions(id, version, snapshot, updated) VALUES (?,?,?,?) "
-            "ON CONFLICT(id) DO UPDATE SET version=excluded.version, "
-            "snapshot=excluded.snapshot, updated=excluded.updated",
-            (sid, version, json.dumps(snapshot, separators=(",", ":")), time.time()),
-        )
+        self._pending[sid] = (version, json.dumps(snapshot, separators=(",", ":")), time.time())
+        if self.flush_s <= 0:
+            await self.flush()
+        elif self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.get_running_loop().create_task(self._flush_soon())
+
+    async def _flush_soon(self) -> None:
+        await asyncio.sleep(self.flush_s)
+        await self.flush()
+
+    async def flush(self) -> None:
+        """Write every queued snapshot (one transaction, in the worker thread)."""
+        while self._inflight:  # another flush is writing; keep the order of versions
+            await asyncio.sleep(0.001)
+        if not self._pending:
+            return
+        self._inflight, self._pending = self._pending, {}
+        rows = [(sid, v, snap, t) for sid, (v, snap, t) in self._inflight.items()]
+        try:
+            await asyncio.get_running_loop().run_in_executor(self._executor, self._write, rows)
+        except sqlite3.Error:
+            # Keep them queued (newer saves win) and retry at the next flush.
+            self.flush_errors += 1
+            logger.exception("writing %d session snapshots failed; retrying", len(rows))
+            self._pending = {**self._inflight, **self._pending}
+            if self._flusher is None or self._flusher.done():
+                self._flusher = asyncio.get_running_loop().create_task(self._flush_soon())
+        finally:
+            self._inflight = {}
+
+    def _write(self, rows: list[tuple[str, int, str, float]]) -> None:
+        with self._writer:  # one transaction
+            self._writer.execute("BEGIN")
+            self._writer.executemany(
+                "INSERT INTO sessions(id, version, snapshot, updated) VALUES (?,?,?,?) "
+                "ON CONFLICT(id) DO UPDATE SET version=excluded.version, "
+                "snapshot=excluded.snapshot, updated=excluded.updated",
+                rows,
+            )
 
     async def delete(self, sid: str) -> None:
+        self._pending.pop(sid, None)
+        await self.flush()
         self.db.execute("DELETE FROM sessions WHERE id=?", (sid,))
         self._locks.pop(sid, None)
 
     async def expire(self, idle_s: float) -> list[str]:
+        await self.flush()
         cutoff = time.time() - idle_s
         ids = [r[0] for r in self.db.execute("SELECT id FROM sessions WHERE updated<?", (cutoff,))]
         self.db.execute("DELETE FROM sessions WHERE updated<?", (cutoff,))
@@ -88,12 +158,18 @@ class SQLiteStore:
         return ids
 
     async def count(self) -> int:
+        await self.flush()
         return int(self.db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0])
 
     def lock(self, sid: str) -> asyncio.Lock:
         return self._locks.setdefault(sid, asyncio.Lock())
 
     async def close(self) -> None:
+        if self._flusher is not None:
+            self._flusher.cancel()
+        await self.flush()
+        self._executor.shutdown(wait=True)
+        self._writer.close()
         self.db.close()
 
 
@@ -198,19 +274,23 @@ class RedisStore:
         await self.r.aclose()
 
 
-def open_store(state: str | None, idle_s: float) -> SessionStore:
-    """``redis://host:port/db``, ``sqlite:///path`` or a plain path (SQLite)."""
+def open_store(state: str | None, idle_s: float, flush_s: float = 0.05) -> SessionStore:
+    """``redis://host:port/db``, ``sqlite:///path`` or a plain path (SQLite).
+
+    ``flush_s``: SQLite's write-behind interval (see :class:`SQLiteStore`); Redis writes
+    every snapshot before answering (other processes must see it).
+    """
     if state is None:
         import os
 
         base = os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
-        return SQLiteStore(Path(base) / "polylogue" / "sessions.sqlite")
+        return SQLiteStore(Path(base) / "polylogue" / "sessions.sqlite", flush_s)
     if state.startswith(("redis://", "rediss://", "unix://")):
         return RedisStore(state, idle_s)
     if state.startswith("sqlite:///"):
-        return SQLiteStore(state.removeprefix("sqlite:///"))
+        return SQLiteStore(state.removeprefix("sqlite:///"), flush_s)
     if "://" in state:
         raise SessionStoreError(
             f"--state {state!r}: use redis://..., sqlite:///path or a file path"
         )
-    return SQLiteStore(state)
+    return SQLiteStore(state, flush_s)
