@@ -134,7 +134,7 @@ def test_token_on_every_route_and_socket(tmp_path: Path, ami: Conversation) -> N
     check_bind("0.0.0.0", TOKEN)
     import subprocess
 
-    from servers import POLYLOGUE
+    from polylogue.serve.local import POLYLOGUE
 
     r = subprocess.run(
         [POLYLOGUE, "serve", "--host", "0.0.0.0"], capture_output=True, text=True, timeout=120
