@@ -68,6 +68,12 @@ STEPS = ("client_late", "to_server", "parse", "lock", "decide", "snapshot", "sto
 EXTRA = ("behind",)
 
 
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (robust to other jobs on the machine)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -209,9 +215,13 @@ async def _client_async(plans: list[_Plan], t_start: float) -> tuple[list[_Recor
     return records, lag
 
 
-def _client_process(args: tuple[list[_Plan], float]) -> tuple[list[_Record], list[float]]:
+def _client_process(
+    args: tuple[list[_Plan], float],
+) -> tuple[list[_Record], list[float], float]:
     plans, t_start = args
-    return asyncio.run(_client_async(plans, t_start))
+    cpu0 = time.process_time()
+    records, lag = asyncio.run(_client_async(plans, t_start))
+    return records, lag, time.process_time() - cpu0
 
 
 def _q(xs: list[float], p: int) -> float:
@@ -305,6 +315,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             urls = [stack.enter_context(polylogue_serve("--state", state, *server_args, pids=pids))]
         plans = _plans(convs, urls, args.sessions, args.utterances, args.speed, args.ramp)
         rss0 = sum(_rss_mb(p) for p in pids)
+        cpu0 = {p: _cpu_s(p) for p in pids}
         load0 = os.getloadavg()
         t_start = time.perf_counter() + 1.0
         slices = [(plans[i :: args.clients], t_start) for i in range(args.clients)]
@@ -316,9 +327,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 parts = pool.map(_client_process, slices)
         wall = time.perf_counter() - wall0
         rss1 = sum(_rss_mb(p) for p in pids)
+        cpu = {p: _cpu_s(p) - c for p, c in cpu0.items()}
         metrics = [httpx.get(f"{u}/metrics").text for u in urls]
-    records = [r for recs, _ in parts for r in recs]
-    lag = [x for _, lags in parts for x in lags]
+    records = [r for recs, _, _ in parts for r in recs]
+    lag = [x for _, lags, _ in parts for x in lags]
+    n = max(len(records), 1)
     res = {
         "setting": {
             "setup": f"{args.servers} processes + Redis" if args.redis else "1 process + SQLite",
@@ -338,6 +351,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "rss_before_mb": rss0,
         "rss_after_mb": rss1,
         "kb_per_session": (rss1 - rss0) * 1024 / args.sessions,
+        # CPU per event: what the service costs regardless of who else uses the machine
+        # (servers only; Redis is extra). Capacity of one core = 1000 / this.
+        "server_cpu_ms_per_event": sum(cpu.values()) * 1000 / n,
+        "client_cpu_ms_per_event": sum(c for _, _, c in parts) * 1000 / n,
         "server_gc_s": sum(_metric(m, "polylogue_gc_pause_seconds_total") for m in metrics),
     }
     return res

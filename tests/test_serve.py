@@ -165,6 +165,17 @@ def test_sessions_survive_a_restart(tmp_path: Path, ami: Conversation) -> None:
     assert served == _local(ami, 80)
 
 
+def test_worker_processes_share_one_sqlite_file(tmp_path: Path, ami: Conversation) -> None:
+    """``--workers 2``: streams land on either process; decisions stay the engine's."""
+    with polylogue_serve("--state", str(tmp_path / "s.sqlite"), "--workers", "2") as url:
+        sid = _session(url, ami)
+        results = []
+        for k in range(6):  # a new connection each time: the kernel picks the process
+            results += _stream(url, sid, _events(ami, 10 * k, 10 * k + 10))
+        assert [r["decision"]["p_speak"] for r in results] == _local(ami, 60)
+        assert httpx.get(f"{url}/v1/sessions/{sid}").json()["utterances"] == 60
+
+
 def test_idle_sessions_expire(tmp_path: Path, ami: Conversation) -> None:
     import time
 

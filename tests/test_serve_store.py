@@ -71,3 +71,29 @@ def test_background_flush_writes_without_a_close(tmp_path: Path) -> None:
         await store.close()
 
     asyncio.run(asyncio.wait_for(scenario(), 30))
+
+
+def test_shared_file_refuses_a_stale_write(tmp_path: Path) -> None:
+    """``--workers``: two processes on one file; a write over a moved-on version is refused."""
+    import pytest
+
+    from polylogue.serve.store import StaleSessionError
+
+    path = tmp_path / "s.sqlite"
+
+    async def scenario() -> None:
+        a = SQLiteStore(path, shared=True)
+        b = SQLiteStore(path, shared=True)
+        assert not a.exclusive
+        await a.save("s", 0, {"n": 0})
+        assert _on_disk(path) == {"s": 0}  # written before answering
+        await b.save("s", 1, {"n": 1})  # b continues from version 0
+        with pytest.raises(StaleSessionError):
+            await a.save("s", 1, {"n": "stale"})  # a derived it from version 0 too
+        with pytest.raises(StaleSessionError):
+            await a.save("s", 0, {"n": "again"})  # creating an existing session
+        assert await a.load("s") == (1, {"n": 1})
+        await a.close()
+        await b.close()
+
+    asyncio.run(scenario())

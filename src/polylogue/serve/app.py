@@ -350,6 +350,52 @@ def _apply(live: LiveConversation, e: Event) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- the app
 
+#: Environment variable carrying :class:`ServeSettings` to ``--workers`` processes.
+SETTINGS_ENV = "POLYLOGUE_SERVE_SETTINGS"
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """What a service process needs to build its app (passed to workers as JSON)."""
+
+    state: str | None = None
+    token: str | None = None
+    idle_s: float = 1800.0
+    max_sessions: int = 10_000
+    sweep_s: float = 30.0
+    flush_s: float = 0.05
+    trace: bool = False
+    workers: int = 1
+
+    def to_json(self) -> str:
+        return json.dumps(self.__dict__)
+
+    @classmethod
+    def from_json(cls, text: str) -> ServeSettings:
+        return cls(**json.loads(text))
+
+    def open_store(self) -> SessionStore:
+        from polylogue.serve.store import open_store
+
+        return open_store(self.state, self.idle_s, self.flush_s, shared=self.workers > 1)
+
+    def app(self, store: SessionStore | None = None) -> Starlette:
+        return create_app(
+            store or self.open_store(),
+            token=self.token,
+            idle_s=self.idle_s,
+            max_sessions=self.max_sessions,
+            sweep_s=self.sweep_s,
+            trace=self.trace,
+        )
+
+
+def app_from_env() -> Starlette:
+    """The app of one ``--workers`` process (uvicorn factory), from ``SETTINGS_ENV``."""
+    import os
+
+    return ServeSettings.from_json(os.environ[SETTINGS_ENV]).app()
+
 
 def create_app(
     store: SessionStore,

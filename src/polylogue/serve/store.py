@@ -44,6 +44,10 @@ class SessionStore(Protocol):
     async def close(self) -> None: ...
 
 
+class StaleSessionError(PolylogueInputError):
+    """Another process changed the session while this one applied an event; resend it."""
+
+
 class SQLiteStore:
     """Snapshots in one SQLite file (WAL); survives restarts of a single service process.
 
@@ -54,14 +58,20 @@ class SQLiteStore:
     time. Durability: a graceful stop (SIGTERM/SIGINT, :meth:`close`) writes everything; a
     crash (SIGKILL, power loss) loses at most the events of the last ``flush_s`` seconds plus
     one write. ``flush_s=0`` writes every snapshot before answering its event.
+
+    ``shared=True`` is for several service processes on one file (``polylogue serve
+    --workers N``): every snapshot is written before its event is answered, as a
+    compare-and-set on the version (like :class:`RedisStore`), and a process checks the
+    stored version before each event, reloading the session if another process moved it on.
     """
 
-    exclusive = True
-
-    def __init__(self, path: str | Path, flush_s: float = 0.05) -> None:
+    def __init__(self, path: str | Path, flush_s: float = 0.05, shared: bool = False) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.flush_s = flush_s
+        self.shared = shared
+        #: True when no other process writes this file (cached sessions are always current)
+        self.exclusive = not shared
+        self.flush_s = 0.0 if shared else flush_s
         self.db = self._connect()
         self.db.execute(
             "CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, version INTEGER NOT NULL,"
@@ -80,6 +90,7 @@ class SQLiteStore:
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        db.execute("PRAGMA busy_timeout=10000")  # other processes' short write transactions
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         return db
@@ -102,7 +113,11 @@ class SQLiteStore:
         return None if row is None else (int(row[0]), json.loads(row[1]))
 
     async def save(self, sid: str, version: int, snapshot: dict[str, Any]) -> None:
-        self._pending[sid] = (version, json.dumps(snapshot, separators=(",", ":")), time.time())
+        data = json.dumps(snapshot, separators=(",", ":"))
+        if self.shared:
+            self._save_if_current(sid, version, data)
+            return
+        self._pending[sid] = (version, data, time.time())
         if self.flush_s <= 0:
             await self.flush()
         elif self._flusher is None or self._flusher.done():
@@ -141,6 +156,18 @@ class SQLiteStore:
                 "snapshot=excluded.snapshot, updated=excluded.updated",
                 rows,
             )
+
+    def _save_if_current(self, sid: str, version: int, data: str) -> None:
+        """Compare-and-set: write version ``version`` only over ``version - 1`` (or nothing)."""
+        cur = self.db.execute(
+            "INSERT INTO sessions(id, version, snapshot, updated) VALUES (?,?,?,?) "
+            "ON CONFLICT(id) DO UPDATE SET version=excluded.version, "
+            "snapshot=excluded.snapshot, updated=excluded.updated "
+            "WHERE sessions.version = excluded.version - 1",
+            (sid, version, data, time.time()),
+        )
+        if cur.rowcount != 1:
+            raise StaleSessionError(f"session {sid}: changed by another process; resend")
 
     async def delete(self, sid: str) -> None:
         self._pending.pop(sid, None)
@@ -192,10 +219,6 @@ if (v == false and want < 0) or (v ~= false and tonumber(v) == want) then
 end
 return 0
 """
-
-
-class StaleSessionError(PolylogueInputError):
-    """Another process changed the session while this one applied an event; resend it."""
 
 
 class RedisStore:
@@ -274,23 +297,26 @@ class RedisStore:
         await self.r.aclose()
 
 
-def open_store(state: str | None, idle_s: float, flush_s: float = 0.05) -> SessionStore:
+def open_store(
+    state: str | None, idle_s: float, flush_s: float = 0.05, shared: bool = False
+) -> SessionStore:
     """``redis://host:port/db``, ``sqlite:///path`` or a plain path (SQLite).
 
     ``flush_s``: SQLite's write-behind interval (see :class:`SQLiteStore`); Redis writes
-    every snapshot before answering (other processes must see it).
+    every snapshot before answering (other processes must see it). ``shared``: several
+    processes use this SQLite file (``--workers``).
     """
     if state is None:
         import os
 
         base = os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
-        return SQLiteStore(Path(base) / "polylogue" / "sessions.sqlite", flush_s)
+        return SQLiteStore(Path(base) / "polylogue" / "sessions.sqlite", flush_s, shared)
     if state.startswith(("redis://", "rediss://", "unix://")):
         return RedisStore(state, idle_s)
     if state.startswith("sqlite:///"):
-        return SQLiteStore(state.removeprefix("sqlite:///"), flush_s)
+        return SQLiteStore(state.removeprefix("sqlite:///"), flush_s, shared)
     if "://" in state:
         raise SessionStoreError(
             f"--state {state!r}: use redis://..., sqlite:///path or a file path"
         )
-    return SQLiteStore(state, flush_s)
+    return SQLiteStore(state, flush_s, shared)
