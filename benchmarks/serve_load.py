@@ -68,6 +68,23 @@ STEPS = ("client_late", "to_server", "parse", "lock", "decide", "snapshot", "sto
 EXTRA = ("behind",)
 
 
+def _family(pids: list[int]) -> list[int]:
+    """The processes and all their descendants (``--workers`` runs children)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], list(pids)
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo += children.get(p, [])
+    return out
+
+
 def _cpu_s(pid: int) -> float:
     """User + system CPU seconds of a process so far (robust to other jobs on the machine)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -304,6 +321,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     server_args = ["--trace"] if args.trace else []
     with ExitStack() as stack:
         pids: list[int] = []
+        if args.workers > 1:
+            server_args += ["--workers", str(args.workers)]
+        if args.loop:
+            server_args += ["--loop", args.loop]
         if args.redis:
             state = stack.enter_context(redis_server(tmp))
             urls = [
@@ -313,6 +334,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         else:
             state = str(tmp / "sessions.sqlite")
             urls = [stack.enter_context(polylogue_serve("--state", state, *server_args, pids=pids))]
+        pids = _family(pids)
         plans = _plans(convs, urls, args.sessions, args.utterances, args.speed, args.ramp)
         rss0 = sum(_rss_mb(p) for p in pids)
         cpu0 = {p: _cpu_s(p) for p in pids}
@@ -334,7 +356,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     n = max(len(records), 1)
     res = {
         "setting": {
-            "setup": f"{args.servers} processes + Redis" if args.redis else "1 process + SQLite",
+            "setup": (f"{args.servers} servers + Redis" if args.redis else "1 server + SQLite")
+            + (f", {args.workers} workers each" if args.workers > 1 else ""),
             "sessions": args.sessions,
             "utterances": args.utterances,
             "speed": args.speed,
@@ -399,7 +422,18 @@ def main() -> None:
     ap.add_argument("--ramp", type=float, default=10.0, help="seconds over which sessions start")
     ap.add_argument("--redis", action="store_true", help="server processes sharing one Redis")
     ap.add_argument("--servers", type=int, default=2, help="server processes with --redis")
+    ap.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="processes per server (polylogue serve --workers; with SQLite they share the file)",
+    )
     ap.add_argument("--clients", type=int, default=1, help="load-client processes")
+    ap.add_argument(
+        "--loop",
+        choices=["auto", "asyncio", "uvloop"],
+        help="the servers' event loop (polylogue serve --loop; default: theirs)",
+    )
     ap.add_argument(
         "--trace",
         action=argparse.BooleanOptionalAction,

@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-
 MAX_WS = 256 * 1024  # largest WebSocket message (the app also refuses larger events)
 
 
@@ -55,6 +54,13 @@ def serve(
             "answer.",
         ),
     ] = 1,
+    loop: Annotated[
+        str,
+        typer.Option(
+            help="Event loop: auto (uvloop when installed, the serve extra's choice), "
+            "asyncio or uvloop."
+        ),
+    ] = "auto",
     trace: Annotated[
         bool,
         typer.Option(
@@ -94,7 +100,12 @@ def serve(
     )
     if workers == 1:
         uvicorn.run(
-            settings.app(store), host=host, port=port, log_level="warning", ws_max_size=MAX_WS
+            settings.app(store),
+            host=host,
+            port=port,
+            loop=loop,
+            log_level="warning",
+            ws_max_size=MAX_WS,
         )
         return
     import os
@@ -106,6 +117,7 @@ def serve(
         workers=workers,
         host=host,
         port=port,
+        loop=loop,
         log_level="warning",
         ws_max_size=MAX_WS,
     )
