@@ -410,12 +410,12 @@ def _print(res: dict[str, Any]) -> None:
             print(f"  {k:24s} {v:,}")
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """The module docstring as written, and each option's default."""
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0] if __doc__ else None,
-        epilog="Defaults reproduce issue 13's setting; see the module docstring for figures.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=_HelpFormatter)
     ap.add_argument("--sessions", type=int, default=200, help="concurrent sessions")
     ap.add_argument("--utterances", type=int, default=120, help="utterances per session")
     ap.add_argument("--speed", type=float, default=4.0, help="times faster than real time")

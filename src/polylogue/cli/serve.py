@@ -73,6 +73,8 @@ def serve(
     from polylogue.extras import require_extra
 
     require_extra("serve", "starlette", "uvicorn", "websockets", what="polylogue serve")
+    import asyncio
+
     import uvicorn
 
     from polylogue.serve.app import SETTINGS_ENV, ServeSettings, check_bind
@@ -90,8 +92,6 @@ def serve(
     )
     store = settings.open_store()  # creates the SQLite table before any worker starts
     if hasattr(store, "ping"):
-        import asyncio
-
         asyncio.run(store.ping())  # fail now, with the URL, not at the first event
         store = settings.open_store()  # a fresh client bound to uvicorn's loop
     typer.echo(
@@ -110,6 +110,7 @@ def serve(
         return
     import os
 
+    asyncio.run(store.close())  # each worker opens its own
     os.environ[SETTINGS_ENV] = settings.to_json()  # read by each worker's app factory
     uvicorn.run(
         "polylogue.serve.app:app_from_env",

@@ -85,6 +85,7 @@ class SQLiteStore:
         #: rows the flush thread is writing now (still visible to reads until committed)
         self._inflight: dict[str, tuple[int, str, float]] = {}
         self._flusher: asyncio.Task[None] | None = None
+        self._flush_lock = asyncio.Lock()
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="polylogue-sqlite")
         self.flush_errors = 0
 
@@ -129,8 +130,10 @@ class SQLiteStore:
 
     async def flush(self) -> None:
         """Write every queued snapshot (one transaction, in the worker thread)."""
-        while self._inflight:  # another flush is writing; keep the order of versions
-            await asyncio.sleep(0.001)
+        async with self._flush_lock:  # one flush at a time, in order (FIFO: no starvation)
+            await self._flush_locked()
+
+    async def _flush_locked(self) -> None:
         if not self._pending:
             return
         self._inflight, self._pending = self._pending, {}
