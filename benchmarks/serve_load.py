@@ -179,11 +179,11 @@ async def _session(
 ) -> None:
     await asyncio.sleep(max(0.0, t_start + plan.start - time.perf_counter()))
     body = {"agent": plan.agent, "participants": plan.participants}
-    r = await http.post(f"{plan.url}/v1/sessions", json=body, timeout=60)
+    r = await http.post(f"{plan.url}/v1/sessions", json=body, timeout=120)
     r.raise_for_status()
     sid = r.json()["session_id"]
     ws_url = plan.url.replace("http", "ws") + f"/v1/sessions/{sid}/stream"
-    async with websockets.connect(ws_url, max_size=2**20) as ws:
+    async with websockets.connect(ws_url, max_size=2**20, open_timeout=120) as ws:
         t0 = got = time.perf_counter()
         for i, (event, offset) in enumerate(zip(plan.events, plan.due, strict=True)):
             due = t0 + offset

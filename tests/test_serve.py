@@ -222,6 +222,18 @@ def test_redis_store_refuses_a_stale_write(tmp_path: Path) -> None:
             with pytest.raises(TimeoutError):
                 async with store.lock("s1", timeout_s=0.2):
                     pass
+        # The lock reads the version in the same round trip, and a save under the lock
+        # releases it in the same round trip as the write.
+        other = RedisStore(url, idle_s=60)
+        async with store.lock("s1"):
+            assert await store.version("s1") == 1
+            await store.save("s1", 2, {"n": 2})
+            async with other.lock("s1", timeout_s=0.5):  # free again: released by the save
+                assert await other.version("s1") == 2
+                with pytest.raises(StaleSessionError):
+                    await other.save("s1", 2, {"n": "stale"})
+        assert await store.load("s1") == (2, {"n": 2})
+        await other.close()
         await store.close()
 
     with redis_server(tmp_path) as url:

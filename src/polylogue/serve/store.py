@@ -212,15 +212,28 @@ return 0
 
 # Writes a snapshot only over the version it was derived from (compare-and-set): a process
 # that lost its lock (e.g. stalled past the lock's expiry) cannot overwrite a newer state.
+# KEYS: version, snapshot[, lock]; ARGV: version, snapshot, ttl ms[, lock token]. With a lock,
+# it is released in the same round trip (whether or not the write happened).
 _SAVE = """
 local v = redis.call('get', KEYS[1])
 local want = tonumber(ARGV[1]) - 1
+local ok = 0
 if (v == false and want < 0) or (v ~= false and tonumber(v) == want) then
   redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[3])
   redis.call('set', KEYS[2], ARGV[2], 'PX', ARGV[3])
-  return 1
+  ok = 1
 end
-return 0
+if KEYS[3] and redis.call('get', KEYS[3]) == ARGV[4] then redis.call('del', KEYS[3]) end
+return ok
+"""
+
+# Takes the session's lock and reads its version in one round trip: {1, version or false}
+# when taken, {0} when another holder has it.
+_LOCK = """
+if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return {1, redis.call('get', KEYS[2])}
+end
+return {0}
 """
 
 
@@ -242,6 +255,9 @@ class RedisStore:
         self.ttl_ms = max(int(idle_s * 1000), 1000)
         self._unlock = self.r.register_script(_UNLOCK)
         self._save = self.r.register_script(_SAVE)
+        self._lock = self.r.register_script(_LOCK)
+        #: sid -> (lock token, version read when it was taken) for the locks this process holds
+        self._held: dict[str, tuple[str, int | None]] = {}
 
     def _k(self, sid: str, kind: str) -> str:
         return f"{self.prefix}{kind}:{sid}"
@@ -253,6 +269,9 @@ class RedisStore:
             raise SessionStoreError(f"cannot reach Redis at {self.url}: {e}") from None
 
     async def version(self, sid: str) -> int | None:
+        held = self._held.get(sid)
+        if held is not None:  # read with the lock; nobody else can move it while we hold it
+            return held[1]
         v = await self.r.get(self._k(sid, "v"))
         return None if v is None else int(v)
 
@@ -263,9 +282,15 @@ class RedisStore:
         return int(v), json.loads(snap)
 
     async def save(self, sid: str, version: int, snapshot: dict[str, Any]) -> None:
+        """Compare-and-set write; under this process's lock, also releases it (one trip)."""
         data = json.dumps(snapshot, separators=(",", ":"))
         keys = [self._k(sid, "v"), self._k(sid, "s")]
-        if not await self._save(keys=keys, args=[version, data, self.ttl_ms]):
+        args: list[Any] = [version, data, self.ttl_ms]
+        held = self._held.pop(sid, None)
+        if held is not None:
+            keys.append(self._k(sid, "lock"))
+            args.append(held[0])
+        if not await self._save(keys=keys, args=args):
             raise StaleSessionError(f"session {sid}: changed by another process; resend")
 
     async def delete(self, sid: str) -> None:
@@ -284,17 +309,23 @@ class RedisStore:
     async def lock(
         self, sid: str, timeout_s: float = 10.0, hold_ms: int = 30_000
     ) -> AsyncIterator[None]:
+        """The session's lock across processes; :meth:`save` may release it early."""
         key = self._k(sid, "lock")
         token = secrets.token_hex(8)
         deadline = time.monotonic() + timeout_s
-        while not await self.r.set(key, token, nx=True, px=hold_ms):
+        while True:
+            got = await self._lock(keys=[key, self._k(sid, "v")], args=[token, hold_ms])
+            if got[0]:
+                break
             if time.monotonic() > deadline:
                 raise TimeoutError(f"session {sid}: lock held by another process")
             await asyncio.sleep(0.001)
+        self._held[sid] = (token, None if got[1] is None else int(got[1]))
         try:
             yield
         finally:
-            await self._unlock(keys=[key], args=[token])
+            if self._held.pop(sid, None) is not None:  # not released by a save
+                await self._unlock(keys=[key], args=[token])
 
     async def close(self) -> None:
         await self.r.aclose()
