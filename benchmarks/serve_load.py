@@ -323,8 +323,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         pids: list[int] = []
         if args.workers > 1:
             server_args += ["--workers", str(args.workers)]
-        if args.loop:
-            server_args += ["--loop", args.loop]
         if args.redis:
             state = stack.enter_context(redis_server(tmp))
             urls = [
@@ -378,6 +376,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         # (servers only; Redis is extra). Capacity of one core = 1000 / this.
         "server_cpu_ms_per_event": sum(cpu.values()) * 1000 / n,
         "client_cpu_ms_per_event": sum(c for _, _, c in parts) * 1000 / n,
+        # how the work spread over the server processes (e.g. --workers)
+        "server_cpu_s_by_process": {str(p): round(c, 1) for p, c in cpu.items() if c >= 0.05},
         "server_gc_s": sum(_metric(m, "polylogue_gc_pause_seconds_total") for m in metrics),
     }
     return res
@@ -429,11 +429,6 @@ def main() -> None:
         help="processes per server (polylogue serve --workers; with SQLite they share the file)",
     )
     ap.add_argument("--clients", type=int, default=1, help="load-client processes")
-    ap.add_argument(
-        "--loop",
-        choices=["auto", "asyncio", "uvloop"],
-        help="the servers' event loop (polylogue serve --loop; default: theirs)",
-    )
     ap.add_argument(
         "--trace",
         action=argparse.BooleanOptionalAction,

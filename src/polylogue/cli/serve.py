@@ -54,13 +54,6 @@ def serve(
             "answer.",
         ),
     ] = 1,
-    loop: Annotated[
-        str,
-        typer.Option(
-            help="Event loop: auto (uvloop when installed, the serve extra's choice), "
-            "asyncio or uvloop."
-        ),
-    ] = "auto",
     trace: Annotated[
         bool,
         typer.Option(
@@ -103,7 +96,6 @@ def serve(
             settings.app(store),
             host=host,
             port=port,
-            loop=loop,
             log_level="warning",
             ws_max_size=MAX_WS,
         )
@@ -118,7 +110,6 @@ def serve(
         workers=workers,
         host=host,
         port=port,
-        loop=loop,
         log_level="warning",
         ws_max_size=MAX_WS,
     )
