@@ -25,6 +25,7 @@ import hmac
 import json
 import logging
 import math
+import os
 import secrets
 import time
 from collections import OrderedDict
@@ -408,6 +409,7 @@ def create_app(
 ) -> Starlette:
     """The service. ``trace`` adds per-step timestamps (``"trace"``) to each stream result."""
     metrics = Metrics()
+    pid = os.getpid()  # in traces: which process answered (--workers)
     sessions = Sessions(store, model or load_model(), metrics, idle_s, max_sessions)
 
     def authorised(headers: Any, query: Any) -> bool:
@@ -522,6 +524,7 @@ def create_app(
                 steps = {"received": received, "json": time.perf_counter()}
                 result = await sessions.apply(sid, raw, steps)
                 steps["gc_s"] = metrics.gc_seconds()
+                steps["pid"] = pid
                 steps["reply"] = time.perf_counter()
                 await ws.send_json({**result, "trace": steps})
         except WebSocketDisconnect:
