@@ -86,6 +86,8 @@ class SQLiteStore:
         self._inflight: dict[str, tuple[int, str, float]] = {}
         self._flusher: asyncio.Task[None] | None = None
         self._flush_lock = asyncio.Lock()
+        #: sessions created here whose first snapshot is not written yet (for count())
+        self._unwritten: set[str] = set()
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="polylogue-sqlite")
         self.flush_errors = 0
 
@@ -119,6 +121,8 @@ class SQLiteStore:
             self._save_if_current(sid, version, data)
             return
         self._pending[sid] = (version, data, time.time())
+        if version == 0:
+            self._unwritten.add(sid)
         if self.flush_s <= 0:
             await self.flush()
         elif self._flusher is None or self._flusher.done():
@@ -140,6 +144,7 @@ class SQLiteStore:
         rows = [(sid, v, snap, t) for sid, (v, snap, t) in self._inflight.items()]
         try:
             await asyncio.get_running_loop().run_in_executor(self._executor, self._write, rows)
+            self._unwritten.difference_update(self._inflight)
         except sqlite3.Error:
             # Keep them queued (newer saves win) and retry at the next flush.
             self.flush_errors += 1
@@ -174,6 +179,7 @@ class SQLiteStore:
 
     async def delete(self, sid: str) -> None:
         self._pending.pop(sid, None)
+        self._unwritten.discard(sid)
         await self.flush()
         self.db.execute("DELETE FROM sessions WHERE id=?", (sid,))
         self._locks.pop(sid, None)
@@ -188,8 +194,12 @@ class SQLiteStore:
         return ids
 
     async def count(self) -> int:
-        await self.flush()
-        return int(self.db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0])
+        """Sessions stored or queued (no flush: a create must not wait for the disk).
+
+        May count a session twice for the instant its first snapshot is being committed.
+        """
+        stored = int(self.db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0])
+        return stored + len(self._unwritten)
 
     def lock(self, sid: str) -> asyncio.Lock:
         return self._locks.setdefault(sid, asyncio.Lock())
