@@ -29,8 +29,15 @@ Figures:
   the server's loop), ``parse``, ``lock``, ``decide``, ``snapshot``, ``store``, ``back``
   (server reply -> client has it: socket plus waiting for the client's loop); ``gc`` is the
   server's garbage-collector time inside the event's wait; ``behind`` (not part of the
-  latency) is how far a session's send lagged its schedule because the previous result was
-  late. Printed as p50/p99 per step and the mean split of the slowest 1%.
+  latency) is how far a send lagged its schedule because the previous result came after it
+  was due; that includes utterances that end before the previous one (overlapping speech,
+  11% of the events), which are sent as soon as the previous result is in. Printed as
+  p50/p99 per step and the mean split of the slowest 1%.
+
+Run all three configurations on a quiet machine: ``python benchmarks/serve_load.py`` (one
+process), ``--workers 2`` (two processes on one SQLite file: the service uses both cores)
+and ``--redis`` (two processes sharing a Redis). The issue's target is p99 <= 50 ms with
+0 lost events.
 
 ``--json PATH`` writes every figure. Results are recorded in docs/serve.md and
 docs/performance.md with their date and load average.
