@@ -221,9 +221,14 @@ class Sessions:
         while len(self.cache) > self.max_cached:
             self.cache.popitem(last=False)  # still in the store; reloaded when needed
 
-    async def _current(self, sid: str) -> _Cached:
+    async def _current(self, sid: str, verify: bool = True) -> _Cached:
+        """The session, reloaded if another process moved it on.
+
+        ``verify=False`` trusts the cached copy without asking the store: an event applied to
+        a stale copy is caught by the store's compare-and-set write and applied again.
+        """
         c = self.cache.get(sid)
-        if c is not None and self.store.exclusive:
+        if c is not None and (self.store.exclusive or not verify):
             return c
         if c is not None and await self.store.version(sid) == c.version:
             return c
@@ -253,21 +258,31 @@ class Sessions:
             if trace is not None:
                 trace["parsed"] = time.perf_counter()
             async with self.store.lock(sid):
-                c = await self._current(sid)
-                if trace is not None:
-                    trace["locked"] = time.perf_counter()
-                touched = True
-                result = _apply(c.live, event)
-                c.version += 1
-                c.used = time.monotonic()
-                if trace is not None:
-                    trace["decided"] = time.perf_counter()
-                snapshot = c.live.to_dict()
-                if trace is not None:
-                    trace["snapshot"] = time.perf_counter()
-                await self.store.save(sid, c.version, snapshot)
-                if trace is not None:
-                    trace["saved"] = time.perf_counter()
+                for attempt in (0, 1):
+                    # A shared store: first on the cached copy (no round trip); if that was
+                    # stale or the event failed on it, once more on the stored state.
+                    c = await self._current(sid, verify=attempt > 0)
+                    if trace is not None:
+                        trace["locked"] = time.perf_counter()
+                    touched = True
+                    try:
+                        result = _apply(c.live, event)
+                        c.version += 1
+                        c.used = time.monotonic()
+                        if trace is not None:
+                            trace["decided"] = time.perf_counter()
+                        snapshot = c.live.to_dict()
+                        if trace is not None:
+                            trace["snapshot"] = time.perf_counter()
+                        await self.store.save(sid, c.version, snapshot)
+                    except PolylogueInputError:
+                        self.cache.pop(sid, None)  # maybe half applied: reload it
+                        if attempt or self.store.exclusive:
+                            raise
+                        continue
+                    if trace is not None:
+                        trace["saved"] = time.perf_counter()
+                    break
         except (PolylogueInputError, ValueError) as e:
             # The event may have been half applied: the stored snapshot (the state after the
             # last good event) is the truth, so reload it next time.

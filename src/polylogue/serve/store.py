@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import secrets
 import sqlite3
 import time
 from collections.abc import AsyncIterator
@@ -213,37 +212,18 @@ class SQLiteStore:
         self.db.close()
 
 
-# Releases the lock only if this holder still owns it (a lock that timed out may be re-taken).
-_UNLOCK = """
-if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
-return 0
-"""
-
-
 # Writes a snapshot only over the version it was derived from (compare-and-set): a process
-# that lost its lock (e.g. stalled past the lock's expiry) cannot overwrite a newer state.
-# KEYS: version, snapshot[, lock]; ARGV: version, snapshot, ttl ms[, lock token]. With a lock,
-# it is released in the same round trip (whether or not the write happened).
+# whose cached session was stale (another process moved it on) cannot overwrite the newer
+# state; it reloads and applies its event again.
 _SAVE = """
 local v = redis.call('get', KEYS[1])
 local want = tonumber(ARGV[1]) - 1
-local ok = 0
 if (v == false and want < 0) or (v ~= false and tonumber(v) == want) then
   redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[3])
   redis.call('set', KEYS[2], ARGV[2], 'PX', ARGV[3])
-  ok = 1
+  return 1
 end
-if KEYS[3] and redis.call('get', KEYS[3]) == ARGV[4] then redis.call('del', KEYS[3]) end
-return ok
-"""
-
-# Takes the session's lock and reads its version in one round trip: {1, version or false}
-# when taken, {0} when another holder has it.
-_LOCK = """
-if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return {1, redis.call('get', KEYS[2])}
-end
-return {0}
+return 0
 """
 
 
@@ -263,11 +243,9 @@ class RedisStore:
         self.r = aioredis.from_url(url, decode_responses=True)
         self.prefix = prefix
         self.ttl_ms = max(int(idle_s * 1000), 1000)
-        self._unlock = self.r.register_script(_UNLOCK)
         self._save = self.r.register_script(_SAVE)
-        self._lock = self.r.register_script(_LOCK)
-        #: sid -> (lock token, version read when it was taken) for the locks this process holds
-        self._held: dict[str, tuple[str, int | None]] = {}
+        #: sid -> (lock, coroutines using it); dropped when the last one is done
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
 
     def _k(self, sid: str, kind: str) -> str:
         return f"{self.prefix}{kind}:{sid}"
@@ -279,9 +257,6 @@ class RedisStore:
             raise SessionStoreError(f"cannot reach Redis at {self.url}: {e}") from None
 
     async def version(self, sid: str) -> int | None:
-        held = self._held.get(sid)
-        if held is not None:  # read with the lock; nobody else can move it while we hold it
-            return held[1]
         v = await self.r.get(self._k(sid, "v"))
         return None if v is None else int(v)
 
@@ -292,15 +267,10 @@ class RedisStore:
         return int(v), json.loads(snap)
 
     async def save(self, sid: str, version: int, snapshot: dict[str, Any]) -> None:
-        """Compare-and-set write; under this process's lock, also releases it (one trip)."""
+        """Compare-and-set: write ``version`` only over ``version - 1`` (one round trip)."""
         data = json.dumps(snapshot, separators=(",", ":"))
         keys = [self._k(sid, "v"), self._k(sid, "s")]
-        args: list[Any] = [version, data, self.ttl_ms]
-        held = self._held.pop(sid, None)
-        if held is not None:
-            keys.append(self._k(sid, "lock"))
-            args.append(held[0])
-        if not await self._save(keys=keys, args=args):
+        if not await self._save(keys=keys, args=[version, data, self.ttl_ms]):
             raise StaleSessionError(f"session {sid}: changed by another process; resend")
 
     async def delete(self, sid: str) -> None:
@@ -316,26 +286,26 @@ class RedisStore:
         return n
 
     @asynccontextmanager
-    async def lock(
-        self, sid: str, timeout_s: float = 10.0, hold_ms: int = 30_000
-    ) -> AsyncIterator[None]:
-        """The session's lock across processes; :meth:`save` may release it early."""
-        key = self._k(sid, "lock")
-        token = secrets.token_hex(8)
-        deadline = time.monotonic() + timeout_s
-        while True:
-            got = await self._lock(keys=[key, self._k(sid, "v")], args=[token, hold_ms])
-            if got[0]:
-                break
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"session {sid}: lock held by another process")
-            await asyncio.sleep(0.001)
-        self._held[sid] = (token, None if got[1] is None else int(got[1]))
+    async def lock(self, sid: str, timeout_s: float = 10.0) -> AsyncIterator[None]:
+        """Orders this process's events on a session; other processes are kept consistent by
+        the compare-and-set write, not by a lock (a lock would cost two more round trips)."""
+        lock, users = self._locks.get(sid) or (asyncio.Lock(), 0)
+        self._locks[sid] = (lock, users + 1)
         try:
-            yield
+            try:
+                await asyncio.wait_for(lock.acquire(), timeout_s)
+            except TimeoutError:
+                raise TimeoutError(f"session {sid}: still busy after {timeout_s:g} s") from None
+            try:
+                yield
+            finally:
+                lock.release()
         finally:
-            if self._held.pop(sid, None) is not None:  # not released by a save
-                await self._unlock(keys=[key], args=[token])
+            lock, users = self._locks[sid]
+            if users > 1:
+                self._locks[sid] = (lock, users - 1)
+            else:
+                del self._locks[sid]  # nobody waits: keep no per-session state
 
     async def close(self) -> None:
         await self.r.aclose()
