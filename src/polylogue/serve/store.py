@@ -1,10 +1,10 @@
 """Where session snapshots live: SQLite (default, one process) or Redis (shared by processes).
 
 A session is stored as its JSON snapshot (:meth:`LiveConversation.to_dict`, bounded in size)
-with a version number bumped at every applied event. A process keeps live objects in memory
-and reloads a snapshot only when another process has moved the version on (Redis), so one
-process pays no deserialisation per event, and several processes stay consistent behind a
-per-session lock.
+with a version number bumped at every applied event. A process keeps live objects in memory,
+so it pays no deserialisation per event. Stores shared by processes (Redis, or SQLite with
+``shared=True``) write each snapshot as a compare-and-set on the version: a process whose
+cached copy was stale is refused, reloads the stored snapshot and applies its event again.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ class SessionStoreError(PolylogueInputError):
 
 
 class SessionStore(Protocol):
-    #: True when no other process writes this store (cached sessions are always current).
+    #: True when no other process writes this store (cached sessions are always current);
+    #: otherwise :meth:`save` raises :class:`StaleSessionError` over a newer version.
     exclusive: bool
 
     async def version(self, sid: str) -> int | None: ...
