@@ -294,7 +294,8 @@ class RedisStore:
         self._locks[sid] = (lock, users + 1)
         try:
             try:
-                await asyncio.wait_for(lock.acquire(), timeout_s)
+                async with asyncio.timeout(timeout_s):  # no extra task, unlike wait_for
+                    await lock.acquire()
             except TimeoutError:
                 raise TimeoutError(f"session {sid}: still busy after {timeout_s:g} s") from None
             try:
