@@ -5,66 +5,24 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import socket
-import subprocess
-import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-POLYLOGUE = str(Path(sys.executable).parent / "polylogue")
+# The launchers live in the package, shared with benchmarks/serve_load.py.
+from polylogue.serve.local import free_port, polylogue_serve, redis_available
+from polylogue.serve.local import redis_server as local_redis_server
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def polylogue_serve(*args: str, token: str | None = None) -> Iterator[str]:
-    """``polylogue serve`` on a free loopback port; yields its base URL."""
-    port = free_port()
-    env = dict(os.environ)
-    env.pop("POLYLOGUE_SERVE_TOKEN", None)
-    cmd = [POLYLOGUE, "serve", "--port", str(port), *args]
-    if token:
-        cmd += ["--token", token]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    try:
-        for _ in range(300):
-            if proc.poll() is not None:
-                out = proc.stdout.read().decode() if proc.stdout else ""
-                raise RuntimeError(f"polylogue serve exited: {out}")
-            try:
-                if httpx.get(f"{url}/healthz", headers=headers, timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
-REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
+__all__ = ["LoopbackHTTPServer", "free_port", "polylogue_serve", "redis_server", "require_redis"]
 
 
 def require_redis() -> None:
-    if not Path(REDIS_SERVER).exists():
+    if not redis_available():
         # scripts/setup.sh installs it; in CI a missing server is a set-up failure, not a skip.
         if os.environ.get("CI"):
             pytest.fail("Debian redis-server is missing although CI ran scripts/setup.sh")
@@ -75,35 +33,8 @@ def require_redis() -> None:
 def redis_server(tmp: Path) -> Iterator[str]:
     """A throw-away redis-server on a free loopback port (no persistence); yields its URL."""
     require_redis()
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            REDIS_SERVER,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(tmp),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(100):
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with local_redis_server(tmp) as url:
+        yield url
 
 
 #: ``respond(path, headers, raw_body) -> (status, reply, extra_headers)``; a str reply is sent

@@ -134,7 +134,7 @@ def test_token_on_every_route_and_socket(tmp_path: Path, ami: Conversation) -> N
     check_bind("0.0.0.0", TOKEN)
     import subprocess
 
-    from servers import POLYLOGUE
+    from polylogue.serve.local import POLYLOGUE
 
     r = subprocess.run(
         [POLYLOGUE, "serve", "--host", "0.0.0.0"], capture_output=True, text=True, timeout=120
@@ -163,6 +163,22 @@ def test_sessions_survive_a_restart(tmp_path: Path, ami: Conversation) -> None:
         second = _stream(url, sid, _events(ami, 40, 80))
     served = [r["decision"]["p_speak"] for r in first + second]
     assert served == _local(ami, 80)
+
+
+def test_worker_processes_share_one_sqlite_file(tmp_path: Path, ami: Conversation) -> None:
+    """``--workers 2``: streams land on either process; decisions stay the engine's."""
+    args = ("--state", str(tmp_path / "s.sqlite"), "--workers", "2", "--trace")
+    with polylogue_serve(*args) as url:
+        sid = _session(url, ami)
+        results: list[dict] = []
+        # A new connection each time (the kernel picks the process) until both processes
+        # have continued the session (the trace names the one that answered).
+        while len(results) < 40 or len({r["trace"]["pid"] for r in results}) < 2:
+            assert len(results) < 200, "one process answered every connection"
+            results += _stream(url, sid, _events(ami, len(results), len(results) + 5))
+        assert [r["decision"]["p_speak"] for r in results] == _local(ami, len(results))
+        summary = httpx.get(f"{url}/v1/sessions/{sid}").json()
+        assert summary["utterances"] == len(results)
 
 
 def test_idle_sessions_expire(tmp_path: Path, ami: Conversation) -> None:
@@ -195,7 +211,7 @@ def test_two_processes_share_sessions_through_redis(tmp_path: Path, ami: Convers
 
 
 def test_redis_store_refuses_a_stale_write(tmp_path: Path) -> None:
-    """A process that lost its lock cannot overwrite a newer snapshot (compare-and-set)."""
+    """A process with a stale copy cannot overwrite a newer snapshot (compare-and-set)."""
     import asyncio
 
     from polylogue.serve.store import RedisStore, StaleSessionError
@@ -207,10 +223,19 @@ def test_redis_store_refuses_a_stale_write(tmp_path: Path) -> None:
         with pytest.raises(StaleSessionError):
             await store.save("s1", 1, {"n": "stale"})  # derived from version 0 again
         assert await store.load("s1") == (1, {"n": 1})
-        async with store.lock("s1"):
+        async with store.lock("s1"):  # orders this process's events on one session
             with pytest.raises(TimeoutError):
                 async with store.lock("s1", timeout_s=0.2):
                     pass
+        assert not store._locks  # no per-session state left behind
+        # Another process with a stale copy (version 0) cannot write over version 1.
+        other = RedisStore(url, idle_s=60)
+        assert await other.version("s1") == 1
+        with pytest.raises(StaleSessionError):
+            await other.save("s1", 1, {"n": "stale"})
+        await other.save("s1", 2, {"n": 2})
+        assert await store.load("s1") == (2, {"n": 2})
+        await other.close()
         await store.close()
 
     with redis_server(tmp_path) as url:

@@ -5,3 +5,29 @@
 * :mod:`polylogue.adapters.pipecat` — a Pipecat frame processor that gates the LLM response
   (``pip install 'polylogue[pipecat]'``).
 """
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from polylogue.conversation import Participant
+from polylogue.engine.engine import TurnTakingEngine
+from polylogue.engine.live import LiveConversation, Policy
+from polylogue.engine.model import TurnTakingModel, load_model
+
+
+def start_live(
+    agent_name: str,
+    participants: Iterable[Participant] = (),
+    policy: Policy | None = None,
+    model: TurnTakingModel | None = None,
+) -> tuple[LiveConversation, TurnTakingModel]:
+    """An adapter's conversation: the live policy on ``model`` (default: the shipped one).
+
+    Returns the model too, for adapters that start more conversations on it (probes).
+    """
+    model = model or load_model()
+    live = LiveConversation.start(
+        agent_name, participants, policy or Policy(), TurnTakingEngine(model)
+    )
+    return live, model

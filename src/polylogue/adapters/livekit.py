@@ -28,10 +28,11 @@ from typing import Any
 
 from livekit.agents import StopResponse, llm
 
+from polylogue.adapters import start_live
 from polylogue.conversation import Participant, Utterance
 from polylogue.engine.engine import TurnTakingEngine
 from polylogue.engine.live import Action, LiveConversation, LiveDecision, Policy
-from polylogue.engine.model import TurnTakingModel, load_model
+from polylogue.engine.model import TurnTakingModel
 
 SPEAKER_KEYS = ("speaker", "speaker_id", "participant_identity")
 _PREFIX = re.compile(r"^\s*([^:\n]{1,60}):\s+(.*)$", re.DOTALL)
@@ -62,10 +63,7 @@ class PolylogueTurnDetector:
         policy: Policy | None = None,
         model: TurnTakingModel | None = None,
     ) -> None:
-        self._model = model or load_model()
-        self.live = LiveConversation.start(
-            agent_name, participants, policy or Policy(), TurnTakingEngine(self._model)
-        )
+        self.live, self._model = start_live(agent_name, participants, policy, model)
         self._seen: set[str] = set()
         #: the decision behind the latest prediction (read by :func:`gate_reply`)
         self.last_decision: LiveDecision | None = None

@@ -34,10 +34,10 @@ from pipecat.frames.frames import (
 )
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
+from polylogue.adapters import start_live
 from polylogue.conversation import Participant, Utterance
-from polylogue.engine.engine import TurnTakingEngine
-from polylogue.engine.live import Action, LiveConversation, Policy
-from polylogue.engine.model import TurnTakingModel, load_model
+from polylogue.engine.live import Action, Policy
+from polylogue.engine.model import TurnTakingModel
 
 
 class PolylogueGate(FrameProcessor):
@@ -52,9 +52,7 @@ class PolylogueGate(FrameProcessor):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.live = LiveConversation.start(
-            agent_name, participants, policy or Policy(), TurnTakingEngine(model or load_model())
-        )
+        self.live, _ = start_live(agent_name, participants, policy, model)
         self.decisions: list[dict[str, Any]] = []
         self._register_event_handler("on_decision")
         self._register_event_handler("on_barge_in")

@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+MAX_WS = 256 * 1024  # largest WebSocket message (the app also refuses larger events)
+
 
 def register(app: typer.Typer) -> None:
     app.command("serve")(serve)
@@ -36,25 +38,78 @@ def serve(
     sweep_interval: Annotated[
         float, typer.Option(help="Seconds between sweeps for idle sessions.")
     ] = 30.0,
+    flush_interval: Annotated[
+        float,
+        typer.Option(
+            help="SQLite state: seconds between batched snapshot writes (a crash loses at "
+            "most this much; a normal stop writes everything). 0 writes before each answer."
+        ),
+    ] = 0.05,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Service processes (one per core). With more than one, sessions are shared "
+            "through the state (a SQLite file or Redis), every snapshot written before its "
+            "answer.",
+        ),
+    ] = 1,
+    trace: Annotated[
+        bool,
+        typer.Option(
+            help="Add per-step timestamps to every stream result (latency breakdown of "
+            "benchmarks/serve_load.py)."
+        ),
+    ] = False,
 ) -> None:
     """Serve turn-taking decisions to live agents over WebSocket and HTTP."""
     from polylogue.extras import require_extra
 
     require_extra("serve", "starlette", "uvicorn", "websockets", what="polylogue serve")
+    import asyncio
+
     import uvicorn
 
-    from polylogue.serve.app import check_bind, create_app
-    from polylogue.serve.store import open_store
+    from polylogue.serve.app import SETTINGS_ENV, ServeSettings, check_bind
 
     check_bind(host, token)
-    store = open_store(state, idle_ttl)
-    if hasattr(store, "ping"):
-        import asyncio
-
-        asyncio.run(store.ping())  # fail now, with the URL, not at the first event
-        store = open_store(state, idle_ttl)  # a fresh client bound to uvicorn's loop
-    app = create_app(
-        store, token=token, idle_s=idle_ttl, max_sessions=max_sessions, sweep_s=sweep_interval
+    settings = ServeSettings(
+        state=state,
+        token=token,
+        idle_s=idle_ttl,
+        max_sessions=max_sessions,
+        sweep_s=sweep_interval,
+        flush_s=flush_interval,
+        trace=trace,
+        workers=workers,
     )
-    typer.echo(f"polylogue serve on http://{host}:{port} (state: {state or 'sqlite default'})")
-    uvicorn.run(app, host=host, port=port, log_level="warning", ws_max_size=256 * 1024)
+    store = settings.open_store()  # creates the SQLite table before any worker starts
+    if hasattr(store, "ping"):
+        asyncio.run(store.ping())  # fail now, with the URL, not at the first event
+        store = settings.open_store()  # a fresh client bound to uvicorn's loop
+    typer.echo(
+        f"polylogue serve on http://{host}:{port} (state: {state or 'sqlite default'}, "
+        f"{workers} process{'es' if workers > 1 else ''})"
+    )
+    if workers == 1:
+        uvicorn.run(
+            settings.app(store),
+            host=host,
+            port=port,
+            log_level="warning",
+            ws_max_size=MAX_WS,
+        )
+        return
+    import os
+
+    asyncio.run(store.close())  # each worker opens its own
+    os.environ[SETTINGS_ENV] = settings.to_json()  # read by each worker's app factory
+    uvicorn.run(
+        "polylogue.serve.app:app_from_env",
+        factory=True,
+        workers=workers,
+        host=host,
+        port=port,
+        log_level="warning",
+        ws_max_size=MAX_WS,
+    )

@@ -9,8 +9,8 @@ seconds plus how long the agent had been speaking. The shipped weights (``bargei
 a logistic regression over those features; ``benchmarks/bargein_ami.py`` rebuilds them and
 reports held-out accuracy against "yield on any speech" and a lexical backchannel list.
 
-AMI words are read here by a small loader of the NXT words/dialogue-act files, because the
-corpus reader does not expose word times yet.
+Word times come from the corpus reader (:func:`polylogue.corpora.ami.read_ami_words`); the
+dialogue-act files are read here for their word ranges and types.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import json
 import math
 import re
 import xml.etree.ElementTree as ET
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -200,21 +201,39 @@ class Overlap:
 
 _NITE = "{http://nite.sourceforge.net/}"
 _CHILD = re.compile(r"id\(([^)]+)\)(?:\.\.id\(([^)]+)\))?")
+_WORD_NUMBER = re.compile(r"\.words(\d+)$")
 
 
-def _words(path: Path) -> tuple[list[str], dict[str, int], list[Word | None]]:
-    """Word ids in file order, id -> position, and each position's timed word (None if not)."""
-    ids: list[str] = []
-    words: list[Word | None] = []
-    for el in ET.parse(path).getroot():
-        wid = el.get(f"{_NITE}id")
-        if wid is None:
-            continue
-        ids.append(wid)
-        st, et = el.get("starttime"), el.get("endtime")
-        ok = el.tag == "w" and el.get("punc") != "true" and st and et and el.text
-        words.append(Word(float(st), float(et), el.text or "") if ok and st and et else None)
-    return ids, {w: i for i, w in enumerate(ids)}, words
+def _word_number(word_id: str) -> int:
+    """Document position of an AMI word id (``ES2002a.A.words17`` -> 17).
+
+    Every element of a words file (words, punctuation, vocal sounds, gaps) is numbered in
+    document order, so a dialogue act's id range maps to a range of numbers.
+    """
+    m = _WORD_NUMBER.search(word_id)
+    if m is None:
+        raise PolylogueInputError(f"not an AMI word id: {word_id!r}")
+    return int(m.group(1))
+
+
+def _timed_words(root: Path, meeting: str) -> dict[str, tuple[list[int], list[Word]]]:
+    """Per speaker: the timed, non-punctuation words in document order, with their numbers.
+
+    Read by the corpus reader (:func:`polylogue.corpora.ami.read_ami_words`).
+    """
+    from polylogue.corpora.ami import read_ami_words  # training only: keep live imports light
+
+    rows = sorted(
+        (w.speaker, _word_number(w.word_id), Word(w.start, w.end, w.text))
+        for w in read_ami_words(root, meeting)
+        if not w.is_punct and w.start is not None and w.end is not None
+    )
+    out: dict[str, tuple[list[int], list[Word]]] = {}
+    for speaker, number, word in rows:
+        numbers, words = out.setdefault(speaker, ([], []))
+        numbers.append(number)
+        words.append(word)
+    return out
 
 
 @lru_cache(maxsize=1)
@@ -231,23 +250,21 @@ def meeting_acts(root: Path, meeting: str) -> list[DialogueAct]:
     """Every dialogue act of one meeting with its timed words, in start-time order."""
     types = _da_types(str(root))
     acts: list[DialogueAct] = []
-    for words_file in sorted((root / "words").glob(f"{meeting}.*.words.xml")):
-        speaker = words_file.name.split(".")[1]
+    for speaker, (numbers, words) in _timed_words(root, meeting).items():
         da_file = root / "dialogueActs" / f"{meeting}.{speaker}.dialog-act.xml"
         if not da_file.is_file():
             continue
-        _, pos, words = _words(words_file)
         for dact in ET.parse(da_file).getroot().iter("dact"):
             child = dact.find(f"{_NITE}child")
             pointer = dact.find(f"{_NITE}pointer")
             if child is None:
                 continue
             m = _CHILD.search(child.get("href", ""))
-            if m is None or m.group(1) not in pos:
+            if m is None:
                 continue
-            a = pos[m.group(1)]
-            b = pos.get(m.group(2) or m.group(1), a)
-            span = tuple(w for w in words[a : b + 1] if w is not None)
+            first = _word_number(m.group(1))
+            last = _word_number(m.group(2) or m.group(1))
+            span = tuple(words[bisect_left(numbers, first) : bisect_right(numbers, last)])
             if not span:
                 continue
             href = pointer.get("href", "") if pointer is not None else ""

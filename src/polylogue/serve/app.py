@@ -20,10 +20,12 @@ never touches another session.
 from __future__ import annotations
 
 import asyncio
+import gc
 import hmac
 import json
 import logging
 import math
+import os
 import secrets
 import time
 from collections import OrderedDict
@@ -219,9 +221,14 @@ class Sessions:
         while len(self.cache) > self.max_cached:
             self.cache.popitem(last=False)  # still in the store; reloaded when needed
 
-    async def _current(self, sid: str) -> _Cached:
+    async def _current(self, sid: str, verify: bool = True) -> _Cached:
+        """The session, reloaded if another process moved it on.
+
+        ``verify=False`` trusts the cached copy without asking the store: an event applied to
+        a stale copy is caught by the store's compare-and-set write and applied again.
+        """
         c = self.cache.get(sid)
-        if c is not None and self.store.exclusive:
+        if c is not None and (self.store.exclusive or not verify):
             return c
         if c is not None and await self.store.version(sid) == c.version:
             return c
@@ -234,20 +241,48 @@ class Sessions:
         self._remember(sid, c)
         return c
 
-    async def apply(self, sid: str, raw: Any) -> dict[str, Any]:
-        """Apply one event (already JSON-decoded) to a session; returns its result object."""
+    async def apply(
+        self, sid: str, raw: Any, trace: dict[str, float] | None = None
+    ) -> dict[str, Any]:
+        """Apply one event (already JSON-decoded) to a session; returns its result object.
+
+        With ``trace`` (a dict), the monotonic clock (``time.perf_counter``, comparable
+        between processes on one Linux machine) is written at each step; the stream handler
+        returns it for ``benchmarks/serve_load.py``'s latency breakdown.
+        """
         seq = raw.get("seq") if isinstance(raw, dict) else None
         t0 = time.perf_counter()
         touched = False
         try:
             event = parse_event(raw)
+            if trace is not None:
+                trace["parsed"] = time.perf_counter()
             async with self.store.lock(sid):
-                c = await self._current(sid)
-                touched = True
-                result = _apply(c.live, event)
-                c.version += 1
-                c.used = time.monotonic()
-                await self.store.save(sid, c.version, c.live.to_dict())
+                for attempt in (0, 1):
+                    # A shared store: first on the cached copy (no round trip); if that was
+                    # stale or the event failed on it, once more on the stored state.
+                    c = await self._current(sid, verify=attempt > 0)
+                    if trace is not None:
+                        trace["locked"] = time.perf_counter()
+                    touched = True
+                    try:
+                        result = _apply(c.live, event)
+                        c.version += 1
+                        c.used = time.monotonic()
+                        if trace is not None:
+                            trace["decided"] = time.perf_counter()
+                        snapshot = c.live.to_dict()
+                        if trace is not None:
+                            trace["snapshot"] = time.perf_counter()
+                        await self.store.save(sid, c.version, snapshot)
+                    except PolylogueInputError:
+                        self.cache.pop(sid, None)  # maybe half applied: reload it
+                        if attempt or self.store.exclusive:
+                            raise
+                        continue
+                    if trace is not None:
+                        trace["saved"] = time.perf_counter()
+                    break
         except (PolylogueInputError, ValueError) as e:
             # The event may have been half applied: the stored snapshot (the state after the
             # last good event) is the truth, so reload it next time.
@@ -331,6 +366,52 @@ def _apply(live: LiveConversation, e: Event) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- the app
 
+#: Environment variable carrying :class:`ServeSettings` to ``--workers`` processes.
+SETTINGS_ENV = "POLYLOGUE_SERVE_SETTINGS"
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """What a service process needs to build its app (passed to workers as JSON)."""
+
+    state: str | None = None
+    token: str | None = None
+    idle_s: float = 1800.0
+    max_sessions: int = 10_000
+    sweep_s: float = 30.0
+    flush_s: float = 0.05
+    trace: bool = False
+    workers: int = 1
+
+    def to_json(self) -> str:
+        return json.dumps(self.__dict__)
+
+    @classmethod
+    def from_json(cls, text: str) -> ServeSettings:
+        return cls(**json.loads(text))
+
+    def open_store(self) -> SessionStore:
+        from polylogue.serve.store import open_store
+
+        return open_store(self.state, self.idle_s, self.flush_s, shared=self.workers > 1)
+
+    def app(self, store: SessionStore | None = None) -> Starlette:
+        return create_app(
+            store or self.open_store(),
+            token=self.token,
+            idle_s=self.idle_s,
+            max_sessions=self.max_sessions,
+            sweep_s=self.sweep_s,
+            trace=self.trace,
+        )
+
+
+def app_from_env() -> Starlette:
+    """The app of one ``--workers`` process (uvicorn factory), from ``SETTINGS_ENV``."""
+    import os
+
+    return ServeSettings.from_json(os.environ[SETTINGS_ENV]).app()
+
 
 def create_app(
     store: SessionStore,
@@ -339,8 +420,11 @@ def create_app(
     max_sessions: int = 10_000,
     model: TurnTakingModel | None = None,
     sweep_s: float = 30.0,
+    trace: bool = False,
 ) -> Starlette:
+    """The service. ``trace`` adds per-step timestamps (``"trace"``) to each stream result."""
     metrics = Metrics()
+    pid = os.getpid()  # in traces: which process answered (--workers)
     sessions = Sessions(store, model or load_model(), metrics, idle_s, max_sessions)
 
     def authorised(headers: Any, query: Any) -> bool:
@@ -439,6 +523,7 @@ def create_app(
         try:
             while True:
                 msg = await ws.receive_text()
+                received = time.perf_counter()
                 if len(msg) > MAX_MESSAGE:
                     await ws.send_json({"ok": False, "seq": None, "error": "message too large"})
                     continue
@@ -448,7 +533,15 @@ def create_app(
                     metrics.errors.inc(kind="NotJSON")
                     await ws.send_json({"ok": False, "seq": None, "error": f"not JSON: {e}"})
                     continue
-                await ws.send_json(await sessions.apply(sid, raw))
+                if not trace:
+                    await ws.send_json(await sessions.apply(sid, raw))
+                    continue
+                steps = {"received": received, "json": time.perf_counter()}
+                result = await sessions.apply(sid, raw, steps)
+                steps["gc_s"] = metrics.gc_seconds()
+                steps["pid"] = pid
+                steps["reply"] = time.perf_counter()
+                await ws.send_json({**result, "trace": steps})
         except WebSocketDisconnect:
             pass
         finally:
@@ -464,9 +557,16 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: Starlette) -> Any:
         task = asyncio.create_task(sweeper())
+        # Everything loaded so far (the model, the libraries) lives as long as the process:
+        # moving it out of the collector's generations keeps full collections short (they
+        # paused every session for tens of ms, see benchmarks/serve_load.py's "gc" split).
+        gc.collect()
+        gc.freeze()
+        metrics.gc.start()
         try:
             yield
         finally:
+            metrics.gc.stop()
             task.cancel()
             await store.close()
 

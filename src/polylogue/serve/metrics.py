@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import gc
+import time
+from typing import Any
+
 
 def _labels(labels: dict[str, str]) -> str:
     if not labels:
@@ -60,8 +64,33 @@ class Histogram:
         return out
 
 
+class GcClock:
+    """Time this process spends in the garbage collector (a pause of the whole event loop)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.collections = 0
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._started
+            self.collections += 1
+
+    def start(self) -> None:
+        if self not in gc.callbacks:
+            gc.callbacks.append(self)
+
+    def stop(self) -> None:
+        if self in gc.callbacks:
+            gc.callbacks.remove(self)
+
+
 class Metrics:
     def __init__(self) -> None:
+        self.gc = GcClock()
         self.decisions = CounterMetric("polylogue_decisions_total", "Decisions by action")
         self.events = CounterMetric("polylogue_events_total", "Events applied, by type")
         self.errors = CounterMetric("polylogue_event_errors_total", "Rejected events, by error")
@@ -75,4 +104,12 @@ class Metrics:
     def render(self) -> str:
         parts: list[CounterMetric | Histogram] = [self.decisions, self.events, self.errors]
         parts += [self.latency, self.sessions, self.sockets, self.expired]
+        gc_pause = CounterMetric(
+            "polylogue_gc_pause_seconds_total", "Time spent in Python's garbage collector"
+        )
+        gc_pause.set(self.gc.seconds)
+        parts.append(gc_pause)
         return "\n".join(line for m in parts for line in m.render()) + "\n"
+
+    def gc_seconds(self) -> float:
+        return self.gc.seconds

@@ -1,25 +1,28 @@
 """Where session snapshots live: SQLite (default, one process) or Redis (shared by processes).
 
 A session is stored as its JSON snapshot (:meth:`LiveConversation.to_dict`, bounded in size)
-with a version number bumped at every applied event. A process keeps live objects in memory
-and reloads a snapshot only when another process has moved the version on (Redis), so one
-process pays no deserialisation per event, and several processes stay consistent behind a
-per-session lock.
+with a version number bumped at every applied event. A process keeps live objects in memory,
+so it pays no deserialisation per event. Stores shared by processes (Redis, or SQLite with
+``shared=True``) write each snapshot as a compare-and-set on the version: a process whose
+cached copy was stale is refused, reloads the stored snapshot and applies its event again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import secrets
+import logging
 import sqlite3
 import time
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
 from polylogue.errors import PolylogueInputError
+
+logger = logging.getLogger("polylogue.serve")
 
 
 class SessionStoreError(PolylogueInputError):
@@ -27,7 +30,8 @@ class SessionStoreError(PolylogueInputError):
 
 
 class SessionStore(Protocol):
-    #: True when no other process writes this store (cached sessions are always current).
+    #: True when no other process writes this store (cached sessions are always current);
+    #: otherwise :meth:`save` raises :class:`StaleSessionError` over a newer version.
     exclusive: bool
 
     async def version(self, sid: str) -> int | None: ...
@@ -40,46 +44,148 @@ class SessionStore(Protocol):
     async def close(self) -> None: ...
 
 
+class StaleSessionError(PolylogueInputError):
+    """Another process changed the session while this one applied an event; resend it."""
+
+
 class SQLiteStore:
-    """Snapshots in one SQLite file (WAL); survives restarts of a single service process."""
+    """Snapshots in one SQLite file (WAL); survives restarts of a single service process.
 
-    exclusive = True
+    Writes are *write-behind*: :meth:`save` serialises the snapshot at once (so it is the
+    state after that event) and queues it; a background flush writes everything queued in one
+    transaction, in a worker thread, every ``flush_s`` seconds, keeping only each session's
+    newest snapshot. Reads see queued snapshots first, so this process never goes back in
+    time. Durability: a graceful stop (SIGTERM/SIGINT, :meth:`close`) writes everything; a
+    crash (SIGKILL, power loss) loses at most the events of the last ``flush_s`` seconds plus
+    one write. ``flush_s=0`` writes every snapshot before answering its event.
 
-    def __init__(self, path: str | Path) -> None:
+    ``shared=True`` is for several service processes on one file (``polylogue serve
+    --workers N``): every snapshot is written before its event is answered, as a
+    compare-and-set on the version (like :class:`RedisStore`), and a process checks the
+    stored version before each event, reloading the session if another process moved it on.
+    """
+
+    def __init__(self, path: str | Path, flush_s: float = 0.05, shared: bool = False) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.shared = shared
+        #: True when no other process writes this file (cached sessions are always current)
+        self.exclusive = not shared
+        self.flush_s = 0.0 if shared else flush_s
+        self.db = self._connect()
         self.db.execute(
             "CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, version INTEGER NOT NULL,"
             " snapshot TEXT NOT NULL, updated REAL NOT NULL)"
         )
+        #: the flush thread's own connection (a connection is used by one thread at a time)
+        self._writer = self._connect()
         self._locks: dict[str, asyncio.Lock] = {}
+        #: sid -> (version, snapshot JSON, time): saved but not written yet
+        self._pending: dict[str, tuple[int, str, float]] = {}
+        #: rows the flush thread is writing now (still visible to reads until committed)
+        self._inflight: dict[str, tuple[int, str, float]] = {}
+        self._flusher: asyncio.Task[None] | None = None
+        self._flush_lock = asyncio.Lock()
+        #: sessions created here whose first snapshot is not written yet (for count())
+        self._unwritten: set[str] = set()
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="polylogue-sqlite")
+        self.flush_errors = 0
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        db.execute("PRAGMA busy_timeout=10000")  # other processes' short write transactions
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        return db
+
+    def _queued(self, sid: str) -> tuple[int, str, float] | None:
+        return self._pending.get(sid) or self._inflight.get(sid)
 
     async def version(self, sid: str) -> int | None:
+        if (q := self._queued(sid)) is not None:
+            return q[0]
         row = self.db.execute("SELECT version FROM sessions WHERE id=?", (sid,)).fetchone()
         return None if row is None else int(row[0])
 
     async def load(self, sid: str) -> tuple[int, dict[str, Any]] | None:
+        if (q := self._queued(sid)) is not None:
+            return q[0], json.loads(q[1])
         row = self.db.execute(
             "SELECT version, snapshot FROM sessions WHERE id=?", (sid,)
         ).fetchone()
         return None if row is None else (int(row[0]), json.loads(row[1]))
 
     async def save(self, sid: str, version: int, snapshot: dict[str, Any]) -> None:
-        self.db.execute(
+        data = json.dumps(snapshot, separators=(",", ":"))
+        if self.shared:
+            self._save_if_current(sid, version, data)
+            return
+        self._pending[sid] = (version, data, time.time())
+        if version == 0:
+            self._unwritten.add(sid)
+        if self.flush_s <= 0:
+            await self.flush()
+        elif self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.get_running_loop().create_task(self._flush_soon())
+
+    async def _flush_soon(self) -> None:
+        await asyncio.sleep(self.flush_s)
+        await self.flush()
+
+    async def flush(self) -> None:
+        """Write every queued snapshot (one transaction, in the worker thread)."""
+        async with self._flush_lock:  # one flush at a time, in order (FIFO: no starvation)
+            await self._flush_locked()
+
+    async def _flush_locked(self) -> None:
+        if not self._pending:
+            return
+        self._inflight, self._pending = self._pending, {}
+        rows = [(sid, v, snap, t) for sid, (v, snap, t) in self._inflight.items()]
+        try:
+            await asyncio.get_running_loop().run_in_executor(self._executor, self._write, rows)
+            self._unwritten.difference_update(self._inflight)
+        except sqlite3.Error:
+            # Keep them queued (newer saves win) and retry at the next flush.
+            self.flush_errors += 1
+            logger.exception("writing %d session snapshots failed; retrying", len(rows))
+            self._pending = {**self._inflight, **self._pending}
+            if self._flusher is None or self._flusher.done():
+                self._flusher = asyncio.get_running_loop().create_task(self._flush_soon())
+        finally:
+            self._inflight = {}
+
+    def _write(self, rows: list[tuple[str, int, str, float]]) -> None:
+        with self._writer:  # one transaction
+            self._writer.execute("BEGIN")
+            self._writer.executemany(
+                "INSERT INTO sessions(id, version, snapshot, updated) VALUES (?,?,?,?) "
+                "ON CONFLICT(id) DO UPDATE SET version=excluded.version, "
+                "snapshot=excluded.snapshot, updated=excluded.updated",
+                rows,
+            )
+
+    def _save_if_current(self, sid: str, version: int, data: str) -> None:
+        """Compare-and-set: write version ``version`` only over ``version - 1`` (or nothing)."""
+        cur = self.db.execute(
             "INSERT INTO sessions(id, version, snapshot, updated) VALUES (?,?,?,?) "
             "ON CONFLICT(id) DO UPDATE SET version=excluded.version, "
-            "snapshot=excluded.snapshot, updated=excluded.updated",
-            (sid, version, json.dumps(snapshot, separators=(",", ":")), time.time()),
+            "snapshot=excluded.snapshot, updated=excluded.updated "
+            "WHERE sessions.version = excluded.version - 1",
+            (sid, version, data, time.time()),
         )
+        if cur.rowcount != 1:
+            raise StaleSessionError(f"session {sid}: changed by another process; resend")
 
     async def delete(self, sid: str) -> None:
+        self._pending.pop(sid, None)
+        self._unwritten.discard(sid)
+        await self.flush()
         self.db.execute("DELETE FROM sessions WHERE id=?", (sid,))
         self._locks.pop(sid, None)
 
     async def expire(self, idle_s: float) -> list[str]:
+        await self.flush()
         cutoff = time.time() - idle_s
         ids = [r[0] for r in self.db.execute("SELECT id FROM sessions WHERE updated<?", (cutoff,))]
         self.db.execute("DELETE FROM sessions WHERE updated<?", (cutoff,))
@@ -88,24 +194,28 @@ class SQLiteStore:
         return ids
 
     async def count(self) -> int:
-        return int(self.db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0])
+        """Sessions stored or queued (no flush: a create must not wait for the disk).
+
+        May count a session twice for the instant its first snapshot is being committed.
+        """
+        stored = int(self.db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0])
+        return stored + len(self._unwritten)
 
     def lock(self, sid: str) -> asyncio.Lock:
         return self._locks.setdefault(sid, asyncio.Lock())
 
     async def close(self) -> None:
+        if self._flusher is not None:
+            self._flusher.cancel()
+        await self.flush()
+        self._executor.shutdown(wait=True)
+        self._writer.close()
         self.db.close()
 
 
-# Releases the lock only if this holder still owns it (a lock that timed out may be re-taken).
-_UNLOCK = """
-if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
-return 0
-"""
-
-
 # Writes a snapshot only over the version it was derived from (compare-and-set): a process
-# that lost its lock (e.g. stalled past the lock's expiry) cannot overwrite a newer state.
+# whose cached session was stale (another process moved it on) cannot overwrite the newer
+# state; it reloads and applies its event again.
 _SAVE = """
 local v = redis.call('get', KEYS[1])
 local want = tonumber(ARGV[1]) - 1
@@ -116,10 +226,6 @@ if (v == false and want < 0) or (v ~= false and tonumber(v) == want) then
 end
 return 0
 """
-
-
-class StaleSessionError(PolylogueInputError):
-    """Another process changed the session while this one applied an event; resend it."""
 
 
 class RedisStore:
@@ -138,8 +244,9 @@ class RedisStore:
         self.r = aioredis.from_url(url, decode_responses=True)
         self.prefix = prefix
         self.ttl_ms = max(int(idle_s * 1000), 1000)
-        self._unlock = self.r.register_script(_UNLOCK)
         self._save = self.r.register_script(_SAVE)
+        #: sid -> (lock, coroutines using it); dropped when the last one is done
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
 
     def _k(self, sid: str, kind: str) -> str:
         return f"{self.prefix}{kind}:{sid}"
@@ -161,6 +268,7 @@ class RedisStore:
         return int(v), json.loads(snap)
 
     async def save(self, sid: str, version: int, snapshot: dict[str, Any]) -> None:
+        """Compare-and-set: write ``version`` only over ``version - 1`` (one round trip)."""
         data = json.dumps(snapshot, separators=(",", ":"))
         keys = [self._k(sid, "v"), self._k(sid, "s")]
         if not await self._save(keys=keys, args=[version, data, self.ttl_ms]):
@@ -179,38 +287,52 @@ class RedisStore:
         return n
 
     @asynccontextmanager
-    async def lock(
-        self, sid: str, timeout_s: float = 10.0, hold_ms: int = 30_000
-    ) -> AsyncIterator[None]:
-        key = self._k(sid, "lock")
-        token = secrets.token_hex(8)
-        deadline = time.monotonic() + timeout_s
-        while not await self.r.set(key, token, nx=True, px=hold_ms):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"session {sid}: lock held by another process")
-            await asyncio.sleep(0.001)
+    async def lock(self, sid: str, timeout_s: float = 10.0) -> AsyncIterator[None]:
+        """Orders this process's events on a session; other processes are kept consistent by
+        the compare-and-set write, not by a lock (a lock would cost two more round trips)."""
+        lock, users = self._locks.get(sid) or (asyncio.Lock(), 0)
+        self._locks[sid] = (lock, users + 1)
         try:
-            yield
+            try:
+                async with asyncio.timeout(timeout_s):  # no extra task, unlike wait_for
+                    await lock.acquire()
+            except TimeoutError:
+                raise TimeoutError(f"session {sid}: still busy after {timeout_s:g} s") from None
+            try:
+                yield
+            finally:
+                lock.release()
         finally:
-            await self._unlock(keys=[key], args=[token])
+            lock, users = self._locks[sid]
+            if users > 1:
+                self._locks[sid] = (lock, users - 1)
+            else:
+                del self._locks[sid]  # nobody waits: keep no per-session state
 
     async def close(self) -> None:
         await self.r.aclose()
 
 
-def open_store(state: str | None, idle_s: float) -> SessionStore:
-    """``redis://host:port/db``, ``sqlite:///path`` or a plain path (SQLite)."""
+def open_store(
+    state: str | None, idle_s: float, flush_s: float = 0.05, shared: bool = False
+) -> SessionStore:
+    """``redis://host:port/db``, ``sqlite:///path`` or a plain path (SQLite).
+
+    ``flush_s``: SQLite's write-behind interval (see :class:`SQLiteStore`); Redis writes
+    every snapshot before answering (other processes must see it). ``shared``: several
+    processes use this SQLite file (``--workers``).
+    """
     if state is None:
         import os
 
         base = os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
-        return SQLiteStore(Path(base) / "polylogue" / "sessions.sqlite")
+        return SQLiteStore(Path(base) / "polylogue" / "sessions.sqlite", flush_s, shared)
     if state.startswith(("redis://", "rediss://", "unix://")):
         return RedisStore(state, idle_s)
     if state.startswith("sqlite:///"):
-        return SQLiteStore(state.removeprefix("sqlite:///"))
+        return SQLiteStore(state.removeprefix("sqlite:///"), flush_s, shared)
     if "://" in state:
         raise SessionStoreError(
             f"--state {state!r}: use redis://..., sqlite:///path or a file path"
         )
-    return SQLiteStore(state)
+    return SQLiteStore(state, flush_s, shared)
