@@ -29,6 +29,8 @@ INTERNAL: dict[str, str] = {
     "tom.backends:GenerationError": "per-record failure; the MeetingToM runner records it",
     "llm.openai:MalformedResponse": "a RequestRejected: the point is recorded as unparseable",
     "llm.openai:ServerUnreachable": "a RetriesExhausted: the task adapters stop the run",
+    "serve.local:LocalServerError": "raised only by the launchers that tests and benchmarks use "
+    "to start a real local service or redis-server; no CLI path reaches it",
 }
 
 
