@@ -115,12 +115,15 @@ def ami_vtt(conv: Conversation, path: Path, style: VttStyle) -> Path:
 # ----------------------------------------------------------------------------- evaluation
 
 
-def read_all(paths: Sequence[Path], result: SourceResult) -> list[Conversation]:
+def read_all(
+    paths: Sequence[Path], result: SourceResult, domain: str | None = None
+) -> list[Conversation]:
+    """Read as a user would: ``domain`` is what ``polylogue build --domain`` passes."""
     convs = []
     for p in paths:
         result.files += 1
         try:
-            convs.append(read_transcript(p))
+            convs.append(read_transcript(p, domain=domain))
         except ConversationFormatError as exc:
             result.errors.append(str(exc))
     return convs
@@ -241,7 +244,9 @@ def main() -> None:
             r = SourceResult(
                 "irc-test.csv", f"{len(irc)} IRC test logs x {args.irc_messages} messages as CSV"
             )
-            r.points = points_of(read_all(irc_csv(irc, folder, args.irc_messages), r))
+            # A CSV carries no domain: a user declares the chat export (`build --domain chat`),
+            # so every message is a decision moment despite minute-resolution timestamps.
+            r.points = points_of(read_all(irc_csv(irc, folder, args.irc_messages), r, "chat"))
             results.append(r)
 
         if meeting is not None:

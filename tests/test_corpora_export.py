@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,27 @@ def test_molweni_dialogue_as_jsonl_and_vtt_with_break(tmp_path: Path) -> None:
         read_transcript(empty)
     with pytest.raises(ValueError, match="style"):
         write_vtt_transcript(first, tmp_path / "x.vtt", "slack")  # type: ignore[arg-type]
+
+
+def test_chat_csv_export_declared_chat_makes_every_message_a_decision_moment(
+    tmp_path: Path,
+) -> None:
+    """IRC times have minute resolution: read as speech, most messages end at "the same" time
+    as the next one starts and no pause follows them. Declared chat, each message counts."""
+    from polylogue.turntaking.points import conversation_points
+
+    conv = next(iter(read_irc(corpus_dir("ubuntu-irc-disentanglement"), "dev")))
+    rows = [u for u in conv.utterances if u.text.strip()][:200]
+    path = write_csv_transcript(replace(conv, utterances=tuple(rows)), tmp_path / "irc.csv")
+
+    as_meeting = read_transcript(path)
+    as_chat = read_transcript(path, domain="chat")
+    assert as_meeting.domain == "meeting" and as_chat.domain == "chat"
+    moments = {
+        name: {len(p.input.context) for p in conversation_points(c)}
+        for name, c in (("meeting", as_meeting), ("chat", as_chat))
+    }
+    # Every message after the first with a listener present is a moment in chat mode ...
+    assert len(moments["chat"]) >= 0.9 * (len(rows) - 1)
+    # ... while the timestamp reading loses most of them (pauses need a real silence).
+    assert len(moments["meeting"]) < 0.5 * len(moments["chat"])

@@ -156,3 +156,32 @@ def test_csv_text_with_control_separators_stays_one_row(tmp_path: Path) -> None:
     conv = read_transcript(path)
     # Two rows; \x1e counts as whitespace, which the reader normalises to one space.
     assert [u.text for u in conv.utterances] == ["0639 0631 0628", "ka\x15/window 11"]
+
+
+def test_cli_build_domain_chat_for_a_chat_export(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from polylogue.corpora.export import write_csv_transcript
+    from polylogue.corpora.irc import read_irc
+    from polylogue.paths import corpus_dir
+
+    conv = next(iter(read_irc(corpus_dir("ubuntu-irc-disentanglement"), "dev")))
+    rows = tuple(u for u in conv.utterances if u.text.strip())[:150]
+    path = write_csv_transcript(replace(conv, utterances=rows), tmp_path / "channel.csv")
+    runner = CliRunner()
+    sizes = {}
+    for domain in ("chat", None):
+        out = tmp_path / f"bench-{domain}"
+        extra = ["--domain", domain] if domain else []
+        res = runner.invoke(app, ["build", "--out", str(out), "-t", str(path), *extra])
+        assert res.exit_code == 0, res.output
+        bench = load_benchmark(out)
+        points = [p for split in ("train", "validation", "test") for p in bench.points(split)]
+        assert {p.input.domain for p in points} == {domain or "meeting"}
+        sizes[domain] = len({len(p.input.context) for p in points})
+    # Minute-resolution chat times read as speech leave few pauses; declared chat keeps them.
+    assert sizes["chat"] >= 0.9 * (len(rows) - 1) > 2 * sizes[None]
+    bad = runner.invoke(
+        app, ["build", "--out", str(tmp_path / "x"), "-t", str(path), "--domain", "irc"]
+    )
+    assert bad.exit_code == 2 and "unknown domain" in bad.output

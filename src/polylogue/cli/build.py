@@ -52,6 +52,15 @@ def build(
             "(break markers in the files always do)."
         ),
     ] = None,
+    domain: Annotated[
+        str | None,
+        typer.Option(
+            "--domain",
+            help="Domain of every --transcript: meeting, tv, earnings or chat (else a JSONL "
+            "header's 'domain', else meeting). With chat every message is a decision moment, "
+            "whatever its timestamps say.",
+        ),
+    ] = None,
     data_root: Annotated[
         Path | None, typer.Option(help="Folder holding the corpora (default: ../shared/data).")
     ] = None,
@@ -107,7 +116,7 @@ def build(
 
     from polylogue.corpora import READERS, load_corpus
     from polylogue.corpora.segments import expand_transcript_paths, read_transcript_parts
-    from polylogue.corpora.transcripts import TRANSCRIPT_FORMATS
+    from polylogue.corpora.transcripts import TRANSCRIPT_DOMAINS, TRANSCRIPT_FORMATS
     from polylogue.paths import corpus_dir
     from polylogue.turntaking.dataset import (
         BuildOptions,
@@ -128,6 +137,11 @@ def build(
 
     if fmt is not None and fmt not in TRANSCRIPT_FORMATS:
         raise typer.BadParameter(f"unknown format {fmt!r}; known: {', '.join(TRANSCRIPT_FORMATS)}")
+    if domain is not None and domain not in TRANSCRIPT_DOMAINS:
+        raise typer.BadParameter(
+            f"unknown domain {domain!r}; known: {', '.join(TRANSCRIPT_DOMAINS)}",
+            param_hint="--domain",
+        )
     if reset_after is not None and reset_after <= 0:
         raise typer.BadParameter("must be positive seconds", param_hint="--reset-after")
     corpora = corpus or []
@@ -157,12 +171,13 @@ def build(
             inputs[f"transcript:{path}"] = {
                 "path": str(path),
                 "sha256": hash_tree(path.parent, [path.name]),
+                **({"domain": domain} if domain else {}),
             }
-            parts = read_transcript_parts(path, format=fmt, reset_after=reset_after)
+            parts = read_transcript_parts(path, format=fmt, reset_after=reset_after, domain=domain)
             if any(c.id in seen for c in parts):
                 # Several files from one template: fall back to the file name (then its path).
                 for cid in (path.stem, str(path)):
-                    parts = read_transcript_parts(path, fmt, cid, reset_after)
+                    parts = read_transcript_parts(path, fmt, cid, reset_after, domain)
                     if not any(c.id in seen for c in parts):
                         break
             seen.update(c.id for c in parts)

@@ -78,9 +78,10 @@ def read_transcript_parts(
     format: str | None = None,
     conversation_id: str | None = None,
     reset_after: float | None = None,
+    domain: str | None = None,
 ) -> list[Conversation]:
     """:func:`read_transcript`, cut at break markers and (optionally) long silences."""
-    conv = read_transcript(path, format=format, conversation_id=conversation_id)
+    conv = read_transcript(path, format=format, conversation_id=conversation_id, domain=domain)
     return split_conversation(conv, reset_after)
 
 

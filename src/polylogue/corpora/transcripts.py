@@ -66,6 +66,10 @@ from polylogue.corpora._text import csv_records, decode_line, loads_json, read_t
 CORPUS = "user"
 
 #: format name -> file suffixes it is inferred from
+#: Domains a user transcript can declare (the deployment domains of
+#: :data:`polylogue.engine.model.DOMAINS`; kept here because corpora sit below the engine).
+TRANSCRIPT_DOMAINS: tuple[str, ...] = ("meeting", "tv", "earnings", "chat")
+
 TRANSCRIPT_FORMATS: dict[str, tuple[str, ...]] = {
     "jsonl": (".jsonl", ".ndjson"),
     "csv": (".csv",),
@@ -116,9 +120,18 @@ def infer_format(path: str | Path) -> str:
 
 
 def read_transcript(
-    path: str | Path, format: str | None = None, conversation_id: str | None = None
+    path: str | Path,
+    format: str | None = None,
+    conversation_id: str | None = None,
+    domain: str | None = None,
 ) -> Conversation:
-    """Read a user transcript (format from the suffix unless given) into a Conversation."""
+    """Read a user transcript (format from the suffix unless given) into a Conversation.
+
+    ``domain`` (``meeting``, ``chat``, ...) overrides a JSONL header's ``domain``; without
+    either it is ``meeting``. It matters for chat exports: a chat message is a decision moment
+    whatever its timestamps say (minute-resolution chat times would otherwise read as speech
+    with no pause between messages, see :func:`polylogue.turntaking.points.timing_mode`).
+    """
     path = Path(path)
     fmt = format or infer_format(path)
     if fmt not in TRANSCRIPT_FORMATS:
@@ -141,7 +154,7 @@ def read_transcript(
     if not raw:
         raise ConversationFormatError(path, "", "empty transcript: no utterances")
     conv_id = conversation_id or (header or {}).get("id") or path.stem
-    domain = str((header or {}).get("domain") or "meeting")
+    domain = domain or str((header or {}).get("domain") or "meeting")
     return _build(raw, participants, str(conv_id), domain, path, fmt)
 
 
