@@ -20,6 +20,7 @@ Nothing is pickled; every file is JSON or plain numeric arrays, and loading need
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -60,6 +61,15 @@ DOMAINS: dict[str, tuple[str, ...]] = {
     "earnings": ("earnings21",),
     "chat": ("irc", "molweni"),
 }
+
+
+def domain_threshold(domain: str | None, overall: float, per_domain: Mapping[str, float]) -> float:
+    """The threshold for ``domain`` (None: ``overall``; a domain without its own: ``overall``)."""
+    if domain is None:
+        return overall
+    if domain not in DOMAINS:
+        raise PolylogueInputError(f"unknown domain {domain!r}; choose one of {', '.join(DOMAINS)}")
+    return per_domain.get(domain, overall)
 
 
 def domain_of_corpus(corpus: str) -> str | None:
@@ -199,13 +209,7 @@ class TurnTakingModel:
 
     def threshold_for(self, domain: str | None) -> float:
         """The floor threshold for a deployment domain (None: the overall default)."""
-        if domain is None:
-            return self.threshold
-        if domain not in DOMAINS:
-            raise PolylogueInputError(
-                f"unknown domain {domain!r}; choose one of {', '.join(DOMAINS)}"
-            )
-        return self.domain_thresholds.get(domain, self.threshold)
+        return domain_threshold(domain, self.threshold, self.domain_thresholds)
 
     def contributions(self, row: np.ndarray) -> np.ndarray:
         """Per-feature contributions of one row to the raw log-odds (last entry: the bias).

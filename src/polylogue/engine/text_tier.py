@@ -33,7 +33,7 @@ import numpy as np
 from polylogue.conversation import Participant, Utterance
 from polylogue.engine.engine import EngineDecision, TurnTakingEngine
 from polylogue.engine.features import GROUP_ROLE
-from polylogue.engine.model import TurnTakingModel, load_model
+from polylogue.engine.model import TurnTakingModel, domain_threshold, load_model
 from polylogue.errors import PolylogueInputError
 from polylogue.turntaking.types import Decision
 
@@ -238,15 +238,7 @@ class TextTier:
         )
 
     def threshold_for(self, domain: str | None) -> float:
-        if domain is None:
-            return self.threshold
-        from polylogue.engine.model import DOMAINS
-
-        if domain not in DOMAINS:
-            raise PolylogueInputError(
-                f"unknown domain {domain!r}; choose one of {', '.join(DOMAINS)}"
-            )
-        return self.domain_thresholds.get(domain, self.threshold)
+        return domain_threshold(domain, self.threshold, self.domain_thresholds)
 
 
 #: Utterances kept for the text window (enough for MAX_TURNS turns of short AMI units).
