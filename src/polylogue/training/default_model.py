@@ -319,8 +319,12 @@ def train_default_model(
     log: Callable[[str], None] = print,
 ) -> TrainResult:
     """Fit the full recipe on built benchmarks; returns the model with validation/test metrics."""
-    import lightgbm as lgb
     from sklearn.isotonic import IsotonicRegression
+
+    from polylogue.extras import require_extra
+
+    # Fail before the minutes of feature work, not at the first boosting round.
+    require_extra("train", "lightgbm", what="train_default_model")
 
     opts = options or TrainOptions()
     t0 = time.perf_counter()
@@ -384,29 +388,19 @@ def train_default_model(
         "num_threads": opts.threads,
         "verbosity": -1,
     }
-    dtrain = lgb.Dataset(
-        train.x,
-        train.y,
-        weight=_weights(train.corpus, opts.corpus_weight_power, train.y, opts.balance_classes),
-        feature_name=names,
-        free_raw_data=False,
-    )
-    dval = lgb.Dataset(
-        val.x,
-        val.y,
-        weight=_weights(val.corpus, opts.corpus_weight_power, val.y, opts.balance_classes),
-        reference=dtrain,
-    )
-    booster = lgb.train(
+    booster, rounds = _boost(
         params,
-        dtrain,
-        num_boost_round=opts.num_boost_round,
-        valid_sets=[dval],
-        callbacks=[lgb.early_stopping(opts.early_stopping_rounds, verbose=False)],
+        (
+            train.x,
+            train.y,
+            _weights(train.corpus, opts.corpus_weight_power, train.y, opts.balance_classes),
+        ),
+        (val.x, val.y, _weights(val.corpus, opts.corpus_weight_power, val.y, opts.balance_classes)),
+        names,
+        opts.num_boost_round,
+        opts.early_stopping_rounds,
     )
-    log(f"boosted {booster.best_iteration} trees ({time.perf_counter() - t0:.0f}s)")
-    # Keep only the trees early stopping chose, so the saved file is what was validated.
-    booster = lgb.Booster(model_str=booster.model_to_string(num_iteration=booster.best_iteration))
+    log(f"boosted {rounds} trees ({time.perf_counter() - t0:.0f}s)")
     trees = TreeEnsemble.from_lightgbm(booster)
     sample = val.x[:2000]
     gap = float(np.abs(trees.predict(sample) - booster.predict(sample)).max())
@@ -483,6 +477,35 @@ def train_default_model(
     return TrainResult(model, metrics)
 
 
+def _boost(
+    params: dict[str, Any],
+    train: tuple[np.ndarray, np.ndarray, np.ndarray],
+    val: tuple[np.ndarray, np.ndarray, np.ndarray],
+    names: list[str],
+    max_rounds: int,
+    early_stopping_rounds: int,
+) -> tuple[Any, int]:
+    """A LightGBM booster on (x, y, weight) with early stopping on validation, and its rounds.
+
+    Only the trees early stopping chose are kept, so the saved model is what was validated.
+    """
+    import lightgbm as lgb
+
+    dtrain = lgb.Dataset(
+        train[0], train[1], weight=train[2], feature_name=names, free_raw_data=False
+    )
+    dval = lgb.Dataset(val[0], val[1], weight=val[2], reference=dtrain)
+    booster = lgb.train(
+        params,
+        dtrain,
+        num_boost_round=max_rounds,
+        valid_sets=[dval],
+        callbacks=[lgb.early_stopping(early_stopping_rounds, verbose=False)],
+    )
+    best = int(booster.best_iteration)
+    return lgb.Booster(model_str=booster.model_to_string(num_iteration=best)), best
+
+
 def _backchannel_proba(
     booster: Any, calibration: Calibration, x: np.ndarray, p_floor: np.ndarray, threads: int
 ) -> np.ndarray:
@@ -505,7 +528,6 @@ def _fit_backchannel(
     Without backchannels in train and validation (untimed corpora only) there is nothing to
     learn: no booster, P(backchannel) = 0.
     """
-    import lightgbm as lgb
     from sklearn.isotonic import IsotonicRegression
 
     if not train.backchannel.any() or not val.backchannel.any():
@@ -516,27 +538,14 @@ def _fit_backchannel(
         "learning_rate": opts.backchannel_learning_rate,
         "num_leaves": opts.backchannel_num_leaves,
     }
-    btrain = lgb.Dataset(
-        train.x,
-        train.backchannel,
-        weight=_weights(train.corpus, opts.corpus_weight_power),
-        feature_name=list(feature_names(opts.feature_blocks)),
-        free_raw_data=False,
-    )
-    bval = lgb.Dataset(
-        val.x,
-        val.backchannel,
-        weight=_weights(val.corpus, opts.corpus_weight_power),
-        reference=btrain,
-    )
-    booster = lgb.train(
+    booster, _ = _boost(
         bparams,
-        btrain,
-        num_boost_round=opts.backchannel_rounds,
-        valid_sets=[bval],
-        callbacks=[lgb.early_stopping(opts.early_stopping_rounds, verbose=False)],
+        (train.x, train.backchannel, _weights(train.corpus, opts.corpus_weight_power)),
+        (val.x, val.backchannel, _weights(val.corpus, opts.corpus_weight_power)),
+        list(feature_names(opts.feature_blocks)),
+        opts.backchannel_rounds,
+        opts.early_stopping_rounds,
     )
-    booster = lgb.Booster(model_str=booster.model_to_string(num_iteration=booster.best_iteration))
     raw = np.asarray(booster.predict(val.x, num_threads=opts.threads), dtype=np.float64)
     iso = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0).fit(raw, val.backchannel)
     calibration = Calibration(
