@@ -25,9 +25,11 @@ from polylogue.corpora.earnings import read_earnings21
 from polylogue.corpora.friends import read_friends
 from polylogue.paths import corpus_dir
 from polylogue.turntaking.dataset import (
+    FORMAT_VERSION,
     BenchmarkFormatError,
     BuildOptions,
     build_benchmark,
+    is_current_build,
     load_benchmark,
     save_benchmark,
 )
@@ -222,7 +224,14 @@ def test_saved_benchmark_round_trip_and_causality(ami_build, tmp_path: Path) -> 
     # Table 1 (ours + the paper mapping) for all splits + train/validation/test, then the
     # outcome table and the fine 8-way table.
     assert (folder / "stats.md").read_text().count("| ami |") == 10
-    assert manifest["format_version"] == 2
+    assert manifest["format_version"] == FORMAT_VERSION
+    assert is_current_build(folder)
+    # A build written by an older builder (v2 grouped Molweni differently) is not reused.
+    stale = json.loads((folder / "manifest.json").read_text())
+    stale["format_version"] = FORMAT_VERSION - 1
+    (folder / "manifest.json").write_text(json.dumps(stale))
+    assert not is_current_build(folder)
+    assert not is_current_build(tmp_path / "missing")
     assert manifest["decision_moments"] == dict.fromkeys(AMI_MEETINGS, "pause")
 
 

@@ -84,6 +84,7 @@ def build_chat_benchmarks(
     from polylogue.turntaking.dataset import (
         BuildOptions,
         build_benchmark,
+        is_current_build,
         load_benchmark,
         save_benchmark,
     )
@@ -101,7 +102,7 @@ def build_chat_benchmarks(
     out: list[Benchmark] = []
     for name in ("irc", "molweni"):
         folder = work_dir / f"bench-chat-{name}"
-        if not (folder / "manifest.json").is_file():
+        if not is_current_build(folder):
             split_for: Callable[[str], str]
             if name == "irc":
                 convs = list(irc_convs())

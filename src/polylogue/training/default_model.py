@@ -575,6 +575,7 @@ def build_benchmarks(
     from polylogue.turntaking.dataset import (
         BuildOptions,
         build_benchmark,
+        is_current_build,
         load_benchmark,
         reader_options,
         save_benchmark,
@@ -583,7 +584,7 @@ def build_benchmarks(
     out: list[Benchmark] = []
     for name in corpora:
         folder = work_dir / f"bench-{name}"
-        if not (folder / "manifest.json").is_file():
+        if not is_current_build(folder):
             root = None if data_root is None else data_root / READERS[name][1]
             # The benchmark's own reader options (AMI: acts split at word gaps, v2).
             convs = load_corpus(name, root, **reader_options(name))

@@ -58,7 +58,9 @@ from polylogue.turntaking.types import (
 )
 
 #: 2: decision points at real pauses, three outcomes, SA, paper_category (issue 11).
-FORMAT_VERSION = 2
+#: 3: Molweni grouped by stretches of overlapping dialogues, its official test file pinned to
+#: test (a v2 Molweni build shares messages between train and test).
+FORMAT_VERSION = 3
 
 Protocol = Literal["default", "paper"]
 
@@ -884,6 +886,21 @@ def _rows_without_context(
     for r in rows:  # nested selections come back flattened: put them back under "input"
         r["input"] = {"target": r.pop("target"), "present": r.pop("present")}
     return rows
+
+
+def is_current_build(folder: str | Path) -> bool:
+    """Whether ``folder`` holds a benchmark built by this version of the builder.
+
+    Cached builds (``train-default --work-dir``) are reused only when current: an older format
+    can assign different splits or groups to the same options (e.g. v2 Molweni)."""
+    manifest = Path(folder) / "manifest.json"
+    if not manifest.is_file():
+        return False
+    try:
+        version = json.loads(manifest.read_text(encoding="utf-8")).get("format_version", 1)
+    except (OSError, ValueError):
+        return False
+    return bool(version == FORMAT_VERSION)
 
 
 def load_benchmark(folder: str | Path) -> Benchmark:
