@@ -20,7 +20,7 @@ from polylogue.annotate.store import AnnotationStore, StudyKind
 from polylogue.annotate.study import SamplingPlan, benchmark_items, create_study
 
 
-def _writer(db: str, key: str, rounds: int, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+def _writer(db: str, key: str, rounds: int, out: multiprocessing.Queue) -> None:
     store = AnnotationStore(db)
     who = store.annotator_by_key(key)
     assert who is not None
@@ -62,7 +62,7 @@ def main() -> None:
             finish=src.finish,
         )
         n_items = sum(report.drawn.values())
-        queue: multiprocessing.Queue = multiprocessing.Queue()  # type: ignore[type-arg]
+        queue: multiprocessing.Queue = multiprocessing.Queue()
         procs = [
             multiprocessing.Process(
                 target=_writer, args=(str(store.path), keys[n], args.rounds, queue)

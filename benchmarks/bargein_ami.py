@@ -17,6 +17,7 @@ from collections import Counter, defaultdict
 
 from polylogue.engine.bargein import (
     BARGE_IN_MODEL_PATH,
+    Overlap,
     ami_meetings,
     fit_barge_in_model,
     held_out_meeting,
@@ -45,7 +46,8 @@ def main() -> None:
     args = ap.parse_args()
     root = data_root() / "ami" / "ami_public_manual_1.6.2"
     meetings = ami_meetings(root)
-    train, test = [], []
+    train: list[Overlap] = []
+    test: list[Overlap] = []
     for m in meetings:
         (test if held_out_meeting(m) else train).extend(meeting_overlaps(root, m))
     held = sorted({o.meeting for o in test})

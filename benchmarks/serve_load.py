@@ -273,9 +273,10 @@ def _gc_inside(records: list[_Record]) -> dict[tuple[int, int], float]:
         marks.sort()
     out = {}
     for r in records:
-        marks = by_process.get((r.server, r.trace.get("pid", 0.0))) if r.trace else None
-        if not marks or not r.trace:
+        found = by_process.get((r.server, r.trace.get("pid", 0.0))) if r.trace else None
+        if not found or not r.trace:
             continue
+        marks = found
         i = bisect.bisect_left(marks, (r.sent, -1.0))
         before = marks[i - 1][1] if i else 0.0
         out[(r.session, r.index)] = r.trace["gc_s"] - before

@@ -9,6 +9,7 @@ Baseline: reading the same number of bytes as plain ``<v Alice>word`` cues.
 
 from __future__ import annotations
 
+import argparse
 import tempfile
 import time
 from pathlib import Path
@@ -38,10 +39,19 @@ def _time_cue(folder: Path, unit: str, size: int) -> tuple[float, str]:
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        default=[80_000, 160_000, 1_000_000],
+        help="Cue sizes in bytes.",
+    )
+    args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for label, unit in PAYLOADS.items():
-            for size in (80_000, 160_000, 1_000_000):
+            for size in args.sizes:
                 dt, outcome = _time_cue(folder, unit, size)
                 print(f"{label:<28} {size / 1e6:5.2f} MB  {dt:6.3f} s   {outcome}")
 
