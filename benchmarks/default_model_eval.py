@@ -342,7 +342,7 @@ def main() -> None:
         "--domain", default=None, help="Load the shipped model of this domain (chat has its own)."
     )
     ap.add_argument(
-        "--no-fir", action="store_true", help="Skip I1 recall at FIR <= 10% (scores validation)."
+        "--no-fir", action="store_true", help="Skip I1 recall at FIR <= 10%% (scores validation)."
     )
     ap.add_argument("--paper", nargs="*", type=Path, default=[], help="Paper-protocol builds.")
     ap.add_argument("--json", type=Path, default=None, help="Write all figures here.")
