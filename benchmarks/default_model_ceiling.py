@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from polylogue.engine.threshold import sweep_thresholds
 
 from polylogue.conversation import Conversation
 from polylogue.engine.extract import FeatureExtractor
 from polylogue.engine.model import TurnTakingModel, load_model
 from polylogue.evaluation.floor import floor_decomposition, pause_index, top1_accuracy
 from polylogue.evaluation.metrics import balanced_accuracy_binary as balanced_accuracy
+from polylogue.evaluation.metrics import sweep_thresholds
 from polylogue.models.baselines import held_floor_before
 from polylogue.turntaking.dataset import load_benchmark
 from polylogue.turntaking.types import Decision, DecisionPoint
