@@ -125,6 +125,27 @@ def test_engine_streaming_matches_batch_features() -> None:
         assert len(d.contributions) == 5
 
 
+def test_batch_features_do_not_depend_on_point_order() -> None:
+    """Shuffled points (a per-sample split, a balanced view) give the same rows and relation
+    keys as conversation order: the extractor visits them in conversation order itself."""
+    model = load_model()
+    convs = list(itertools.islice(load_corpus("friends"), 3))
+    points = [p for c in convs for p in itertools.islice(conversation_points(c), 120)]
+    inputs = [p.input for p in points]
+    ordered_keys: list[tuple[int, ...]] = []
+    ordered = FeatureExtractor(model.yield_model, model.relation_model).features(
+        inputs, ordered_keys
+    )
+    shuffle = np.random.default_rng(3).permutation(len(inputs))
+    shuffled_keys: list[tuple[int, ...]] = []
+    shuffled = FeatureExtractor(model.yield_model, model.relation_model).features(
+        [inputs[i] for i in shuffle], shuffled_keys
+    )
+    np.testing.assert_array_equal(shuffled, ordered[shuffle])
+    assert shuffled_keys == [ordered_keys[i] for i in shuffle]
+    assert len(set(ordered_keys)) > 10
+
+
 def test_shipped_files_are_small_and_plain() -> None:
     files = {p.name: p.stat().st_size for p in DEFAULT_MODEL_DIR.iterdir() if p.is_file()}
     assert {

@@ -94,11 +94,29 @@ class FeatureExtractor:
         """One feature row per input; ``relation_keys`` collects each row's relation vocabulary."""
         width = N_FEATURES + (N_CHAT_FEATURES if self.chat else 0)
         x = np.empty((len(inputs), width), dtype=np.float32)
-        for row, inp in enumerate(inputs):
+        # Rows are computed in conversation order (each conversation's points by context length)
+        # so one streaming state serves a conversation's points whatever order they come in; a
+        # shuffled or per-sample split would otherwise replay the history for every point.
+        first_seen: dict[str, int] = {}
+        for inp in inputs:
+            first_seen.setdefault(inp.conversation_id, len(first_seen))
+        order = sorted(
+            range(len(inputs)),
+            key=lambda r: (first_seen[inputs[r].conversation_id], len(inputs[r].context)),
+        )
+        keys: list[tuple[int, ...]] = []
+        row_keys: list[tuple[int, ...]] = [()] * len(inputs)
+        for row in order:
+            inp = inputs[row]
             state = self.state_for(inp)
             present = [p.id for p in inp.present]
-            x[row, :N_FEATURES] = state.features(inp.target.id, present, relation_keys)
+            sink = keys if relation_keys is not None else None
+            x[row, :N_FEATURES] = state.features(inp.target.id, present, sink)
+            if sink is not None:
+                row_keys[row] = keys.pop()
             if self.chat:
                 chat = self._chat_states[inp.conversation_id]
                 x[row, N_FEATURES:] = chat.features(inp.target.id)
+        if relation_keys is not None:
+            relation_keys.extend(row_keys)
         return x
