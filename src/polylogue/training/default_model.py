@@ -163,7 +163,8 @@ def split_data(
     The ``relation_logit`` column is left at 0 here and filled by :func:`set_relation_logits`
     once the relation word model is fitted (it is trained on these very rows).
     """
-    xs, ys, bs, cs, pts = [], [], [], [], []
+    xs: list[np.ndarray] = []
+    ys, bs, cs, pts = [], [], [], []
     keys: list[tuple[int, ...]] = []
     extractors: dict[int, FeatureExtractor] = {}
     no_relation = HashedLogistic.zeros()
@@ -171,12 +172,29 @@ def split_data(
         if split not in b.splits:
             continue
         points = b.points(split)
-        for p in points:
+        # One batch per cross-fitted scorer: the extractor then orders each batch by
+        # conversation itself (a per-sample split lists points in no conversation order).
+        rows_of: dict[int, list[int]] = {}
+        for i, p in enumerate(points):
             scorer = scorer_for_group(p.group)
-            ex = extractors.setdefault(
+            extractors.setdefault(
                 id(scorer), FeatureExtractor(scorer, no_relation, chat="chat" in feature_blocks)
             )
-            xs.append(ex.features([p.input], keys)[0])
+            rows_of.setdefault(id(scorer), []).append(i)
+        x_bench: np.ndarray | None = None
+        bench_keys: list[tuple[int, ...]] = [()] * len(points)
+        for scorer_id, rows in rows_of.items():
+            batch_keys: list[tuple[int, ...]] = []
+            x_batch = extractors[scorer_id].features([points[i].input for i in rows], batch_keys)
+            if x_bench is None:
+                x_bench = np.empty((len(points), x_batch.shape[1]), dtype=np.float32)
+            x_bench[rows] = x_batch
+            for i, k in zip(rows, batch_keys, strict=True):
+                bench_keys[i] = k
+        if x_bench is not None:
+            xs.append(x_bench)
+        keys.extend(bench_keys)
+        for p in points:
             ys.append(p.gold.label is Decision.SPEAK)
             bs.append(p.gold.floor_outcome is Outcome.BACKCHANNEL)
             cs.append(p.input.corpus)
