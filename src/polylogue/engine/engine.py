@@ -42,7 +42,8 @@ CUE_PHRASES: dict[str, str] = {
     "second_person_to_prev_target": "'you' right after the target spoke",
     "question_to_nobody_named": "open question, nobody named",
     "target_is_prev_turn_speaker": "target held the floor just before",
-    "incomplete": "utterance sounds unfinished",
+    # looks_incomplete(): trailing off, cut off, or two words at most.
+    "incomplete": "utterance trails off or is very short",
     "trailing_continuer": "ends on a continuer (and/so/um)",
     "acknowledgement": "short acknowledgement",
     "group_address": "addressed to the group",
