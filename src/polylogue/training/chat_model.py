@@ -78,15 +78,16 @@ def build_chat_benchmarks(
     log: Callable[[str], None] = print,
 ) -> list[Benchmark]:
     """Build (or reuse) ``work_dir/bench-chat-irc`` and ``work_dir/bench-chat-molweni``."""
+    import functools
+
     from polylogue.corpora.irc import irc_files, read_irc
     from polylogue.corpora.molweni import read_molweni
     from polylogue.paths import corpus_dir
     from polylogue.turntaking.dataset import (
+        BenchmarkBuild,
         BuildOptions,
         build_benchmark,
-        is_current_build,
-        load_benchmark,
-        save_benchmark,
+        load_or_build,
     )
 
     irc_root = (data_root / "ubuntu-irc-disentanglement") if data_root else None
@@ -99,26 +100,22 @@ def build_chat_benchmarks(
         yield from read_irc(irc_root, "train", files=irc_train_subset(names, irc_train_files))
         yield from read_irc(irc_root, ("dev", "test"))
 
-    out: list[Benchmark] = []
-    for name in ("irc", "molweni"):
-        folder = work_dir / f"bench-chat-{name}"
-        if not is_current_build(folder):
-            split_for: Callable[[str], str]
-            if name == "irc":
-                convs = list(irc_convs())
-                split_for = irc_split_for(convs)
-            else:
-                convs = list(read_molweni(mol_root, ("dev", "test")))
-                split_for = molweni_split_for(convs)
-            build = build_benchmark(convs, BuildOptions())
-            # The corpora's own splits replace the builder's grouped 80/10/10 assignment.
-            build = replace(
-                build, points=[replace(p, split=split_for(p.group)) for p in build.points]
-            )
-            save_benchmark(build, folder)
-            log(f"built {folder} ({len(build.points):,} points)")
-        out.append(load_benchmark(folder))
-    return out
+    def make(name: str) -> BenchmarkBuild:
+        split_for: Callable[[str], str]
+        if name == "irc":
+            convs = list(irc_convs())
+            split_for = irc_split_for(convs)
+        else:
+            convs = list(read_molweni(mol_root, ("dev", "test")))
+            split_for = molweni_split_for(convs)
+        build = build_benchmark(convs, BuildOptions())
+        # The corpora's own splits replace the builder's grouped 80/10/10 assignment.
+        return replace(build, points=[replace(p, split=split_for(p.group)) for p in build.points])
+
+    return [
+        load_or_build(work_dir / f"bench-chat-{name}", functools.partial(make, name), log)
+        for name in ("irc", "molweni")
+    ]
 
 
 def chat_train_options(**overrides: Any) -> TrainOptions:

@@ -587,29 +587,26 @@ def build_benchmarks(
     log: Callable[[str], None] = print,
 ) -> list[Benchmark]:
     """Build (or reuse, when already built in ``work_dir``) one benchmark folder per corpus."""
-    import itertools
+    import functools
 
     from polylogue.corpora import READERS, load_corpus
     from polylogue.turntaking.dataset import (
+        BenchmarkBuild,
         BuildOptions,
         build_benchmark,
-        is_current_build,
-        load_benchmark,
+        load_or_build,
         reader_options,
-        save_benchmark,
     )
 
-    out: list[Benchmark] = []
-    for name in corpora:
-        folder = work_dir / f"bench-{name}"
-        if not is_current_build(folder):
-            root = None if data_root is None else data_root / READERS[name][1]
-            # The benchmark's own reader options (AMI: acts split at word gaps, v2).
-            convs = load_corpus(name, root, **reader_options(name))
-            if limit_conversations is not None:
-                convs = itertools.islice(convs, limit_conversations)
-            build = build_benchmark(convs, BuildOptions(seed=seed))
-            save_benchmark(build, folder)
-            log(f"built {folder} ({len(build.points):,} points)")
-        out.append(load_benchmark(folder))
-    return out
+    def make(name: str) -> BenchmarkBuild:
+        root = None if data_root is None else data_root / READERS[name][1]
+        # The benchmark's own reader options (AMI: acts split at word gaps, v2).
+        convs = load_corpus(name, root, **reader_options(name))
+        if limit_conversations is not None:
+            convs = itertools.islice(convs, limit_conversations)
+        return build_benchmark(convs, BuildOptions(seed=seed))
+
+    return [
+        load_or_build(work_dir / f"bench-{name}", functools.partial(make, name), log)
+        for name in corpora
+    ]

@@ -903,6 +903,20 @@ def is_current_build(folder: str | Path) -> bool:
     return bool(version == FORMAT_VERSION)
 
 
+def load_or_build(
+    folder: str | Path,
+    make: Callable[[], BenchmarkBuild],
+    log: Callable[[str], None] = print,
+) -> Benchmark:
+    """Load the benchmark cached in ``folder`` when it is current, else ``make()`` it, save it
+    there (replacing an older build) and load it."""
+    if not is_current_build(folder):
+        build = make()
+        save_benchmark(build, folder)
+        log(f"built {folder} ({len(build.points):,} points)")
+    return load_benchmark(folder)
+
+
 def load_benchmark(folder: str | Path) -> Benchmark:
     return Benchmark(folder)
 
