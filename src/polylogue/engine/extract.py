@@ -104,16 +104,16 @@ class FeatureExtractor:
             range(len(inputs)),
             key=lambda r: (first_seen[inputs[r].conversation_id], len(inputs[r].context)),
         )
-        keys: list[tuple[int, ...]] = []
+        # The state appends a row's relation keys to ``sink``; they are moved to the row's place.
+        sink: list[tuple[int, ...]] | None = [] if relation_keys is not None else None
         row_keys: list[tuple[int, ...]] = [()] * len(inputs)
         for row in order:
             inp = inputs[row]
             state = self.state_for(inp)
             present = [p.id for p in inp.present]
-            sink = keys if relation_keys is not None else None
             x[row, :N_FEATURES] = state.features(inp.target.id, present, sink)
             if sink is not None:
-                row_keys[row] = keys.pop()
+                row_keys[row] = sink.pop()
             if self.chat:
                 chat = self._chat_states[inp.conversation_id]
                 x[row, N_FEATURES:] = chat.features(inp.target.id)
