@@ -281,8 +281,10 @@ class OpenAIClient:
             raise ServerConfigError(f"HTTP {r.status_code} from {url}: {text[:300]}")
         if r.status_code >= 400:
             text = text[:500]
-            if self._logprobs_ok and "logprob" in text.lower() and "logprobs" in payload:
-                # Some servers/models refuse logprobs: drop them for the rest of the run.
+            if "logprob" in text.lower() and "logprobs" in payload:
+                # Some servers/models refuse logprobs: drop them for the rest of the run. Not
+                # gated on the flag: requests sent concurrently before the first refusal came
+                # back are refused too and must be asked again the same way.
                 self._logprobs_ok = False
                 payload = {
                     k: v for k, v in payload.items() if k not in ("logprobs", "top_logprobs")
