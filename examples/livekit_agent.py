@@ -1,84 +1,82 @@
-"""A LiveKit agent that only answers when it is its turn in a multi-party room.
+"""A LiveKit agent that hears everyone in a multi-party room and speaks only on its turn.
 
-Run it as a LiveKit worker (needs a LiveKit server and your STT/LLM/TTS plugins)::
+Run it as a LiveKit worker (needs a LiveKit server, and your STT/LLM/TTS plugins in
+``make_plugins`` below)::
 
     python examples/livekit_agent.py dev
 
-or, offline, replay a transcript through the same detector and reply gate with LiveKit's own
-chat context objects::
+or, offline, replay a transcript through LiveKit's own STT objects (a ``MultiSpeakerAdapter``
+over a diarising STT that "recognises" the transcript) and polylogue's multi-party session;
+``--json`` prints the same lines (``index``, ``decision``, ``p_speak``) as
+``polylogue decide FILE --as NAME --json``::
 
-    python examples/livekit_agent.py --replay examples/standup.jsonl --as Dave
+    python examples/livekit_agent.py --replay examples/standup.jsonl --as Dave --json
 
-Speakers: tag each user message with ``extra={"speaker": identity}`` (e.g. from the STT's
-diarisation or the LiveKit participant identity), or prefix the text with ``"Name: "``.
-Needs `pip install 'polylogue[livekit]'`.
+Needs ``pip install 'polylogue[livekit]'``.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import json
+import logging
 import sys
-
-from livekit.agents import Agent, StopResponse, llm
-
-from polylogue.adapters.livekit import PolylogueTurnDetector, gate_reply
+from typing import Any
 
 
-class MeetingAssistant(Agent):
-    """Answers only when polylogue says SPEAK; otherwise the turn stays in context, unanswered."""
-
-    def __init__(self, detector: PolylogueTurnDetector) -> None:
-        super().__init__(instructions="You take part in a team meeting. Be brief.")
-        self.detector = detector
-
-    async def on_user_turn_completed(
-        self, turn_ctx: llm.ChatContext, new_message: llm.ChatMessage
-    ) -> None:
-        await gate_reply(self.detector, turn_ctx, new_message)
-
-
-def replay(path: str, agent_name: str) -> None:
-    from polylogue.corpora.transcripts import read_transcript
-
-    conv = read_transcript(path)
-    detector = PolylogueTurnDetector(agent_name=agent_name, participants=conv.participants)
-    assistant = MeetingAssistant(detector)
-    ctx = llm.ChatContext()
-    for u in conv.utterances:
-        if u.speaker == detector.live.agent.pid:
-            ctx.add_message(role="assistant", content=u.text)
-            print(f"{u.speaker:>6}: {u.text[:70]}")
-            continue
-        msg = llm.ChatMessage(role="user", content=[u.text], extra={"speaker": u.speaker})
-        probe = ctx.copy()
-        probe.insert(msg)
-        p = asyncio.run(detector.predict_end_of_turn(probe))
-        try:
-            asyncio.run(assistant.on_user_turn_completed(ctx, msg))
-            verdict = "reply"
-        except StopResponse:
-            verdict = "stay silent"
-        ctx.insert(msg)
-        print(f"{u.speaker:>6}: {u.text[:70]:70s} P(speak)={p:.2f} -> {verdict}")
+def make_plugins() -> dict[str, Any]:  # pragma: no cover - your provider's plugins
+    """Your STT, LLM and TTS, e.g. ``deepgram.STT()``, ``openai.LLM()``, ``cartesia.TTS()``."""
+    raise SystemExit("edit make_plugins() in examples/livekit_agent.py: STT, LLM and TTS plugins")
 
 
 def worker() -> None:  # pragma: no cover - needs a LiveKit server
-    from livekit.agents import AgentServer, AgentSession, JobContext, cli
+    from livekit.agents import Agent, AgentServer, AgentSession, JobContext, cli, room_io
+
+    from polylogue.adapters.livekit import MultiPartySession
 
     server = AgentServer()
 
     @server.rtc_session()
     async def entrypoint(ctx: JobContext) -> None:
-        detector = PolylogueTurnDetector(agent_name="assistant")
-        session = AgentSession(turn_handling={"turn_detection": detector})  # + stt/llm/tts
-        await session.start(agent=MeetingAssistant(detector), room=ctx.room)
+        plugins = make_plugins()
+        await ctx.connect()
+        session = AgentSession(llm=plugins["llm"], tts=plugins["tts"])
+        # polylogue listens to every participant; LiveKit's own input (one participant) is off.
+        room = MultiPartySession("Dave", session=session)
+        await session.start(
+            agent=Agent(instructions="You are Dave, in a team meeting. Be brief."),
+            room=ctx.room,
+            room_options=room_io.RoomOptions(audio_input=False),
+        )
+        room.start(ctx.room, plugins["stt"])  # one STT stream per participant track
 
     cli.run_app(server)
 
 
+def replay(path: str, agent: str, as_json: bool) -> None:
+    from polylogue.adapters.livekit import replay_transcript
+    from polylogue.corpora.transcripts import read_transcript
+
+    conv = read_transcript(path)
+    people = conv.participants if conv.roster_known else ()
+    rows = asyncio.run(replay_transcript(conv.utterances, agent, people))
+    for row in rows:
+        if as_json:
+            print(json.dumps(row))
+        else:
+            p = "" if row["p_speak"] is None else f"P(speak)={row['p_speak']:.2f} "
+            print(f"{row['speaker']:>8}: {row['text'][:60]:60s} {p}{row['decision'] or ''}")
+
+
 if __name__ == "__main__":
+    logging.basicConfig(level=logging.WARNING)
     if "--replay" in sys.argv:
-        args = sys.argv[1:]
-        replay(args[args.index("--replay") + 1], args[args.index("--as") + 1])
+        ap = argparse.ArgumentParser()
+        ap.add_argument("--replay", required=True)
+        ap.add_argument("--as", dest="agent", required=True)
+        ap.add_argument("--json", action="store_true")
+        args = ap.parse_args()
+        replay(args.replay, args.agent, args.json)
     else:
         worker()

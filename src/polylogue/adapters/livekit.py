@@ -10,7 +10,15 @@ says the agent should stay silent, so the turn is kept in context but not answer
 
 Who said what is read from the chat context: user messages carry the speaker in
 ``message.extra`` (``"speaker"``, ``"speaker_id"`` or ``"participant_identity"``) or as a
-``"Name: text"`` prefix; assistant messages are the agent's own speech.
+``"Name: text"`` prefix naming a known participant (``"Dave, one thing: ..."`` is not a
+speaker); assistant messages are the agent's own speech.
+
+For a real room, :class:`MultiPartySession` hears every remote participant (one STT stream
+per participant track, or one diarised stream through LiveKit's ``MultiSpeakerAdapter``),
+tags each final transcript with the participant's identity and name, and drives the
+``AgentSession``: ``generate_reply`` on SPEAK, ``say(..., add_to_chat_ctx=False)`` for a
+backchannel, ``interrupt()`` on a real barge-in, the tagged words into the chat context
+otherwise.
 
     detector = PolylogueTurnDetector(agent_name="Dave", participants=roster)
     session = AgentSession(turn_detection=detector, ...)
@@ -22,35 +30,36 @@ Who said what is read from the chat context: user messages carry the speaker in
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from livekit.agents import StopResponse, llm
+from livekit.agents import StopResponse, llm, stt
 
 from polylogue.adapters import start_live
+from polylogue.adapters.room import DECISION_TIMEOUT_S, Heard, RoomTracker, decision_row, log
 from polylogue.conversation import Participant, Utterance
 from polylogue.engine.engine import TurnTakingEngine
 from polylogue.engine.live import Action, LiveConversation, LiveDecision, Policy
 from polylogue.engine.model import TurnTakingModel
 
 SPEAKER_KEYS = ("speaker", "speaker_id", "participant_identity")
-_PREFIX = re.compile(r"^\s*([^:\n]{1,60}):\s+(.*)$", re.DOTALL)
 #: LiveKit's languages polylogue's English model is meant for.
 _ENGLISH = {"en", "en-us", "en-gb", "en-au", "en-ca", "en-in", "english"}
 
 
-def message_speaker(msg: llm.ChatMessage, default: str = "user") -> tuple[str, str]:
-    """(speaker, text) of a user message: ``extra`` keys first, then a "Name: " prefix."""
+def message_speaker(
+    msg: llm.ChatMessage, room: RoomTracker, default: str = "user"
+) -> tuple[str, str]:
+    """(speaker, text) of a user message: ``extra`` keys first, then a ``Name:`` prefix that
+    names a known participant of ``room``; else ``default``."""
     text = msg.text_content or ""
     for key in SPEAKER_KEYS:
         value = msg.extra.get(key)
         if isinstance(value, str) and value.strip():
             return value.strip(), text
-    m = _PREFIX.match(text)
-    if m:
-        return m.group(1).strip(), m.group(2)
-    return default, text
+    return room.split_prefix(text) or (default, text)
 
 
 class PolylogueTurnDetector:
@@ -64,6 +73,7 @@ class PolylogueTurnDetector:
         model: TurnTakingModel | None = None,
     ) -> None:
         self.live, self._model = start_live(agent_name, participants, policy, model)
+        self.room = RoomTracker(self.live)
         self._seen: set[str] = set()
         #: the decision behind the latest prediction (read by :func:`gate_reply`)
         self.last_decision: LiveDecision | None = None
@@ -100,7 +110,7 @@ class PolylogueTurnDetector:
             return None
         if msg.role != "user":
             return None
-        speaker, text = message_speaker(msg)
+        speaker, text = message_speaker(msg, self.room)
         return self.live.utterance(Utterance(speaker, text))
 
     def decide(self, chat_ctx: llm.ChatContext, message: llm.ChatMessage) -> LiveDecision:
@@ -127,7 +137,7 @@ class PolylogueTurnDetector:
         if last is None:
             return 1.0
         probe = LiveConversation.from_dict(self.live.to_dict(), TurnTakingEngine(self._model))
-        speaker, text = message_speaker(last)
+        speaker, text = message_speaker(last, self.room)
         d = probe.utterance(Utterance(speaker, text))
         self.last_decision = d
         return 0.0 if d.p_speak is None or d.action is None else float(d.p_speak)
@@ -145,3 +155,331 @@ async def gate_reply(
     if d.action is not Action.SPEAK:
         raise StopResponse()
     return d
+
+
+# ----------------------------------------------------------------------------- a real room
+
+DecisionHook = Callable[[Heard, LiveDecision], Any]
+
+
+class MultiPartySession:
+    """Every remote participant of a LiveKit room heard, one polylogue conversation decided.
+
+    Start the ``AgentSession`` with its own audio input off
+    (``room_options=RoomOptions(audio_input=False)``): this object listens instead, so
+    LiveKit's voice-activity interruption never cuts the agent off on a "thank you"; the
+    barge-in model decides (yield: ``session.interrupt()``), the lexical rule when it fails.
+
+    ``speakers`` maps a diarising STT's speaker ids ("S1") to participant identities; an id
+    it lacks is used as the identity. Every decision is logged (INFO, ``polylogue.adapters``)
+    and handed to ``on_decision(heard, decision)`` when set.
+    """
+
+    def __init__(
+        self,
+        agent_name: str,
+        participants: Iterable[Participant] = (),
+        *,
+        session: Any = None,
+        policy: Policy | None = None,
+        model: TurnTakingModel | None = None,
+        speakers: Mapping[str, str] | None = None,
+        observer: bool = False,
+        decision_timeout_s: float = DECISION_TIMEOUT_S,
+        on_decision: DecisionHook | None = None,
+    ) -> None:
+        self.live, _ = start_live(agent_name, participants, policy, model)
+        self.room = RoomTracker(self.live, observer=observer)
+        self.speakers = dict(speakers or {})
+        self.decision_timeout_s = decision_timeout_s
+        self.on_decision = on_decision
+        #: What the session was asked to do, in order: ("reply" | "backchannel" |
+        #: "context" | "interrupt", text).
+        self.actions: list[tuple[str, str]] = []
+        self.session: Any = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._stt: stt.STT | None = None
+        self._mixed: str | None = None
+        if session is not None:
+            self.attach(session)
+
+    @property
+    def observer(self) -> bool:
+        return self.room.observer
+
+    @observer.setter
+    def observer(self, on: bool) -> None:
+        """Switch listening-only on or off while the session runs."""
+        self.room.observer = on
+
+    # ----------------------------------------------------------------- the AgentSession
+
+    def attach(self, session: Any) -> None:
+        """Follow the session's own speech: its state (speaking or not) and its words."""
+        self.session = session
+
+        @session.on("agent_state_changed")
+        def _state(ev: Any) -> None:
+            if ev.new_state == "speaking":
+                self.room.agent_started(ev.created_at)
+            elif ev.old_state == "speaking":
+                self.room.agent_stopped(ev.created_at)
+
+        @session.on("conversation_item_added")
+        def _item(ev: Any) -> None:
+            item = ev.item
+            if isinstance(item, llm.ChatMessage) and item.role == "assistant":
+                self.room.agent_words(item.text_content or "")
+
+    # ----------------------------------------------------------------- people
+
+    def participant_joined(self, participant: Any) -> None:
+        """An ``rtc.RemoteParticipant`` (or anything with ``identity`` and ``name``)."""
+        self.room.join(participant.identity, getattr(participant, "name", None) or None)
+
+    def participant_left(self, participant: Any) -> None:
+        self.room.leave(getattr(participant, "identity", participant))
+
+    # ----------------------------------------------------------------- transcripts
+
+    def _speaker(self, identity: str | None, data: stt.SpeechData | None) -> str | None:
+        if identity:
+            return identity
+        sid = None if data is None else data.speaker_id
+        return None if not sid else self.speakers.get(sid, sid)
+
+    async def on_speech_event(
+        self, ev: stt.SpeechEvent, identity: str | None = None, origin: float = 0.0
+    ) -> LiveDecision | None:
+        """One STT event: ``identity`` for a participant's own stream (None: a diarised
+        stream, the speaker read from ``SpeechData.speaker_id``); ``origin`` is the room time
+        (seconds) at which that stream's audio started."""
+        data = ev.alternatives[0] if ev.alternatives else None
+        if data is None or not data.text.strip():
+            return None
+        speaker = self._speaker(identity, data)
+        timed = data.end_time > 0.0
+        start = origin + data.start_time if timed else None
+        end = origin + data.end_time if timed else None
+        if ev.type == stt.SpeechEventType.INTERIM_TRANSCRIPT:
+            barge = self.room.interim(speaker, data.text, end)
+            if barge is not None and barge.yield_floor:
+                await self._interrupt(data.text)
+            return None
+        if ev.type != stt.SpeechEventType.FINAL_TRANSCRIPT:
+            return None
+        r = await self.room.final_within(
+            speaker, data.text, start, end, timeout_s=self.decision_timeout_s
+        )
+        if r is None:
+            return None
+        heard, d = r
+        if d.barge_in is not None and d.barge_in.yield_floor:
+            await self._interrupt(heard.text)
+        await self._act(heard, d)
+        return d
+
+    async def _interrupt(self, text: str) -> None:
+        if not self.room.agent_speaking or self.room.observer:
+            return
+        self.actions.append(("interrupt", text))
+        if self.session is not None:
+            try:
+                await self.session.interrupt()
+            except RuntimeError as e:  # the speech playing disallows interruptions
+                log.info("interrupt refused: %s", e)
+
+    async def _act(self, heard: Heard, d: LiveDecision) -> None:
+        log.info(
+            "decision %s after %s: %s (p_speak=%s, %s)",
+            d.index, heard.name, d.action, d.p_speak, d.reason,
+        )
+        if self.on_decision is not None:
+            self.on_decision(heard, d)
+        msg = llm.ChatMessage(
+            role="user",
+            content=[heard.tagged],
+            extra={"speaker": heard.speaker, "speaker_name": heard.name},
+        )
+        if d.action is Action.SPEAK:
+            self.actions.append(("reply", heard.tagged))
+            if self.session is not None:
+                self.session.generate_reply(user_input=msg)
+            return
+        self.actions.append(("context", heard.tagged))
+        await self._add_to_context(msg)
+        if d.action is Action.BACKCHANNEL:
+            phrase = self.room.backchannel_phrase()
+            self.actions.append(("backchannel", phrase))
+            if self.session is not None:
+                # Spoken through the TTS, no LLM call, and kept out of the chat context.
+                self.session.say(phrase, add_to_chat_ctx=False)
+
+    async def _add_to_context(self, msg: llm.ChatMessage) -> None:
+        agent = None if self.session is None else self.session.current_agent
+        if agent is None:
+            return
+        ctx = agent.chat_ctx.copy()
+        ctx.insert(msg)
+        await agent.update_chat_ctx(ctx)
+
+    # ----------------------------------------------------------------- room wiring
+
+    def start(self, room: Any, stt_engine: stt.STT, *, mixed_track_of: str | None = None) -> None:
+        """Hear ``room`` (an ``rtc.Room``): follow joins and leaves and run ``stt_engine`` on
+        every remote audio track. ``mixed_track_of``: the identity whose one track carries
+        several voices, transcribed through a diarising STT (wrap it in
+        ``MultiSpeakerAdapter(stt=..., detect_primary_speaker=False)``)."""
+        from livekit import rtc
+
+        self._stt = stt_engine
+        self._mixed = mixed_track_of
+        for p in room.remote_participants.values():
+            if p.identity != mixed_track_of:
+                self.participant_joined(p)
+        room.on("participant_connected", self.participant_joined)
+        room.on("participant_disconnected", self.participant_left)
+        room.on("track_subscribed", self._on_track)
+        for p in room.remote_participants.values():
+            for pub in p.track_publications.values():
+                if pub.track is not None and pub.kind == rtc.TrackKind.KIND_AUDIO:
+                    self._on_track(pub.track, pub, p)
+
+    def _on_track(self, track: Any, publication: Any, participant: Any) -> None:
+        from livekit import rtc
+
+        if track.kind != rtc.TrackKind.KIND_AUDIO:
+            return
+        identity = None if participant.identity == self._mixed else participant.identity
+        task = asyncio.create_task(self._listen(track, identity))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _listen(self, track: Any, identity: str | None) -> None:
+        from livekit import rtc
+
+        assert self._stt is not None
+        stream = self._stt.stream()
+        audio = rtc.AudioStream.from_track(track=track, sample_rate=16000)
+        origin = time.time()
+
+        async def push() -> None:
+            async for ev in audio:
+                stream.push_frame(ev.frame)
+            stream.end_input()
+
+        pusher = asyncio.create_task(push())
+        try:
+            async for ev in stream:
+                try:
+                    await self.on_speech_event(ev, identity, origin)
+                except Exception:  # one bad event never ends the agent's session
+                    log.exception("polylogue: STT event for %s failed", identity)
+        finally:
+            pusher.cancel()
+            await stream.aclose()
+            await audio.aclose()
+
+
+# ----------------------------------------------------------------------------- replay
+
+
+class TranscriptSTT(stt.STT):
+    """A diarising streaming STT that "recognises" a transcript: each flush of its stream
+    emits the next line as speaker-labelled ``SpeechEvent`` s (an interim with the first
+    word, then the final with the line's times). For checking a setup offline against
+    ``polylogue decide``; wrap it in ``MultiSpeakerAdapter`` like a real diarising STT."""
+
+    def __init__(self, lines: Iterable[Utterance]) -> None:
+        super().__init__(
+            capabilities=stt.STTCapabilities(
+                streaming=True, interim_results=True, diarization=True, offline_recognize=False
+            )
+        )
+        self.lines = list(lines)
+
+    @property
+    def model(self) -> str:
+        return "transcript"
+
+    @property
+    def provider(self) -> str:
+        return "polylogue"
+
+    async def _recognize_impl(self, buffer: Any, **_: Any) -> stt.SpeechEvent:
+        raise NotImplementedError("TranscriptSTT only streams")
+
+    def stream(self, **kwargs: Any) -> stt.RecognizeStream:
+        from livekit.agents.types import DEFAULT_API_CONNECT_OPTIONS
+
+        return _TranscriptStream(self, kwargs.get("conn_options", DEFAULT_API_CONNECT_OPTIONS))
+
+
+class _TranscriptStream(stt.RecognizeStream):
+    def __init__(self, engine: TranscriptSTT, conn_options: Any) -> None:
+        super().__init__(stt=engine, conn_options=conn_options)
+        self._lines = iter(engine.lines)
+
+    async def _run(self) -> None:
+        from livekit.agents.language import LanguageCode
+
+        en = LanguageCode("en")
+        async for item in self._input_ch:
+            if not isinstance(item, self._FlushSentinel):
+                continue
+            u = next(self._lines, None)
+            if u is None:
+                continue
+            start = 0.0 if u.start is None else u.start
+            end = 0.0 if u.end is None else u.end
+            first = u.text.split()[0] if u.text.split() else u.text
+            for kind, text in (
+                (stt.SpeechEventType.INTERIM_TRANSCRIPT, first),
+                (stt.SpeechEventType.FINAL_TRANSCRIPT, u.text),
+            ):
+                data = stt.SpeechData(en, text, start, end, 1.0, speaker_id=u.speaker)
+                self._event_ch.send_nowait(stt.SpeechEvent(kind, alternatives=[data]))
+
+
+async def replay_transcript(
+    utterances: Iterable[Utterance],
+    agent_name: str,
+    participants: Iterable[Participant] = (),
+    **kwargs: Any,
+) -> list[dict[str, Any]]:
+    """Push a transcript through LiveKit's objects and return ``polylogue decide``-style rows.
+
+    The humans' lines come out of a ``MultiSpeakerAdapter`` over :class:`TranscriptSTT` (one
+    audio frame and a flush per line) into a :class:`MultiPartySession`; the agent's lines
+    are its own speech, with the transcript's times. ``kwargs`` go to the session.
+    """
+    from livekit import rtc
+
+    lines = list(utterances)
+    mp = MultiPartySession(agent_name, participants, **kwargs)
+    agent = mp.room.agent_id
+    humans = [u for u in lines if mp.live.speaker_id(u.speaker) != agent]
+    adapter = stt.MultiSpeakerAdapter(stt=TranscriptSTT(humans), detect_primary_speaker=False)
+    stream = adapter.stream()
+    silence = rtc.AudioFrame(b"\0\0" * 160, 16000, 1, 160)
+    rows = []
+    try:
+        for i, u in enumerate(lines):
+            if mp.live.speaker_id(u.speaker) == agent:
+                mp.room.agent_said(u.text, u.start, u.end)
+                rows.append(decision_row(i, u.speaker, u.text, None))
+                continue
+            stream.push_frame(silence)
+            stream.flush()
+            d = None
+            while True:
+                ev = await stream.__anext__()
+                d = await mp.on_speech_event(ev)
+                if ev.type == stt.SpeechEventType.FINAL_TRANSCRIPT:
+                    break
+            rows.append(decision_row(i, u.speaker, u.text, d, "dropped"))
+    finally:
+        stream.end_input()
+        await stream.aclose()
+        mp.room.close()
+    return rows

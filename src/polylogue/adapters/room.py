@@ -1,0 +1,308 @@
+"""A multi-party room as an agent framework sees it, independent of the framework.
+
+Both adapters (LiveKit, Pipecat) hear the same things — participants join and leave, STT
+gives interim and final transcripts with or without a speaker, the agent starts and stops
+speaking and its TTS reports the words — and must do the same with them. :class:`RoomTracker`
+is that one place; the adapters only translate their framework's objects into its calls and
+its decisions back into framework actions.
+
+Defined behaviour for bad input (each logs a warning on the ``polylogue.adapters`` logger and
+is recorded in ``RoomTracker.warnings``; none raises):
+
+* a final transcript **without a speaker**: a ``Name: text`` prefix naming a known participant
+  is taken as the speaker; else, with exactly one human present, it is theirs; else it is
+  dropped (not observed, not answered);
+* an **unknown participant id**: the participant joins now (a newcomer the roster lacked);
+* a participant who **leaves mid-utterance**: the pending interim is discarded;
+* a transcript that **arrives after its participant left**: observed (the room heard it) but
+  never answered (``action`` None, reason ``"speaker has left"``).
+
+The agent's own words are observed in the order they were spoken: a framework may report
+"bot stopped speaking" before the last words of the TTS reach the tap (system frames overtake
+data frames in Pipecat), so the words are held until the next human transcript or the next
+time the agent starts, and observed then, before anything said after them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
+
+from polylogue.conversation import Participant, Utterance
+from polylogue.engine.bargein import BargeInDecision, interjection_words, lexical_backchannel
+from polylogue.engine.live import Action, AgentState, LiveConversation, LiveDecision
+
+log = logging.getLogger("polylogue.adapters")
+
+#: What the agent says for a BACKCHANNEL decision, in turn (spoken without the LLM).
+BACKCHANNEL_PHRASES: tuple[str, ...] = ("Mm-hmm.", "Right.", "I see.", "Okay.")
+#: Seconds a decision may take before the agent stays silent instead.
+DECISION_TIMEOUT_S = 1.0
+
+_PREFIX = re.compile(r"^\s*([^:\n]{1,60}):\s+(.*)$", re.DOTALL)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Heard:
+    """One final transcript as the room heard it (speaker resolved, times in seconds)."""
+
+    speaker: str
+    name: str
+    text: str
+    start: float | None = None
+    end: float | None = None
+
+    @property
+    def tagged(self) -> str:
+        """The line the LLM's context gets: who said it, then what."""
+        return f"{self.name}: {self.text}"
+
+
+@dataclass
+class _AgentTurn:
+    started: float | None = None
+    stopped: float | None = None
+    words: list[str] = field(default_factory=list)
+    speaking: bool = False
+
+
+class RoomTracker:
+    """Participants, transcripts and the agent's speech of one room, fed to one
+    :class:`LiveConversation` (built by :func:`polylogue.adapters.start_live`)."""
+
+    def __init__(
+        self,
+        live: LiveConversation,
+        phrases: Sequence[str] = BACKCHANNEL_PHRASES,
+        observer: bool = False,
+    ) -> None:
+        self.live = live
+        self.phrases = tuple(phrases) or BACKCHANNEL_PHRASES
+        #: Listen and log every decision, never speak (switchable at run time).
+        self.observer = observer
+        self.warnings: list[str] = []
+        self.decisions: list[LiveDecision] = []
+        self.left: set[str] = set()
+        self._agent = _AgentTurn()
+        self._phrase = 0
+        self._pool: ThreadPoolExecutor | None = None
+
+    # ----------------------------------------------------------------- people
+
+    @property
+    def agent_id(self) -> str:
+        return self.live.agent.pid
+
+    def name_of(self, pid: str) -> str:
+        p = self.live.engine.participants.get(pid)
+        return p.display_name if p is not None else pid
+
+    def is_known(self, label: str) -> bool:
+        return bool(self.live.names.matches(label))
+
+    def join(self, identity: str, name: str | None = None) -> None:
+        """A participant is now in the room (``identity``: the framework's id)."""
+        label = name if name and name.strip() else None
+        self.left.discard(identity)
+        if self.is_known(identity):
+            person = self.live.engine.participants[self._pid(identity)]
+        else:
+            words = (label or "").split()
+            alias = (words[0],) if len(words) > 1 else ()
+            person = Participant(id=identity, name=label, aliases=alias)
+        self.live.join([person])
+        if self.agent_id not in self.live.present:  # the agent is in its own room
+            self.live.join([self.live.engine.participants[self.agent_id]])
+
+    def leave(self, identity: str) -> None:
+        if not self.is_known(identity):
+            self._warn(f"leave: {identity!r} is not a participant; ignored")
+            return
+        pid = self._pid(identity)
+        if self.live.interim.pop(pid, None):
+            self._warn(f"{self.name_of(pid)!r} left mid-utterance; the partial transcript is dropped")
+        self.left.add(pid)
+        self.live.leave(pid)
+
+    def _admit(self, speaker: str) -> None:
+        """A speaker nobody announced: with a roster, they join now (warned); without one,
+        people are learnt as they talk."""
+        if self.is_known(speaker):
+            return
+        if self.live.roster_known:
+            self._warn(f"unknown participant {speaker!r}: joins the room now")
+            self.join(speaker)
+
+    def _pid(self, label: str) -> str:
+        return self.live.speaker_id(label)
+
+    def _warn(self, msg: str) -> None:
+        log.warning(msg)
+        self.warnings.append(msg)
+
+    def split_prefix(self, text: str) -> tuple[str, str] | None:
+        """``(speaker, text)`` when ``text`` starts with ``Name:`` for a known participant."""
+        m = _PREFIX.match(text)
+        if m and self.is_known(m.group(1).strip()):
+            return m.group(1).strip(), m.group(2)
+        return None
+
+    def resolve(self, speaker: str | None, text: str) -> tuple[str, str] | None:
+        """The participant a final transcript belongs to (see the module notes), or None."""
+        if speaker is not None and speaker.strip():
+            self._admit(speaker)
+            return self._pid(speaker), text
+        tagged = self.split_prefix(text)
+        if tagged is not None:
+            return self._pid(tagged[0]), tagged[1]
+        humans = [p for p in self.live.present if p != self.agent_id]
+        if self.live.roster_known and len(humans) == 1:
+            return humans[0], text
+        self._warn(f"transcript without a speaker dropped ({len(humans)} people present): {text[:60]!r}")
+        return None
+
+    # ----------------------------------------------------------------- transcripts
+
+    def interim(self, speaker: str | None, text: str, time: float | None = None) -> BargeInDecision | None:
+        """A partial transcript: never observed; while the agent speaks, yield or continue."""
+        if speaker is None or not speaker.strip():
+            return None  # a partial without a speaker changes nothing
+        self._admit(speaker)
+        pid = self._pid(speaker)
+        if pid in self.left:
+            return None
+        try:
+            return self.live.interim_utterance(pid, text, time)
+        except Exception as e:  # the lexical rule decides when the model cannot
+            self._warn(f"barge-in model failed ({e}); lexical rule used")
+            return self.lexical_barge_in(text)
+
+    @staticmethod
+    def lexical_barge_in(text: str) -> BargeInDecision:
+        """The fallback: continue on acknowledgement words only, yield on anything else."""
+        back = lexical_backchannel(interjection_words(text))
+        return BargeInDecision(not back, 0.0 if back else 1.0, "backchannel (lexical)" if back else "interruption (lexical)")
+
+    def final(
+        self, speaker: str | None, text: str, start: float | None = None, end: float | None = None
+    ) -> tuple[Heard, LiveDecision] | None:
+        """A final transcript: observed, then decided on (None: dropped, see module notes)."""
+        if not text.strip():
+            return None
+        who = self.resolve(speaker, text)
+        if who is None:
+            return None
+        pid, words = who
+        self.flush_agent()
+        heard = Heard(pid, self.name_of(pid), words, start, end)
+        d = self.live.utterance(Utterance(pid, words, start, end))
+        if pid in self.left and pid != self.agent_id:
+            self._warn(f"transcript from {heard.name!r} after they left: heard, not answered")
+            d = replace(d, action=None, reason="speaker has left")
+        if self.observer and d.action is not None and d.action is not Action.SILENT:
+            d = replace(d, action=Action.SILENT, reason=f"observer ({d.action.value}: {d.reason})")
+        self.decisions.append(d)
+        return heard, d
+
+    async def final_within(
+        self,
+        speaker: str | None,
+        text: str,
+        start: float | None = None,
+        end: float | None = None,
+        timeout_s: float = DECISION_TIMEOUT_S,
+    ) -> tuple[Heard, LiveDecision] | None:
+        """:meth:`final` off the event loop; past ``timeout_s`` the agent stays silent.
+
+        The utterance is still observed (a single worker thread keeps the order), only the
+        answer is given up: the returned decision is SILENT with reason "decision timed out".
+        """
+        try:
+            return await self._within(timeout_s, lambda: self.final(speaker, text, start, end))
+        except TimeoutError:
+            self._warn(f"no decision within {timeout_s:g} s: staying silent")
+            name = speaker or "?"
+            state = self.live.agent.state
+            d = LiveDecision(self.live.index, name, Action.SILENT, "decision timed out", state)
+            return Heard(name, name, text, start, end), d
+
+    async def _within(self, timeout_s: float, fn: Callable[[], T]) -> T:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="polylogue")
+        fut = asyncio.get_running_loop().run_in_executor(self._pool, fn)
+        return await asyncio.wait_for(asyncio.shield(fut), timeout_s)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    # ----------------------------------------------------------------- the agent's speech
+
+    def agent_started(self, time: float | None = None) -> None:
+        self.flush_agent()
+        self._agent = _AgentTurn(started=time, speaking=True)
+        self.live.agent_speech(True, time=time)
+
+    def agent_stopped(self, time: float | None = None) -> None:
+        if not self._agent.speaking:
+            return
+        self._agent.speaking = False
+        self._agent.stopped = time
+        self.live.agent_speech(False, time=time)
+        if self._agent.words:
+            self.flush_agent()
+
+    def agent_words(self, text: str) -> None:
+        """Words the agent's TTS spoke (held until the agent's turn is observed)."""
+        if text.strip():
+            self._agent.words.append(text.strip())
+
+    def agent_said(self, text: str, start: float | None = None, end: float | None = None) -> None:
+        """A whole agent utterance at once (a transcript replay, a chat-context message)."""
+        self.agent_started(start)
+        self.agent_words(text)
+        self.agent_stopped(end)
+
+    def flush_agent(self) -> None:
+        """Observe the agent's words heard so far once its turn has ended."""
+        a = self._agent
+        if a.speaking or not a.words:
+            return
+        text = " ".join(a.words)
+        a.words = []
+        self.live.utterance(Utterance(self.agent_id, text, a.started, a.stopped))
+
+    @property
+    def agent_speaking(self) -> bool:
+        return self.live.agent.state is AgentState.SPEAKING
+
+    # ----------------------------------------------------------------- actions
+
+    def backchannel_phrase(self) -> str:
+        phrase = self.phrases[self._phrase % len(self.phrases)]
+        self._phrase += 1
+        return phrase
+
+
+def decision_row(
+    index: int, speaker: str, text: str, d: LiveDecision | None, why: str = "target is speaking"
+) -> dict[str, Any]:
+    """One JSON line of an adapter's replay, in ``polylogue decide --json``'s field names
+    (``why``: the reason when there is no decision at all)."""
+    action = None if d is None or d.action is None else d.action.value
+    row: dict[str, Any] = {"index": index, "speaker": speaker, "text": text, "decision": action}
+    row["p_speak"] = None if d is None or d.action is None or d.p_speak is None else round(d.p_speak, 4)
+    row["reason"] = why if d is None else d.reason
+    return row
+
+
+def participants_of(people: Iterable[Participant | str]) -> list[Participant]:
+    """A roster from participants or bare identities."""
+    return [p if isinstance(p, Participant) else Participant(id=p) for p in people]
