@@ -1,78 +1,59 @@
-"""Polylogue's gate in a real Pipecat pipeline, replaying a transcript as STT output.
+"""Polylogue's multi-party gate in a real Pipecat pipeline.
 
-    python examples/pipecat_gate.py examples/standup.jsonl --as Dave
+In a voice bot the gate sits between speech-to-text and the user context aggregator, its tap
+after the output transport, and the barge-in strategy decides what interrupts the bot::
 
-In a voice bot the gate sits between speech-to-text and the user context aggregator::
+    gate = PolylogueGate(agent_name="Dave", participants=roster)
+    user_params = LLMUserAggregatorParams(
+        user_turn_strategies=UserTurnStrategies(start=[BargeInTurnStartStrategy(gate)]))
+    user, assistant = LLMContextAggregatorPair(context, user_params=user_params)
+    Pipeline([transport.input(), stt, gate, user, llm, tts, transport.output(),
+              gate.agent_speech_tap(), assistant])
 
-    Pipeline([transport.input(), stt, PolylogueGate(agent_name="Dave"),
-              context_aggregator.user(), llm, tts, transport.output(),
-              context_aggregator.assistant()])
+Offline, replay a transcript through a real ``Pipeline``/``PipelineRunner``: humans' lines as
+``TranscriptionFrame`` s keyed by ``user_id``, the bot's lines as bot-speaking frames around
+their ``TTSTextFrame``. ``--json`` prints the same lines (``index``, ``decision``, ``p_speak``)
+as ``polylogue decide FILE --as NAME --json``::
 
-Here the transcript's lines are queued as ``TranscriptionFrame`` s (the bot's own lines as
-bot speech with TTS text) and a small processor after the gate prints what would reach the LLM: the
-transcriptions it should answer, and ``LLMMessagesAppendFrame(run_llm=False)`` context for
-the rest. Needs `pip install 'polylogue[pipecat]'`; runs offline.
+    python examples/pipecat_gate.py --replay examples/standup.jsonl --as Dave --json
+
+Needs ``pip install 'polylogue[pipecat]'``; runs offline.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import sys
 
-from pipecat.frames.frames import (
-    BotStartedSpeakingFrame,
-    BotStoppedSpeakingFrame,
-    EndFrame,
-    Frame,
-    LLMMessagesAppendFrame,
-    TranscriptionFrame,
-    TTSTextFrame,
-)
-from pipecat.pipeline.pipeline import Pipeline
-from pipecat.pipeline.runner import PipelineRunner
-from pipecat.pipeline.task import PipelineTask
-from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
-
-from polylogue.adapters.pipecat import PolylogueGate
-from polylogue.corpora.transcripts import read_transcript
+from loguru import logger
 
 
-class ShowLLMInput(FrameProcessor):
-    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
-        await super().process_frame(frame, direction)
-        if isinstance(frame, TranscriptionFrame):
-            print(f"  -> LLM answers {frame.user_id}: {frame.text}")
-        elif isinstance(frame, LLMMessagesAppendFrame):
-            print(f"     context only: {frame.messages[0]['content']}")
-        await self.push_frame(frame, direction)
-
-
-async def main() -> None:
+def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("transcript")
-    ap.add_argument("--as", dest="agent", required=True)
+    ap.add_argument("--replay", required=True, help="a transcript file")
+    ap.add_argument("--as", dest="agent", required=True, help="the participant the bot is")
+    ap.add_argument("--json", action="store_true", help="one JSON line per utterance")
+    ap.add_argument("--log-level", default="WARNING", help="Pipecat's log level (DEBUG: all)")
     args = ap.parse_args()
-    conv = read_transcript(args.transcript)
-    gate = PolylogueGate(agent_name=args.agent, participants=conv.participants)
-    agent = gate.live.agent.pid
-    # In a bot the tap sits after the TTS; here the bot's lines are queued as TTS text.
-    task = PipelineTask(Pipeline([gate, gate.agent_speech_tap(), ShowLLMInput()]))
-    runner = asyncio.create_task(PipelineRunner(handle_sigint=False).run(task))
-    for u in conv.utterances:
-        if u.speaker == agent:
-            frames: list[Frame] = [
-                BotStartedSpeakingFrame(),
-                TTSTextFrame(u.text, text_type="sentence"),
-                BotStoppedSpeakingFrame(),
-            ]
+    # Pipecat logs every frame hop at DEBUG through loguru; a replay needs warnings only.
+    logger.remove()
+    logger.add(sys.stderr, level=args.log_level.upper())
+
+    from polylogue.adapters.pipecat import replay_transcript
+    from polylogue.corpora.transcripts import read_transcript
+
+    conv = read_transcript(args.replay)
+    people = conv.participants if conv.roster_known else ()
+    rows = asyncio.run(replay_transcript(conv.utterances, args.agent, people))
+    for row in rows:
+        if args.json:
+            print(json.dumps(row))
         else:
-            frames = [TranscriptionFrame(u.text, u.speaker, "")]
-        # System frames (bot speaking) jump the queue; pace the replay like live speech.
-        await task.queue_frames(frames)
-        await asyncio.sleep(0.05)
-    await task.queue_frames([EndFrame()])
-    await runner
+            p = "" if row["p_speak"] is None else f"P(speak)={row['p_speak']:.2f} "
+            print(f"{row['speaker']:>8}: {row['text'][:60]:60s} {p}{row['decision'] or ''}")
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

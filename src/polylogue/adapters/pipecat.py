@@ -1,26 +1,43 @@
-"""Pipecat: a frame processor that lets the LLM answer only when polylogue says SPEAK.
+"""Pipecat: a multi-party gate that lets the LLM answer only when polylogue says SPEAK.
 
-Put :class:`PolylogueGate` between speech-to-text and the user context aggregator::
+Put :class:`PolylogueGate` between speech-to-text and the user context aggregator, and its
+tap after the output transport (where the spoken words and the bot-speaking frames pass)::
 
-    pipeline = Pipeline([transport.input(), stt, PolylogueGate(agent_name="Dave"),
-                         context_aggregator.user(), llm, tts, transport.output(),
+    gate = PolylogueGate(agent_name="Dave", participants=roster)
+    pipeline = Pipeline([transport.input(), stt, gate, context_aggregator.user(), llm, tts,
+                         transport.output(), gate.agent_speech_tap(),
                          context_aggregator.assistant()])
 
-Each final ``TranscriptionFrame`` (speaker = its ``user_id``) is decided on. When the agent
-should speak the transcription goes on unchanged and the LLM answers as usual; otherwise it
-is replaced by an ``LLMMessagesAppendFrame(run_llm=False)`` carrying ``"speaker: text"``, so
-the words still enter the LLM context but no reply is generated. Interim transcriptions pass
-through untouched and never change polylogue's state; while the bot speaks they produce a
-barge-in decision (yield / continue). ``BotStartedSpeakingFrame``/``BotStoppedSpeakingFrame``
-keep track of the agent's own speech; to let polylogue hear the agent's words too, put
-``gate.agent_speech_tap()`` after the TTS service (it collects ``TTSTextFrame`` text and hands
-it over when the bot stops speaking). Decisions are reported through the ``on_decision`` and
-``on_barge_in`` event handlers.
+Speakers are keyed by ``TranscriptionFrame.user_id`` (one STT per user, or a diarising STT
+that puts its speaker tag there). Each final transcription is decided on:
+
+* SPEAK: it goes on, its text tagged ``"Name: text"``, and the LLM answers as usual;
+* BACKCHANNEL: a ``TTSSpeakFrame`` with a short acknowledgement (``append_to_context=False``,
+  ``text_type="polylogue-backchannel"``) goes to the TTS without the LLM, and the words enter
+  the context as below;
+* otherwise: an ``LLMMessagesAppendFrame(run_llm=False)`` carrying ``"Name: text"``, so the
+  words enter the LLM context but no reply is generated.
+
+A decision that cannot be made within ``decision_timeout_s`` (default 1 s) is SILENT.
+Interim transcriptions pass untouched and never change polylogue's state; while the bot
+speaks they give a barge-in decision (``on_barge_in``). :class:`BargeInTurnStartStrategy`
+makes that decision the one that interrupts the bot: a "thank you" while it talks does not,
+a real interruption does.
+
+The agent's own speech is observed when it is actually spoken: ``BotStartedSpeakingFrame`` /
+``BotStoppedSpeakingFrame`` (reaching the gate upstream from the output transport, and the
+tap downstream) and the ``TTSTextFrame`` text the tap sees, in order
+(:class:`polylogue.adapters.room.RoomTracker` holds words that arrive after the stop frame
+until the next transcription). Times: a frame's ``metadata["time"]`` (seconds) when set, else
+a transcription's ISO ``timestamp``, else the wall clock; an utterance starts at its first
+interim.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time as _time
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 from typing import Any
 
 from pipecat.frames.frames import (
@@ -30,14 +47,41 @@ from pipecat.frames.frames import (
     InterimTranscriptionFrame,
     LLMMessagesAppendFrame,
     TranscriptionFrame,
+    TTSSpeakFrame,
     TTSTextFrame,
 )
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
+from pipecat.turns.types import ProcessFrameResult
+from pipecat.turns.user_start.base_user_turn_start_strategy import BaseUserTurnStartStrategy
 
 from polylogue.adapters import start_live
-from polylogue.conversation import Participant, Utterance
-from polylogue.engine.live import Action, Policy
+from polylogue.adapters.room import (
+    BACKCHANNEL_PHRASES,
+    DECISION_TIMEOUT_S,
+    Heard,
+    RoomTracker,
+    log,
+)
+from polylogue.conversation import Participant
+from polylogue.engine.live import Action, LiveDecision, Policy
 from polylogue.engine.model import TurnTakingModel
+
+#: ``text_type`` of the TTS text of a spoken backchannel (never observed as the agent's words).
+BACKCHANNEL_TEXT_TYPE = "polylogue-backchannel"
+
+
+def frame_time(frame: Frame, clock: Callable[[], float] = _time.time) -> float:
+    """Seconds at which ``frame`` happened (see the module notes)."""
+    t = frame.metadata.get("time") if isinstance(frame.metadata, dict) else None
+    if isinstance(t, int | float) and not isinstance(t, bool):
+        return float(t)
+    stamp = getattr(frame, "timestamp", None)
+    if isinstance(stamp, str) and stamp:
+        try:
+            return datetime.fromisoformat(stamp).timestamp()
+        except ValueError:
+            pass
+    return clock()
 
 
 class PolylogueGate(FrameProcessor):
@@ -49,53 +93,248 @@ class PolylogueGate(FrameProcessor):
         participants: Iterable[Participant] = (),
         policy: Policy | None = None,
         model: TurnTakingModel | None = None,
+        *,
+        observer: bool = False,
+        phrases: Sequence[str] = BACKCHANNEL_PHRASES,
+        decision_timeout_s: float = DECISION_TIMEOUT_S,
+        clock: Callable[[], float] = _time.time,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.live, _ = start_live(agent_name, participants, policy, model)
+        self.room = RoomTracker(self.live, phrases, observer)
+        self.decision_timeout_s = decision_timeout_s
+        self.clock = clock
         self.decisions: list[dict[str, Any]] = []
+        #: the same decisions as objects
+        self.history: list[LiveDecision] = []
+        #: first interim time per speaker since their last final (the utterance's start)
+        self._started: dict[str, float] = {}
         self._register_event_handler("on_decision")
         self._register_event_handler("on_barge_in")
+
+    @property
+    def observer(self) -> bool:
+        return self.room.observer
+
+    @observer.setter
+    def observer(self, on: bool) -> None:
+        """Switch listening-only on or off while the pipeline runs."""
+        self.room.observer = on
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         await super().process_frame(frame, direction)
         if isinstance(frame, BotStartedSpeakingFrame):
-            self.live.agent_speech(True)
+            self.bot_started(frame_time(frame, self.clock))
         elif isinstance(frame, BotStoppedSpeakingFrame):
-            self.live.agent_speech(False)
+            self.bot_stopped(frame_time(frame, self.clock))
         elif isinstance(frame, InterimTranscriptionFrame):
-            barge = self.live.interim_utterance(frame.user_id or "user", frame.text)
-            if barge is not None:
-                await self._call_event_handler("on_barge_in", barge)
+            await self._interim(frame)
         elif isinstance(frame, TranscriptionFrame) and direction == FrameDirection.DOWNSTREAM:
-            speaker = frame.user_id or "user"
-            d = self.live.utterance(Utterance(speaker, frame.text))
-            self.decisions.append(d.to_dict())
-            await self._call_event_handler("on_decision", d)
-            if d.action is not Action.SPEAK:
-                message: Any = {"role": "user", "content": f"{speaker}: {frame.text}"}
-                await self.push_frame(LLMMessagesAppendFrame([message], run_llm=False), direction)
-                return
+            await self._final(frame, direction)
+            return
         await self.push_frame(frame, direction)
 
+    # The bot-speaking frames reach the gate (upstream) and the tap (downstream): both report,
+    # the room counts each start and stop once.
+    def bot_started(self, t: float) -> None:
+        if not self.room.agent_speaking:
+            self.room.agent_started(t)
+
+    def bot_stopped(self, t: float) -> None:
+        self.room.agent_stopped(t)
+
+    async def _interim(self, frame: InterimTranscriptionFrame) -> None:
+        t = frame_time(frame, self.clock)
+        speaker = frame.user_id or None
+        if speaker is not None:
+            self._started.setdefault(speaker, t)
+        barge = self.room.interim(speaker, frame.text, t)
+        if barge is not None:
+            await self._call_event_handler("on_barge_in", barge)
+
+    async def _final(self, frame: TranscriptionFrame, direction: FrameDirection) -> None:
+        end = frame_time(frame, self.clock)
+        start = self._started.pop(frame.user_id, None) if frame.user_id else None
+        r = await self.room.final_within(
+            frame.user_id or None, frame.text, start, end, self.decision_timeout_s
+        )
+        if r is None:  # dropped (no speaker): the words reach the context, unanswered
+            await self._context_only(frame.text, direction)
+            return
+        heard, d = r
+        self.decisions.append(d.to_dict())
+        self.history.append(d)
+        log.info("decision %s after %s: %s (%s)", d.index, heard.name, d.action, d.reason)
+        await self._call_event_handler("on_decision", d)
+        await self._act(frame, heard, d, direction)
+
+    async def _act(
+        self, frame: TranscriptionFrame, heard: Heard, d: LiveDecision, direction: FrameDirection
+    ) -> None:
+        if d.action is Action.SPEAK:
+            frame.text = heard.tagged  # the LLM's context says who asked
+            await self.push_frame(frame, direction)
+            return
+        await self._context_only(heard.tagged, direction)
+        if d.action is Action.BACKCHANNEL:
+            phrase = self.room.backchannel_phrase()
+            await self.push_frame(
+                TTSSpeakFrame(phrase, append_to_context=False, text_type=BACKCHANNEL_TEXT_TYPE),
+                direction,
+            )
+
+    async def _context_only(self, text: str, direction: FrameDirection) -> None:
+        message: Any = {"role": "user", "content": text}
+        await self.push_frame(LLMMessagesAppendFrame([message], run_llm=False), direction)
+
     def agent_speech_tap(self) -> AgentSpeechTap:
-        """A processor for after the TTS: tells the gate what the agent said."""
+        """A processor for after the output transport: tells the gate what the agent said."""
         return AgentSpeechTap(self)
 
 
 class AgentSpeechTap(FrameProcessor):
-    """Collects the agent's spoken text (``TTSTextFrame``) and observes it when the bot stops."""
+    """Hands the agent's spoken words (``TTSTextFrame``, backchannels excepted) and its
+    speaking state to the gate as they pass."""
 
     def __init__(self, gate: PolylogueGate, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.gate = gate
-        self._words: list[str] = []
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         await super().process_frame(frame, direction)
-        if isinstance(frame, TTSTextFrame) and direction == FrameDirection.DOWNSTREAM:
-            self._words.append(frame.text)
-        elif isinstance(frame, BotStoppedSpeakingFrame) and self._words:
-            self.gate.live.agent_speech(False, text=" ".join(self._words))
-            self._words.clear()
+        if isinstance(frame, BotStartedSpeakingFrame):
+            self.gate.bot_started(frame_time(frame, self.gate.clock))
+        elif isinstance(frame, BotStoppedSpeakingFrame):
+            self.gate.bot_stopped(frame_time(frame, self.gate.clock))
+        elif (
+            isinstance(frame, TTSTextFrame)
+            and direction == FrameDirection.DOWNSTREAM
+            and frame.text_type != BACKCHANNEL_TEXT_TYPE
+        ):
+            self.gate.room.agent_words(frame.text)
         await self.push_frame(frame, direction)
+
+
+class BargeInTurnStartStrategy(BaseUserTurnStartStrategy):
+    """A user-turn start strategy for Pipecat's user aggregator: while the bot speaks, a
+    transcription starts the user's turn (and so interrupts the bot) only when polylogue's
+    barge-in model says yield (the lexical rule if the model fails); while it is silent, any
+    words do. Use it in place of the VAD start strategy::
+
+        LLMUserAggregatorParams(user_turn_strategies=UserTurnStrategies(
+            start=[BargeInTurnStartStrategy(gate)]))
+    """
+
+    def __init__(self, gate: PolylogueGate, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.gate = gate
+        self._bot_speaking = False
+        #: (text, yielded) for every transcription heard while the bot spoke
+        self.heard: list[tuple[str, bool]] = []
+
+    async def process_frame(self, frame: Frame) -> ProcessFrameResult:
+        if isinstance(frame, BotStartedSpeakingFrame):
+            self._bot_speaking = True
+        elif isinstance(frame, BotStoppedSpeakingFrame):
+            self._bot_speaking = False
+        elif isinstance(frame, TranscriptionFrame | InterimTranscriptionFrame):
+            if not frame.text.strip():
+                return ProcessFrameResult.CONTINUE
+            if self._bot_speaking:
+                decision = self.gate.room.barge_in(frame.text)
+                self.heard.append((frame.text, decision.yield_floor))
+                if not decision.yield_floor:
+                    return ProcessFrameResult.CONTINUE
+            await self.trigger_user_turn_started()
+            return ProcessFrameResult.STOP
+        return ProcessFrameResult.CONTINUE
+
+
+# ----------------------------------------------------------------------------- replay
+
+
+def _iso(t: float | None) -> str:
+    from datetime import UTC
+
+    return "" if t is None else datetime.fromtimestamp(t, UTC).isoformat()
+
+
+class _Seen(FrameProcessor):
+    """The end of a replay pipeline: wakes the replay when a frame it waits for arrives."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        import asyncio
+
+        self.frames: asyncio.Queue[Frame] = asyncio.Queue()
+
+    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
+        await super().process_frame(frame, direction)
+        if direction == FrameDirection.DOWNSTREAM:
+            self.frames.put_nowait(frame)
+        await self.push_frame(frame, direction)
+
+    async def wait_for(self, *kinds: type[Frame]) -> None:
+        want = list(kinds)
+        while want:
+            f = await self.frames.get()
+            for k in want:
+                if isinstance(f, k):
+                    want.remove(k)
+                    break
+
+
+async def replay_transcript(
+    utterances: Iterable[Any],
+    agent_name: str,
+    participants: Iterable[Participant] = (),
+    **kwargs: Any,
+) -> list[dict[str, Any]]:
+    """Push a transcript through a real Pipecat pipeline (gate, tap) and return
+    ``polylogue decide``-style rows. Humans' lines are an interim with the first word at the
+    line's start and the final ``TranscriptionFrame`` at its end (``user_id`` = the speaker,
+    ISO timestamps); the agent's lines are bot-speaking frames around their TTS text. Each
+    line is queued once the previous one has passed the pipeline. ``kwargs`` go to the gate.
+    """
+    import asyncio
+
+    from pipecat.frames.frames import EndFrame
+    from pipecat.pipeline.pipeline import Pipeline
+    from pipecat.pipeline.runner import PipelineRunner
+    from pipecat.pipeline.task import PipelineTask
+
+    from polylogue.adapters.room import decision_row
+
+    gate = PolylogueGate(agent_name, participants, **kwargs)
+    seen = _Seen()
+    task = PipelineTask(Pipeline([gate, gate.agent_speech_tap(), seen]))
+    pipeline_runner = PipelineRunner(handle_sigint=False)
+    await pipeline_runner.add_workers(task)
+    runner = asyncio.create_task(pipeline_runner.run())
+    rows = []
+    for i, u in enumerate(utterances):
+        if gate.live.speaker_id(u.speaker) == gate.room.agent_id:
+            started, stopped = BotStartedSpeakingFrame(), BotStoppedSpeakingFrame()
+            started.metadata["time"], stopped.metadata["time"] = u.start, u.end
+            await task.queue_frames([started, TTSTextFrame(u.text, text_type="sentence")])
+            await seen.wait_for(BotStartedSpeakingFrame, TTSTextFrame)
+            await task.queue_frames([stopped])
+            await seen.wait_for(BotStoppedSpeakingFrame)
+            rows.append(decision_row(i, u.speaker, u.text, None))
+            continue
+        n = len(gate.history)
+        first = u.text.split()[0] if u.text.split() else u.text
+        await task.queue_frames(
+            [
+                InterimTranscriptionFrame(first, u.speaker, _iso(u.start)),
+                TranscriptionFrame(u.text, u.speaker, _iso(u.end)),
+            ]
+        )
+        await seen.wait_for(InterimTranscriptionFrame, TranscriptionFrame | LLMMessagesAppendFrame)
+        d = gate.history[-1] if len(gate.history) > n else None
+        rows.append(decision_row(i, u.speaker, u.text, d, "dropped"))
+    await task.queue_frames([EndFrame()])
+    await runner
+    gate.room.close()
+    return rows

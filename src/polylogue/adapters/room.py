@@ -183,6 +183,20 @@ class RoomTracker:
             self._warn(f"barge-in model failed ({e}); lexical rule used")
             return self.lexical_barge_in(text)
 
+    def barge_in(self, text: str) -> BargeInDecision:
+        """Yield or continue if ``text`` were heard now (no state changes)."""
+        model = self.live.barge_in_model
+        a = self._agent
+        clock = self.live.clock
+        speaking_s = None if a.started is None or clock is None else clock - a.started
+        try:
+            if model is None:
+                raise RuntimeError("no barge-in model")
+            return model.decide(text, speaking_s)
+        except Exception as e:
+            self._warn(f"barge-in model failed ({e}); lexical rule used")
+            return self.lexical_barge_in(text)
+
     @staticmethod
     def lexical_barge_in(text: str) -> BargeInDecision:
         """The fallback: continue on acknowledgement words only, yield on anything else."""
