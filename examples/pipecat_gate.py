@@ -10,10 +10,10 @@ after the output transport, and the barge-in strategy decides what interrupts th
     Pipeline([transport.input(), stt, gate, user, llm, tts, transport.output(),
               gate.agent_speech_tap(), assistant])
 
-Offline, replay a transcript through a real ``Pipeline``/``PipelineRunner``: humans' lines as
-``TranscriptionFrame`` s keyed by ``user_id``, the bot's lines as bot-speaking frames around
-their ``TTSTextFrame``. ``--json`` prints the same lines (``index``, ``decision``, ``p_speak``)
-as ``polylogue decide FILE --as NAME --json``::
+Offline, replay a transcript through a real ``Pipeline`` (``PipelineWorker``,
+``WorkerRunner``): humans' lines as ``TranscriptionFrame`` s keyed by ``user_id``, the bot's
+lines as bot-speaking frames around their ``TTSTextFrame``. ``--json`` prints the same lines
+(``index``, ``decision``, ``p_speak``) as ``polylogue decide FILE --as NAME --json``::
 
     python examples/pipecat_gate.py --replay examples/standup.jsonl --as Dave --json
 

@@ -94,7 +94,7 @@ def test_livekit_reply_gate_stops_the_response_when_silent(ami: Conversation) ->
             ctx.add_message(role="assistant", content=u.text)
             continue
         msg = llm.ChatMessage(role="user", content=[f"{u.speaker}: {u.text}"])
-        assert message_speaker(msg) == (u.speaker, u.text)
+        assert message_speaker(msg, det.room) == (u.speaker, u.text)
         if d.action is not None and d.action.value == "SPEAK":
             asyncio.run(agent.on_user_turn_completed(ctx, msg))
             answered += 1

@@ -292,7 +292,11 @@ class MultiPartySession:
     async def _act(self, heard: Heard, d: LiveDecision) -> None:
         log.info(
             "decision %s after %s: %s (p_speak=%s, %s)",
-            d.index, heard.name, d.action, d.p_speak, d.reason,
+            d.index,
+            heard.name,
+            d.action,
+            d.p_speak,
+            d.reason,
         )
         if self.on_decision is not None:
             self.on_decision(heard, d)

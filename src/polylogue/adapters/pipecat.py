@@ -26,7 +26,7 @@ a real interruption does.
 
 The agent's own speech is observed when it is actually spoken: ``BotStartedSpeakingFrame`` /
 ``BotStoppedSpeakingFrame`` (reaching the gate upstream from the output transport, and the
-tap downstream) and the ``TTSTextFrame`` text the tap sees, in order
+tap downstream) and the ``TTSTextFrame`` text the tap (or the gate) sees, in order
 (:class:`polylogue.adapters.room.RoomTracker` holds words that arrive after the stop frame
 until the next transcription). Times: a frame's ``metadata["time"]`` (seconds) when set, else
 a transcription's ISO ``timestamp``, else the wall clock; an utterance starts at its first
@@ -35,6 +35,7 @@ interim.
 
 from __future__ import annotations
 
+import copy
 import time as _time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
@@ -43,6 +44,8 @@ from typing import Any
 from pipecat.frames.frames import (
     BotStartedSpeakingFrame,
     BotStoppedSpeakingFrame,
+    CancelFrame,
+    EndFrame,
     Frame,
     InterimTranscriptionFrame,
     LLMMessagesAppendFrame,
@@ -68,6 +71,7 @@ from polylogue.engine.model import TurnTakingModel
 
 #: ``text_type`` of the TTS text of a spoken backchannel (never observed as the agent's words).
 BACKCHANNEL_TEXT_TYPE = "polylogue-backchannel"
+_TAKEN = "polylogue_observed"
 
 
 def frame_time(frame: Frame, clock: Callable[[], float] = _time.time) -> float:
@@ -130,9 +134,14 @@ class PolylogueGate(FrameProcessor):
             self.bot_stopped(frame_time(frame, self.clock))
         elif isinstance(frame, InterimTranscriptionFrame):
             await self._interim(frame)
+        elif isinstance(frame, TTSTextFrame) and direction == FrameDirection.DOWNSTREAM:
+            self.tts_text(frame)  # a TTS placed before the gate: its words pass here in order
         elif isinstance(frame, TranscriptionFrame) and direction == FrameDirection.DOWNSTREAM:
             await self._final(frame, direction)
             return
+        elif isinstance(frame, EndFrame | CancelFrame):
+            self.room.agent_stopped(frame_time(frame, self.clock))
+            self.room.flush_agent()  # the agent's last words, if nobody spoke after them
         await self.push_frame(frame, direction)
 
     # The bot-speaking frames reach the gate (upstream) and the tap (downstream): both report,
@@ -143,6 +152,14 @@ class PolylogueGate(FrameProcessor):
 
     def bot_stopped(self, t: float) -> None:
         self.room.agent_stopped(t)
+
+    def tts_text(self, frame: TTSTextFrame) -> None:
+        """The agent's spoken words, taken once (by the gate or the tap, whichever sees them
+        first); a backchannel's text is not the agent's turn."""
+        if frame.metadata.get(_TAKEN) or frame.text_type == BACKCHANNEL_TEXT_TYPE:
+            return
+        frame.metadata[_TAKEN] = True
+        self.room.agent_words(frame.text)
 
     async def _interim(self, frame: InterimTranscriptionFrame) -> None:
         t = frame_time(frame, self.clock)
@@ -173,8 +190,9 @@ class PolylogueGate(FrameProcessor):
         self, frame: TranscriptionFrame, heard: Heard, d: LiveDecision, direction: FrameDirection
     ) -> None:
         if d.action is Action.SPEAK:
-            frame.text = heard.tagged  # the LLM's context says who asked
-            await self.push_frame(frame, direction)
+            tagged = copy.copy(frame)  # the sender's frame stays as it was
+            tagged.text = heard.tagged  # the LLM's context says who asked
+            await self.push_frame(tagged, direction)
             return
         await self._context_only(heard.tagged, direction)
         if d.action is Action.BACKCHANNEL:
@@ -207,12 +225,8 @@ class AgentSpeechTap(FrameProcessor):
             self.gate.bot_started(frame_time(frame, self.gate.clock))
         elif isinstance(frame, BotStoppedSpeakingFrame):
             self.gate.bot_stopped(frame_time(frame, self.gate.clock))
-        elif (
-            isinstance(frame, TTSTextFrame)
-            and direction == FrameDirection.DOWNSTREAM
-            and frame.text_type != BACKCHANNEL_TEXT_TYPE
-        ):
-            self.gate.room.agent_words(frame.text)
+        elif isinstance(frame, TTSTextFrame) and direction == FrameDirection.DOWNSTREAM:
+            self.gate.tts_text(frame)
         await self.push_frame(frame, direction)
 
 
@@ -254,7 +268,8 @@ class BargeInTurnStartStrategy(BaseUserTurnStartStrategy):
 # ----------------------------------------------------------------------------- replay
 
 
-def _iso(t: float | None) -> str:
+def iso_time(t: float | None) -> str:
+    """An ISO-8601 timestamp (UTC) for ``t`` seconds, as Pipecat's frames carry them."""
     from datetime import UTC
 
     return "" if t is None else datetime.fromtimestamp(t, UTC).isoformat()
@@ -275,7 +290,8 @@ class _Seen(FrameProcessor):
             self.frames.put_nowait(frame)
         await self.push_frame(frame, direction)
 
-    async def wait_for(self, *kinds: type[Frame]) -> None:
+    async def wait_for(self, *kinds: Any) -> None:
+        """Until one frame of each of ``kinds`` (classes or unions of them) has passed."""
         want = list(kinds)
         while want:
             f = await self.frames.get()
@@ -299,17 +315,16 @@ async def replay_transcript(
     """
     import asyncio
 
-    from pipecat.frames.frames import EndFrame
     from pipecat.pipeline.pipeline import Pipeline
-    from pipecat.pipeline.runner import PipelineRunner
-    from pipecat.pipeline.task import PipelineTask
+    from pipecat.pipeline.worker import PipelineWorker
+    from pipecat.workers.runner import WorkerRunner
 
     from polylogue.adapters.room import decision_row
 
     gate = PolylogueGate(agent_name, participants, **kwargs)
     seen = _Seen()
-    task = PipelineTask(Pipeline([gate, gate.agent_speech_tap(), seen]))
-    pipeline_runner = PipelineRunner(handle_sigint=False)
+    task = PipelineWorker(Pipeline([gate, gate.agent_speech_tap(), seen]))
+    pipeline_runner = WorkerRunner(handle_sigint=False)
     await pipeline_runner.add_workers(task)
     runner = asyncio.create_task(pipeline_runner.run())
     rows = []
@@ -327,8 +342,8 @@ async def replay_transcript(
         first = u.text.split()[0] if u.text.split() else u.text
         await task.queue_frames(
             [
-                InterimTranscriptionFrame(first, u.speaker, _iso(u.start)),
-                TranscriptionFrame(u.text, u.speaker, _iso(u.end)),
+                InterimTranscriptionFrame(first, u.speaker, iso_time(u.start)),
+                TranscriptionFrame(u.text, u.speaker, iso_time(u.end)),
             ]
         )
         await seen.wait_for(InterimTranscriptionFrame, TranscriptionFrame | LLMMessagesAppendFrame)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -41,8 +42,28 @@ log = logging.getLogger("polylogue.adapters")
 
 #: What the agent says for a BACKCHANNEL decision, in turn (spoken without the LLM).
 BACKCHANNEL_PHRASES: tuple[str, ...] = ("Mm-hmm.", "Right.", "I see.", "Okay.")
+#: How many observed utterances :attr:`RoomTracker.recent` keeps (for logs and checks).
+RECENT = 1000
 #: Seconds a decision may take before the agent stays silent instead.
 DECISION_TIMEOUT_S = 1.0
+
+#: Words that, on their own, acknowledge rather than interrupt (with the barge-in lexicon:
+#: "thank you", "makes sense", "sounds good", "perfect, thanks").
+ACKNOWLEDGEMENT_WORDS = frozenset(
+    {
+        "thank",
+        "thanks",
+        "you",
+        "so",
+        "much",
+        "makes",
+        "sense",
+        "sounds",
+        "perfect",
+        "fair",
+        "enough",
+    }
+)
 
 _PREFIX = re.compile(r"^\s*([^:\n]{1,60}):\s+(.*)$", re.DOTALL)
 T = TypeVar("T")
@@ -87,7 +108,8 @@ class RoomTracker:
         #: Listen and log every decision, never speak (switchable at run time).
         self.observer = observer
         self.warnings: list[str] = []
-        self.decisions: list[LiveDecision] = []
+        #: the latest utterances observed, the agent's included, in the order observed
+        self.recent: deque[Heard] = deque(maxlen=RECENT)
         self.left: set[str] = set()
         self._agent = _AgentTurn()
         self._phrase = 0
@@ -126,7 +148,9 @@ class RoomTracker:
             return
         pid = self._pid(identity)
         if self.live.interim.pop(pid, None):
-            self._warn(f"{self.name_of(pid)!r} left mid-utterance; the partial transcript is dropped")
+            self._warn(
+                f"{self.name_of(pid)!r} left mid-utterance; the partial transcript is dropped"
+            )
         self.left.add(pid)
         self.live.leave(pid)
 
@@ -164,12 +188,16 @@ class RoomTracker:
         humans = [p for p in self.live.present if p != self.agent_id]
         if self.live.roster_known and len(humans) == 1:
             return humans[0], text
-        self._warn(f"transcript without a speaker dropped ({len(humans)} people present): {text[:60]!r}")
+        self._warn(
+            f"transcript without a speaker dropped ({len(humans)} people present): {text[:60]!r}"
+        )
         return None
 
     # ----------------------------------------------------------------- transcripts
 
-    def interim(self, speaker: str | None, text: str, time: float | None = None) -> BargeInDecision | None:
+    def interim(
+        self, speaker: str | None, text: str, time: float | None = None
+    ) -> BargeInDecision | None:
         """A partial transcript: never observed; while the agent speaks, yield or continue."""
         if speaker is None or not speaker.strip():
             return None  # a partial without a speaker changes nothing
@@ -178,10 +206,17 @@ class RoomTracker:
         if pid in self.left:
             return None
         try:
-            return self.live.interim_utterance(pid, text, time)
+            return self._guard(self.live.interim_utterance(pid, text, time), text)
         except Exception as e:  # the lexical rule decides when the model cannot
             self._warn(f"barge-in model failed ({e}); lexical rule used")
             return self.lexical_barge_in(text)
+
+    @staticmethod
+    def _guard(barge: BargeInDecision | None, text: str) -> BargeInDecision | None:
+        """An acknowledgement never interrupts, whatever the model says."""
+        if barge is None or not barge.yield_floor or not is_acknowledgement(text):
+            return barge
+        return BargeInDecision(False, barge.p_yield, "acknowledgement")
 
     def barge_in(self, text: str) -> BargeInDecision:
         """Yield or continue if ``text`` were heard now (no state changes)."""
@@ -192,7 +227,9 @@ class RoomTracker:
         try:
             if model is None:
                 raise RuntimeError("no barge-in model")
-            return model.decide(text, speaking_s)
+            barge = self._guard(model.decide(text, speaking_s), text)
+            assert barge is not None
+            return barge
         except Exception as e:
             self._warn(f"barge-in model failed ({e}); lexical rule used")
             return self.lexical_barge_in(text)
@@ -200,8 +237,12 @@ class RoomTracker:
     @staticmethod
     def lexical_barge_in(text: str) -> BargeInDecision:
         """The fallback: continue on acknowledgement words only, yield on anything else."""
-        back = lexical_backchannel(interjection_words(text))
-        return BargeInDecision(not back, 0.0 if back else 1.0, "backchannel (lexical)" if back else "interruption (lexical)")
+        back = is_acknowledgement(text)
+        return BargeInDecision(
+            not back,
+            0.0 if back else 1.0,
+            "backchannel (lexical)" if back else "interruption (lexical)",
+        )
 
     def final(
         self, speaker: str | None, text: str, start: float | None = None, end: float | None = None
@@ -216,12 +257,14 @@ class RoomTracker:
         self.flush_agent()
         heard = Heard(pid, self.name_of(pid), words, start, end)
         d = self.live.utterance(Utterance(pid, words, start, end))
+        if d.barge_in is not None:
+            d = replace(d, barge_in=self._guard(d.barge_in, words))
         if pid in self.left and pid != self.agent_id:
             self._warn(f"transcript from {heard.name!r} after they left: heard, not answered")
             d = replace(d, action=None, reason="speaker has left")
         if self.observer and d.action is not None and d.action is not Action.SILENT:
             d = replace(d, action=Action.SILENT, reason=f"observer ({d.action.value}: {d.reason})")
-        self.decisions.append(d)
+        self.recent.append(heard)
         return heard, d
 
     async def final_within(
@@ -292,6 +335,9 @@ class RoomTracker:
         text = " ".join(a.words)
         a.words = []
         self.live.utterance(Utterance(self.agent_id, text, a.started, a.stopped))
+        self.recent.append(
+            Heard(self.agent_id, self.name_of(self.agent_id), text, a.started, a.stopped)
+        )
 
     @property
     def agent_speaking(self) -> bool:
@@ -305,6 +351,14 @@ class RoomTracker:
         return phrase
 
 
+def is_acknowledgement(text: str) -> bool:
+    """Only acknowledgement words: never a reason for the agent to stop talking."""
+    words = interjection_words(text)
+    return bool(words) and all(
+        w in ACKNOWLEDGEMENT_WORDS or lexical_backchannel([w]) for w in words
+    )
+
+
 def decision_row(
     index: int, speaker: str, text: str, d: LiveDecision | None, why: str = "target is speaking"
 ) -> dict[str, Any]:
@@ -312,7 +366,9 @@ def decision_row(
     (``why``: the reason when there is no decision at all)."""
     action = None if d is None or d.action is None else d.action.value
     row: dict[str, Any] = {"index": index, "speaker": speaker, "text": text, "decision": action}
-    row["p_speak"] = None if d is None or d.action is None or d.p_speak is None else round(d.p_speak, 4)
+    row["p_speak"] = (
+        None if d is None or d.action is None or d.p_speak is None else round(d.p_speak, 4)
+    )
     row["reason"] = why if d is None else d.reason
     return row
 
