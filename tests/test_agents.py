@@ -25,9 +25,20 @@ ROOT = Path(__file__).resolve().parents[1]
 N = 90  # utterances of the meeting replayed
 AGENT = "A"
 FIELDS = ("index", "decision", "p_speak")
-#: A low backchannel band, so that this short stretch of meeting has backchannels (the
-#: model's own suggestion threshold, 0.15, is reached by none of its pauses).
+#: A low backchannel band, so that this short stretch of meeting has backchannels as well as
+#: floor takes (the product point's band, 0.11, is reached at two of its pauses).
 BACK = 0.02
+
+
+def _deployment(take_floor: float, backchannel: float = 2.0, margin: float = 1.0):  # type: ignore[no-untyped-def]
+    """The shipped model with the given floor and backchannel thresholds."""
+    from dataclasses import replace
+
+    from polylogue.engine.deployment import Deployment, Thresholds
+
+    dep = Deployment.resolve()
+    return replace(dep, thresholds=Thresholds(take_floor, backchannel, margin))
+
 
 livekit_agents = pytest.importorskip("livekit.agents")
 pipecat = pytest.importorskip("pipecat")
@@ -205,7 +216,6 @@ def test_livekit_session_replies_backchannels_and_keeps_context(meeting: Convers
     from livekit.agents import Agent, AgentSession, llm, stt
 
     from polylogue.adapters.livekit import MultiPartySession, TranscriptSTT
-    from polylogue.engine.live import Policy
 
     lines = [u for u in meeting.utterances[:N] if u.speaker != AGENT]
 
@@ -214,7 +224,7 @@ def test_livekit_session_replies_backchannels_and_keeps_context(meeting: Convers
         agent = Agent(instructions="You are A, the industrial designer.")
         await session.start(agent)
         mp = MultiPartySession(
-            AGENT, meeting.participants, session=session, policy=Policy(backchannel_threshold=BACK)
+            AGENT, meeting.participants, session=session, deployment=_deployment(0.19, BACK)
         )
         decisions = []
         adapter = stt.MultiSpeakerAdapter(stt=TranscriptSTT(lines), detect_primary_speaker=False)
@@ -271,10 +281,10 @@ def test_livekit_observer_listens_logs_and_never_speaks(
 
     lines = meeting.utterances[:N]
     with caplog.at_level(logging.INFO, logger="polylogue.adapters"):
-        rows = asyncio.run(replay_transcript(lines, AGENT, meeting.participants, observer=True))
+        rows = asyncio.run(replay_transcript(lines, AGENT, meeting.participants, role="observer"))
     decided = [r for r in rows if r["p_speak"] is not None]
     assert decided and all(r["decision"] == "SILENT" for r in decided)
-    assert any(r["reason"].startswith("observer (SPEAK") for r in decided)
+    assert any(r["reason"].startswith("observer (would SPEAK") for r in decided)
     logged = [r for r in caplog.records if r.getMessage().startswith("decision ")]
     assert len(logged) == sum(u.speaker != AGENT and u.text.strip() != "" for u in lines)
 
@@ -295,7 +305,9 @@ def test_livekit_untagged_fallback_takes_only_a_known_participants_prefix() -> N
     ctx = llm.ChatContext()
     ctx.insert(msg)
     p = asyncio.run(det.predict_end_of_turn(ctx))
-    assert p >= det.live.engine.threshold  # Dave is addressed: the words were kept whole
+    assert (
+        p >= det.live.deployment.take_floor_threshold
+    )  # Dave is addressed: the words were kept whole
 
 
 # ----------------------------------------------------------------------------- bad input
@@ -436,7 +448,6 @@ def test_pipecat_gate_backchannel_observer_and_timeout(meeting: Conversation) ->
     from pipecat.tests.utils import run_test
 
     from polylogue.adapters.pipecat import BACKCHANNEL_TEXT_TYPE, PolylogueGate, iso_time
-    from polylogue.engine.live import Policy
 
     lines = [u for u in meeting.utterances[:N] if u.speaker != AGENT]
 
@@ -448,7 +459,8 @@ def test_pipecat_gate_backchannel_observer_and_timeout(meeting: Conversation) ->
 
     # The agent's own lines are left out here, so its lower threshold of the old adapter test
     # (0.1) gives pauses it speaks at as well as pauses it holds.
-    gate, down = run(policy=Policy(threshold=0.1, backchannel_threshold=BACK))
+    # Without interims these lines have no start times, and P(backchannel) stays low.
+    gate, down = run(deployment=_deployment(0.1, 0.015, 0.3))
     acts = [d["action"] for d in gate.decisions]
     assert "SPEAK" in acts
     spoken = [f for f in down if isinstance(f, TTSSpeakFrame)]
@@ -459,10 +471,10 @@ def test_pipecat_gate_backchannel_observer_and_timeout(meeting: Conversation) ->
     passed = [f for f in down if isinstance(f, TranscriptionFrame)]
     assert len(passed) == acts.count("SPEAK") and all(": " in f.text for f in passed)
 
-    gate, down = run(observer=True, policy=Policy(threshold=0.1))
+    gate, down = run(role="observer", deployment=_deployment(0.1))
     assert not [f for f in down if isinstance(f, TranscriptionFrame)]
     assert len([f for f in down if isinstance(f, LLMMessagesAppendFrame)]) == len(lines)
-    assert any(d["reason"].startswith("observer (SPEAK") for d in gate.decisions)
+    assert any(d["reason"].startswith("observer (would SPEAK") for d in gate.decisions)
 
     gate, down = run(decision_timeout_s=0.0)
     gate.room.close()  # wait for the worker thread

@@ -40,7 +40,7 @@ from livekit.agents import StopResponse, llm, stt
 from polylogue.adapters import start_live
 from polylogue.adapters.room import DECISION_TIMEOUT_S, Heard, RoomTracker, decision_row, log
 from polylogue.conversation import Participant, Utterance
-from polylogue.engine.engine import TurnTakingEngine
+from polylogue.engine.deployment import Deployment
 from polylogue.engine.live import Action, LiveConversation, LiveDecision, Policy
 from polylogue.engine.model import TurnTakingModel
 
@@ -71,8 +71,9 @@ class PolylogueTurnDetector:
         participants: Iterable[Participant] = (),
         policy: Policy | None = None,
         model: TurnTakingModel | None = None,
+        deployment: Deployment | None = None,
     ) -> None:
-        self.live, self._model = start_live(agent_name, participants, policy, model)
+        self.live, self._model = start_live(agent_name, participants, policy, model, deployment)
         self.room = RoomTracker(self.live)
         self._seen: set[str] = set()
         #: the decision behind the latest prediction (read by :func:`gate_reply`)
@@ -88,8 +89,7 @@ class PolylogueTurnDetector:
 
     async def unlikely_threshold(self, language: Any = None) -> float | None:
         """Below this P(speak) LiveKit waits its longest endpointing delay."""
-        pol = self.live.policy
-        return self.live.engine.threshold if pol.threshold is None else pol.threshold
+        return self.live.deployment.take_floor_threshold
 
     async def supports_language(self, language: Any = None) -> bool:
         return language is None or str(language).lower() in _ENGLISH
@@ -136,7 +136,7 @@ class PolylogueTurnDetector:
         self.sync(chat_ctx, pending=last)
         if last is None:
             return 1.0
-        probe = LiveConversation.from_dict(self.live.to_dict(), TurnTakingEngine(self._model))
+        probe = LiveConversation.from_dict(self.live.to_dict(), self.live.deployment)
         speaker, text = message_speaker(last, self.room)
         d = probe.utterance(Utterance(speaker, text))
         self.last_decision = d
@@ -183,13 +183,14 @@ class MultiPartySession:
         session: Any = None,
         policy: Policy | None = None,
         model: TurnTakingModel | None = None,
+        deployment: Deployment | None = None,
+        role: str | None = None,
         speakers: Mapping[str, str] | None = None,
-        observer: bool = False,
         decision_timeout_s: float = DECISION_TIMEOUT_S,
         on_decision: DecisionHook | None = None,
     ) -> None:
-        self.live, _ = start_live(agent_name, participants, policy, model)
-        self.room = RoomTracker(self.live, observer=observer)
+        self.live, _ = start_live(agent_name, participants, policy, model, deployment, role)
+        self.room = RoomTracker(self.live)
         self.speakers = dict(speakers or {})
         self.decision_timeout_s = decision_timeout_s
         self.on_decision = on_decision
@@ -205,12 +206,16 @@ class MultiPartySession:
 
     @property
     def observer(self) -> bool:
+        """Listening only (the ``observer`` role): every decision logged, none acted on."""
         return self.room.observer
 
     @observer.setter
     def observer(self, on: bool) -> None:
-        """Switch listening-only on or off while the session runs."""
         self.room.observer = on
+
+    def set_role(self, role: str | None) -> None:
+        """Switch the role while the session runs (``observer``, ``assistant``, ...)."""
+        self.room.set_role(role)
 
     # ----------------------------------------------------------------- the AgentSession
 

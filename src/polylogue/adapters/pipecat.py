@@ -66,6 +66,7 @@ from polylogue.adapters.room import (
     log,
 )
 from polylogue.conversation import Participant
+from polylogue.engine.deployment import Deployment
 from polylogue.engine.live import Action, LiveDecision, Policy
 from polylogue.engine.model import TurnTakingModel
 
@@ -97,16 +98,17 @@ class PolylogueGate(FrameProcessor):
         participants: Iterable[Participant] = (),
         policy: Policy | None = None,
         model: TurnTakingModel | None = None,
+        deployment: Deployment | None = None,
         *,
-        observer: bool = False,
+        role: str | None = None,
         phrases: Sequence[str] = BACKCHANNEL_PHRASES,
         decision_timeout_s: float = DECISION_TIMEOUT_S,
         clock: Callable[[], float] = _time.time,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.live, _ = start_live(agent_name, participants, policy, model)
-        self.room = RoomTracker(self.live, phrases, observer)
+        self.live, _ = start_live(agent_name, participants, policy, model, deployment, role)
+        self.room = RoomTracker(self.live, phrases)
         self.decision_timeout_s = decision_timeout_s
         self.clock = clock
         self.decisions: list[dict[str, Any]] = []
@@ -119,12 +121,16 @@ class PolylogueGate(FrameProcessor):
 
     @property
     def observer(self) -> bool:
+        """Listening only (the ``observer`` role): every decision logged, none acted on."""
         return self.room.observer
 
     @observer.setter
     def observer(self, on: bool) -> None:
-        """Switch listening-only on or off while the pipeline runs."""
         self.room.observer = on
+
+    def set_role(self, role: str | None) -> None:
+        """Switch the role while the pipeline runs (``observer``, ``assistant``, ...)."""
+        self.room.set_role(role)
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         await super().process_frame(frame, direction)

@@ -101,12 +101,11 @@ class RoomTracker:
         self,
         live: LiveConversation,
         phrases: Sequence[str] = BACKCHANNEL_PHRASES,
-        observer: bool = False,
     ) -> None:
         self.live = live
         self.phrases = tuple(phrases) or BACKCHANNEL_PHRASES
-        #: Listen and log every decision, never speak (switchable at run time).
-        self.observer = observer
+        #: the role to go back to when the observer switch is turned off
+        self._role_before_observer: str | None = None
         self.warnings: list[str] = []
         #: the latest utterances observed, the agent's included, in the order observed
         self.recent: deque[Heard] = deque(maxlen=RECENT)
@@ -114,6 +113,31 @@ class RoomTracker:
         self._agent = _AgentTurn()
         self._phrase = 0
         self._pool: ThreadPoolExecutor | None = None
+
+    # ----------------------------------------------------------------- role
+
+    @property
+    def role(self) -> str | None:
+        return self.live.deployment.role
+
+    def set_role(self, role: str | None) -> None:
+        """Switch the role at run time (the deployment layer's presets)."""
+        self.live.set_role(role)
+
+    @property
+    def observer(self) -> bool:
+        """Listen and log every decision, never speak (the ``observer`` role)."""
+        return not self.live.deployment.speaks
+
+    @observer.setter
+    def observer(self, on: bool) -> None:
+        if on == self.observer:
+            return
+        if on:
+            self._role_before_observer = self.role
+            self.set_role("observer")
+        else:
+            self.set_role(self._role_before_observer)
 
     # ----------------------------------------------------------------- people
 
@@ -262,8 +286,6 @@ class RoomTracker:
         if pid in self.left and pid != self.agent_id:
             self._warn(f"transcript from {heard.name!r} after they left: heard, not answered")
             d = replace(d, action=None, reason="speaker has left")
-        if self.observer and d.action is not None and d.action is not Action.SILENT:
-            d = replace(d, action=Action.SILENT, reason=f"observer ({d.action.value}: {d.reason})")
         self.recent.append(heard)
         return heard, d
 

@@ -67,6 +67,17 @@ def eval_command(
             "that domain's shipped model (chat has its own) and validation threshold."
         ),
     ] = None,
+    operating_point: Annotated[
+        str | None,
+        typer.Option(
+            help="Default model only: balanced (paper-style tables), matched (speaks as often "
+            "as people did; the default), polite (false interruptions <= 5%) or addressed-only."
+        ),
+    ] = None,
+    threshold: Annotated[
+        float | None,
+        typer.Option(help="Default model only: raw floor threshold on P(SPEAK) in [0, 1]."),
+    ] = None,
     n_boot: Annotated[int, typer.Option(help="Bootstrap replicates for 95% intervals.")] = 1000,
     cache: Annotated[bool, typer.Option(help="Use the deterministic response cache.")] = True,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
@@ -129,16 +140,14 @@ def eval_command(
         if kind != "hf":
             raise typer.BadParameter("--adapter needs an hf: model", param_hint="--adapter")
         options["adapter"] = str(adapter)
-    if domain is not None:
-        from polylogue.engine.model import DOMAINS
-
+    deployment = {"domain": domain, "operating_point": operating_point, "threshold": threshold}
+    for key, value in deployment.items():
+        if value is None:
+            continue
         if kind != "default":
-            raise typer.BadParameter("--domain applies to the default model", param_hint="--domain")
-        if domain not in DOMAINS:
-            raise typer.BadParameter(
-                f"{domain!r} is not one of {', '.join(DOMAINS)}", param_hint="--domain"
-            )
-        options["domain"] = domain
+            flag = "--" + key.replace("_", "-")
+            raise typer.BadParameter(f"{flag} applies to the default model", param_hint=flag)
+        options[key] = value
     options.update(_parse_options(option or []))
     points, info = load_points(data, split, balanced=balanced)
     predictor = load_predictor(model, **options)

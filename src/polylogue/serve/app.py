@@ -3,15 +3,18 @@
 Protocol (JSON; every route needs ``Authorization: Bearer TOKEN`` or ``?token=`` when the
 server has a token):
 
-* ``POST /v1/sessions`` ``{"agent": "Dave", "participants": [...], "policy": {...}}`` ->
-  ``{"session_id": ...}`` (``participants`` optional: without them the roster is learnt).
+* ``POST /v1/sessions`` ``{"agent": "Dave", "participants": [...], "deployment": {"domain"?,
+  "operating_point"?, "threshold"?, "role"?}, "policy": {...}}`` -> ``{"session_id": ...,
+  "deployment": {...}}`` (``participants`` optional: without them the roster is learnt; a bad
+  deployment option is a 400 naming the option and its valid values).
 * ``POST /v1/sessions/{id}/events`` one event or a list -> ``{"results": [...]}``.
 * ``WS /v1/sessions/{id}/stream``: send events, receive one result per event, in order.
 * ``GET /v1/sessions/{id}``, ``DELETE /v1/sessions/{id}``, ``GET /healthz``, ``GET /metrics``.
 
 Events: ``{"type": "utterance", "speaker", "text", "start"?, "end"?, "final"?: true}``,
 ``{"type": "join", "participants": [...]}``, ``{"type": "leave", "participant"}``,
-``{"type": "agent_speech", "speaking": bool, "time"?, "text"?}``, ``{"type": "reset"}``; any
+``{"type": "agent_speech", "speaking": bool, "time"?, "text"?}``, ``{"type": "reset"}``,
+``{"type": "role", "role": "observer" | "assistant" | "facilitator" | null}``; any
 event may carry ``"seq"`` (echoed back). A result is ``{"ok": true, "seq", "decision"?,
 "barge_in"?}`` or ``{"ok": false, "seq", "error"}``; a bad event never closes the socket and
 never touches another session.
@@ -40,9 +43,9 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from polylogue.conversation import Participant, Utterance
-from polylogue.engine.engine import TurnTakingEngine
-from polylogue.engine.live import LiveConversation, Policy
-from polylogue.engine.model import TurnTakingModel, load_model
+from polylogue.engine.deployment import Deployment, DeploymentError
+from polylogue.engine.live import LiveConversation, Policy, snapshot_deployment
+from polylogue.engine.model import TurnTakingModel, load_model, model_dir_for
 from polylogue.errors import PolylogueInputError
 from polylogue.serve.metrics import Metrics
 from polylogue.serve.store import SessionStore
@@ -131,8 +134,16 @@ class ResetEvent(_Strict):
     seq: int | None = None
 
 
+class RoleEvent(_Strict):
+    """Switch the session's role at run time (``observer``: decisions logged, never spoken)."""
+
+    type: Literal["role"]
+    seq: int | None = None
+    role: str | None = None
+
+
 Event = Annotated[
-    UtteranceEvent | JoinEvent | LeaveEvent | AgentSpeechEvent | ResetEvent,
+    UtteranceEvent | JoinEvent | LeaveEvent | AgentSpeechEvent | ResetEvent | RoleEvent,
     Field(discriminator="type"),
 ]
 _EVENT = TypeAdapter(Event)
@@ -142,6 +153,9 @@ class SessionIn(_Strict):
     agent: str = Field(min_length=1, max_length=200)
     participants: list[ParticipantIn] = Field(default_factory=list, max_length=MAX_PARTICIPANTS)
     policy: dict[str, Any] = Field(default_factory=dict)
+    #: Deployment options (``domain``, ``operating_point``, ``threshold``, ``role``); the
+    #: model folder is the server's (``serve --model-dir``), never a request's.
+    deployment: dict[str, Any] = Field(default_factory=dict)
     session_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{1,64}$")
 
 
@@ -184,22 +198,41 @@ class Sessions:
     def __init__(
         self,
         store: SessionStore,
-        model: TurnTakingModel,
+        model: TurnTakingModel | None,
         metrics: Metrics,
         idle_s: float = 1800.0,
         max_sessions: int = 10_000,
         max_cached: int = 2_000,
     ) -> None:
         self.store = store
+        #: The server's own model (``--model-dir``) for every session; None: each session gets
+        #: the shipped model of its domain (the chat domain has its own).
         self.model = model
+        self._models: dict[str, TurnTakingModel] = {}
         self.metrics = metrics
         self.idle_s = idle_s
         self.max_sessions = max_sessions
         self.max_cached = max_cached
         self.cache: OrderedDict[str, _Cached] = OrderedDict()
 
-    def _engine(self) -> TurnTakingEngine:
-        return TurnTakingEngine(self.model)
+    def _model_for(self, domain: Any) -> TurnTakingModel:
+        """The loaded model a session of ``domain`` runs on (each folder loaded once)."""
+        if self.model is not None:
+            return self.model
+        folder = model_dir_for(domain if isinstance(domain, str) else None)
+        model = self._models.get(str(folder))
+        if model is None:
+            model = self._models[str(folder)] = load_model(folder)
+        return model
+
+    def deployment(self, options: dict[str, Any]) -> Deployment:
+        """A session's deployment from its request/snapshot options (validated: 400 if bad)."""
+        if "model_dir" in options:
+            raise DeploymentError(
+                "deployment.model_dir", "a session cannot choose a model folder; start "
+                "`polylogue serve --model-dir DIR` instead",
+            )  # fmt: skip
+        return Deployment.from_options(options, model=self._model_for(options.get("domain")))
 
     async def create(self, spec: SessionIn) -> tuple[str, LiveConversation]:
         sid = spec.session_id or secrets.token_urlsafe(12)
@@ -209,7 +242,10 @@ class Sessions:
             raise SessionLimitError(f"too many sessions (limit {self.max_sessions})")
         policy = Policy.from_dict(spec.policy)
         live = LiveConversation.start(
-            spec.agent, [p.to_participant() for p in spec.participants], policy, self._engine()
+            spec.agent,
+            [p.to_participant() for p in spec.participants],
+            policy,
+            self.deployment(spec.deployment),
         )
         await self.store.save(sid, 0, live.to_dict())
         self._remember(sid, _Cached(0, live))
@@ -237,7 +273,9 @@ class Sessions:
             self.cache.pop(sid, None)
             raise SessionNotFound(f"no session {sid!r} (never created, deleted or expired)")
         version, snap = loaded
-        c = _Cached(version, LiveConversation.from_dict(snap, self._engine()))
+        domain = (snap.get("deployment") or {}).get("domain")
+        deployment = snapshot_deployment(snap, self._model_for(domain))
+        c = _Cached(version, LiveConversation.from_dict(snap, deployment))
         self._remember(sid, c)
         return c
 
@@ -318,6 +356,7 @@ class Sessions:
             "participants": [p.to_dict() for p in live.engine.participants.values()],
             "present": list(live.present),
             "policy": live.policy.to_dict(),
+            "deployment": live.deployment.to_dict(),
             "version": c.version,
         }
 
@@ -359,6 +398,9 @@ def _apply(live: LiveConversation, e: Event) -> dict[str, Any]:
         live.leave(e.participant)
     elif isinstance(e, AgentSpeechEvent):
         live.agent_speech(e.speaking, e.time, e.text)
+    elif isinstance(e, RoleEvent):
+        live.set_role(e.role)
+        return {"deployment": live.deployment.to_dict()}
     else:
         live.reset()
     return {}
@@ -425,7 +467,7 @@ def create_app(
     """The service. ``trace`` adds per-step timestamps (``"trace"``) to each stream result."""
     metrics = Metrics()
     pid = os.getpid()  # in traces: which process answered (--workers)
-    sessions = Sessions(store, model or load_model(), metrics, idle_s, max_sessions)
+    sessions = Sessions(store, model, metrics, idle_s, max_sessions)
 
     def authorised(headers: Any, query: Any) -> bool:
         if token is None:
@@ -477,6 +519,7 @@ def create_app(
                 "session_id": sid,
                 "agent": live.agent.pid,
                 "agent_resolved": not live.agent.provisional,
+                "deployment": live.deployment.to_dict(),
             },
             status_code=201,
         )
