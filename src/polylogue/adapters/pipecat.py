@@ -132,6 +132,13 @@ class PolylogueGate(FrameProcessor):
         """Switch the role while the pipeline runs (``observer``, ``assistant``, ...)."""
         self.room.set_role(role)
 
+    def participant_joined(self, identity: str, name: str | None = None) -> None:
+        """Someone joined (the transport's participant id, the name people call them)."""
+        self.room.join(identity, name)
+
+    def participant_left(self, identity: str) -> None:
+        self.room.leave(identity)
+
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         await super().process_frame(frame, direction)
         if isinstance(frame, BotStartedSpeakingFrame):
