@@ -504,3 +504,26 @@ def test_tracker_rules_without_a_framework() -> None:
         ("dave", "Late words."),
         ("alice", "Dave, are you there?"),
     ]
+
+
+def test_observer_switch_at_run_time_keeps_the_role_to_go_back_to() -> None:
+    from polylogue.adapters.livekit import MultiPartySession
+
+    roster = [Participant("alice", "Alice"), Participant("bob", "Bob"), Participant("dave", "Dave")]
+    mp = MultiPartySession("Dave", roster, role="assistant")
+    ask = "Dave, can you check the nightly job?"
+
+    async def run() -> list:
+        out = [await mp.on_speech_event(_speech("final_transcript", ask, "alice", 1, 3))]
+        mp.observer = True  # a human takes over: listen and log only
+        out.append(await mp.on_speech_event(_speech("final_transcript", ask, "bob", 4, 6)))
+        mp.observer = False
+        out.append(await mp.on_speech_event(_speech("final_transcript", ask, "alice", 7, 9)))
+        return out
+
+    before, during, after = asyncio.run(run())
+    assert before.action.value == "SPEAK" and after.action.value == "SPEAK"
+    assert during.action.value == "SILENT" and during.suggested.value == "SPEAK"
+    assert during.reason.startswith("observer (would SPEAK")
+    assert mp.room.role == "assistant"
+    assert [a for a, _ in mp.actions] == ["reply", "context", "reply"]
