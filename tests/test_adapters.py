@@ -14,6 +14,9 @@ from polylogue.engine.live import LiveConversation, Policy
 pytestmark = pytest.mark.slow
 
 N = 60
+#: Seconds pipecat's run_test waits for the pipeline to start (its default, 1 s, is missed on a
+#: loaded machine, and the test then hangs with no EndFrame sent).
+START_S = 60.0
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +148,7 @@ def test_pipecat_gate_in_a_real_pipeline(ami: Conversation) -> None:
         frames += [InterimTranscriptionFrame(" ".join(words[:k]), u.speaker, "t") for k in (1, 2)]
         frames.append(TranscriptionFrame(u.text, u.speaker, "t"))
     frames += [BotStartedSpeakingFrame(), InterimTranscriptionFrame("mm-hmm", "A", "t")]
-    down, _ = asyncio.run(run_test(gate, frames_to_send=frames))
+    down, _ = asyncio.run(run_test(gate, frames_to_send=frames, start_timeout=START_S))
 
     want = [d for u, d in zip(ami.utterances[:N], _local(ami), strict=True) if u.speaker != "B"]
     # The bot's own turns are observed as agent speech without words here, so compare the

@@ -28,6 +28,9 @@ FIELDS = ("index", "decision", "p_speak")
 #: A low backchannel band, so that this short stretch of meeting has backchannels as well as
 #: floor takes (the product point's band, 0.11, is reached at two of its pauses).
 BACK = 0.02
+#: Seconds pipecat's run_test waits for the pipeline to start (its default, 1 s, is missed on a
+#: loaded machine, and the test then hangs with no EndFrame sent).
+START_S = 60.0
 
 
 def _deployment(take_floor: float, backchannel: float = 2.0, margin: float = 1.0):  # type: ignore[no-untyped-def]
@@ -165,7 +168,7 @@ def test_pipecat_agent_words_arriving_after_the_stop_frame_are_observed_in_order
             frames += [start, TTSTextFrame(u.text, text_type="sentence"), stop]
         else:
             frames.append(TranscriptionFrame(u.text, u.speaker, iso_time(u.end)))
-    asyncio.run(run_test(gate, frames_to_send=frames))
+    asyncio.run(run_test(gate, frames_to_send=frames, start_timeout=START_S))
     # All the bot's system frames may be handled before any text, so the agent's consecutive
     # lines can arrive as one utterance; what matters is that every word sits before the
     # human line that followed it.
@@ -434,7 +437,9 @@ def test_pipecat_barge_in_strategy_in_a_real_user_aggregator() -> None:
         )
         frames = [BotStartedSpeakingFrame()]
         frames += [InterimTranscriptionFrame(t, "alice", "") for t in texts]
-        down, up = asyncio.run(run_test(Pipeline([gate, user]), frames_to_send=frames))
+        down, up = asyncio.run(
+            run_test(Pipeline([gate, user]), frames_to_send=frames, start_timeout=START_S)
+        )
         return strategy, sum(isinstance(f, InterruptionFrame) for f in down + up)
 
     acks, n = run(["Thank you.", "Makes sense.", "mm-hmm"])
@@ -454,7 +459,7 @@ def test_pipecat_gate_backchannel_observer_and_timeout(meeting: Conversation) ->
     def run(**kw) -> tuple[PolylogueGate, list]:  # type: ignore[no-untyped-def]
         gate = PolylogueGate(AGENT, meeting.participants, **kw)
         frames = [TranscriptionFrame(u.text, u.speaker, iso_time(u.end)) for u in lines]
-        down, _ = asyncio.run(run_test(gate, frames_to_send=frames))
+        down, _ = asyncio.run(run_test(gate, frames_to_send=frames, start_timeout=START_S))
         return gate, down
 
     # The agent's own lines are left out here, so its lower threshold of the old adapter test
