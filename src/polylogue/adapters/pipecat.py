@@ -337,16 +337,16 @@ async def replay_transcript(
     gate = PolylogueGate(agent_name, participants, **kwargs)
     seen = _Seen()
     task = PipelineWorker(Pipeline([gate, gate.agent_speech_tap(), seen]))
-    started = asyncio.Event()
+    ready = asyncio.Event()
 
     @task.event_handler("on_pipeline_started")
-    async def _started(_worker: Any, _frame: Frame) -> None:
-        started.set()
+    async def _ready(_worker: Any, _frame: Frame) -> None:
+        ready.set()
 
     pipeline_runner = WorkerRunner(handle_sigint=False)
     await pipeline_runner.add_workers(task)
     runner = asyncio.create_task(pipeline_runner.run())
-    await started.wait()  # processors drop frames that arrive before the StartFrame
+    await ready.wait()  # processors drop frames that arrive before the StartFrame
     rows = []
     for i, u in enumerate(utterances):
         if gate.live.speaker_id(u.speaker) == gate.room.agent_id:
