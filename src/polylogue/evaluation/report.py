@@ -434,7 +434,7 @@ def write_report(
     md = f"# {title}\n\n" + markdown_table(rows)
     if refs:
         md += "\nReference runs:\n\n" + markdown_table(table_rows(refs))
-    outcomes = outcome_markdown([*runs, *refs])
+    outcomes = agent_markdown([*runs, *refs]) + outcome_markdown([*runs, *refs])
     if outcomes:
         md += "\n" + outcomes
     (out / "report.md").write_text(md, encoding="utf-8")
@@ -476,6 +476,43 @@ def write_report(
     return [out / "report.md", out / "report.csv", out / "report.html"]
 
 
+# ----------------------------------------------------------------------------- agent behaviour
+
+
+def agent_markdown(runs: Sequence[RunSummary]) -> str:
+    """What each run's decisions would make an agent do: how often it speaks against people,
+    how often it is right when it does, and what it misses (``metrics.json`` ``agent``)."""
+    rows = [(r, r.metrics.get("agent")) for r in runs if r.metrics.get("agent")]
+    if not rows:
+        return ""
+    head = [
+        "Run", "Data", "Speak ratio", "Precision", "False interr.", "Missed turns",
+        "I1 recall", "False interj./10 min", "Missed I1/10 min",
+    ]  # fmt: skip
+    lines = [
+        "## Agent behaviour",
+        "",
+        "Speak ratio = predicted SPEAK rate / real rate (1.0: as often as people did); "
+        "per-10-minute figures count one listener's view of the conversation.",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|---|---|" + "---:|" * (len(head) - 2),
+    ]
+
+    def num(v: float | None, digits: int = 2) -> str:
+        return "–" if v is None else f"{v:.{digits}f}"
+
+    for run, a in rows:
+        lines.append(
+            f"| {run.label} | {run.dataset}/{run.split} | {num(a.get('speak_ratio'))} | "
+            f"{_pct(a.get('precision'))} | {_pct(a.get('false_interruption_rate'))} | "
+            f"{_pct(a.get('missed_turn_rate'))} | {_pct(a.get('i1_recall'))} "
+            f"(n={a.get('n_I1', 0)}) | {num(a.get('false_interjections_per_10min'), 1)} | "
+            f"{num(a.get('missed_addressed_per_10min'), 1)} |"
+        )
+    return "\n".join(lines) + "\n\n"
+
+
 # ----------------------------------------------------------------------------- three outcomes
 
 
@@ -509,8 +546,12 @@ def run_outcomes(run: RunSummary) -> dict[str, Any] | None:
             for p in bench.points(str(ds.get("split")))
             if p.gold.outcome is not None
         }
+    # A three-way model records its action (SPEAK / BACKCHANNEL / SILENT) beside the floor
+    # decision; a binary one only the decision.
     pairs = [
-        (gold[str(r["point_id"])], r.get("decision")) for r in records if str(r["point_id"]) in gold
+        (gold[str(r["point_id"])], (r.get("extra") or {}).get("action") or r.get("decision"))
+        for r in records
+        if str(r["point_id"]) in gold
     ]
     if not pairs:
         return None
