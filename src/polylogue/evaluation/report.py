@@ -503,6 +503,7 @@ def agent_markdown(runs: Sequence[RunSummary]) -> str:
         return "–" if v is None else f"{v:.{digits}f}"
 
     for run, a in rows:
+        assert a is not None
         lines.append(
             f"| {run.label} | {run.dataset}/{run.split} | {num(a.get('speak_ratio'))} | "
             f"{_pct(a.get('precision'))} | {_pct(a.get('false_interruption_rate'))} | "
