@@ -7,16 +7,16 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
-from polylogue.cli.output import counter_progress, markdown_table
+from polylogue.cli.output import WholeHelpGroup, counter_progress, markdown_table, plain_console
 
-console = Console(stderr=True)
+console = plain_console(stderr=True)
 tom_app = typer.Typer(
     name="tom",
     help="MeetingToM: validate the release, run models, score (official/strict), report tables.",
     no_args_is_help=True,
     rich_markup_mode=None,  # plain help, see polylogue.cli.app
+    cls=WholeHelpGroup,
 )
 
 DataOpt = Annotated[
