@@ -78,7 +78,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         }
         img = page.locator("img[alt^='Threshold curves']")
         img.scroll_into_view_if_needed()
-        shot = shots / "report_threshold_curves.png"
+        shot = shots / "report-threshold-curves.png"
         img.screenshot(path=str(shot))
         page.screenshot(path=str(shots / "report_page.png"), full_page=True)
         natural = page.evaluate(
