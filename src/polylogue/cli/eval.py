@@ -8,6 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
+from polylogue.models.base import BASELINE_NAMES
+
 
 def _parse_options(items: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
@@ -35,7 +37,7 @@ def eval_command(
             "--model",
             "-m",
             help="default | baseline:NAME | hf:PATH_OR_ALIAS | openai:MODEL@URL "
-            "(default: the shipped model).",
+            f"(default: the shipped model). Baselines: {', '.join(BASELINE_NAMES)}.",
         ),
     ] = None,
     split: Annotated[str, typer.Option(help="train, validation or test.")] = "test",
