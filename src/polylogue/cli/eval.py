@@ -8,6 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
+from polylogue.models.base import BASELINE_NAMES
+
 
 def _parse_options(items: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
@@ -35,7 +37,7 @@ def eval_command(
             "--model",
             "-m",
             help="default | baseline:NAME | hf:PATH_OR_ALIAS | openai:MODEL@URL "
-            "(default: the shipped model).",
+            f"(default: the shipped model). Baselines: {', '.join(BASELINE_NAMES)}.",
         ),
     ] = None,
     split: Annotated[str, typer.Option(help="train, validation or test.")] = "test",
@@ -173,6 +175,19 @@ def eval_command(
             f"BalAcc {100 * m['balanced_accuracy']:.2f}  "
             f"unparseable {100 * m['unparseable_rate']:.2f}%"
         )
+        a = m.get("agent") or {}
+        if a.get("speak_ratio") is not None:
+
+            def pct(v: float | None) -> str:
+                return "-" if v is None else f"{100 * v:.1f}%"
+
+            console.print(
+                f"as an agent: speaks {a['speak_ratio']:.2f}x as often as people did, "
+                f"precision {pct(a['precision'])}, false interruptions "
+                f"{pct(a['false_interruption_rate'])}, missed turns {pct(a['missed_turn_rate'])}"
+                + (f", I1 recall {pct(a['i1_recall'])}" if a.get("n_I1") else ""),
+                markup=False,
+            )
 
 
 def report_command(

@@ -54,6 +54,13 @@ def serve(
             "answer.",
         ),
     ] = 1,
+    model_dir: Annotated[
+        str | None,
+        typer.Option(
+            help="A model folder from train-default for every session (default: the shipped "
+            "model of each session's domain; the chat domain has its own)."
+        ),
+    ] = None,
     trace: Annotated[
         bool,
         typer.Option(
@@ -82,6 +89,7 @@ def serve(
         flush_s=flush_interval,
         trace=trace,
         workers=workers,
+        model_dir=model_dir,
     )
     store = settings.open_store()  # creates the SQLite table before any worker starts
     if hasattr(store, "ping"):

@@ -133,6 +133,13 @@ def choose_action(p_take: float, p_back: float, thresholds: Thresholds) -> Actio
     return Action.SILENT
 
 
+def balanced_threshold(model: TurnTakingModel, domain: str | None) -> float:
+    """The ``balanced`` floor threshold of a domain (paper-style tables and comparisons)."""
+    return Deployment.resolve(
+        model=model, domain=domain, operating_point="balanced"
+    ).take_floor_threshold
+
+
 def model_operating_points(model: TurnTakingModel) -> dict[str, dict[str, dict[str, float]]]:
     """The model's stored points; a folder from before they existed has ``balanced`` only."""
     if model.operating_points:

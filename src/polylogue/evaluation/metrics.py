@@ -332,6 +332,37 @@ def threshold_sweep(
     from sklearn.metrics import roc_auc_score, roc_curve
 
     n = _check_lengths(gold, p_speak, pred)
+    swept = _sweep_scores(gold, p_speak, pred)
+    if swept is None:
+        return None
+    y, scores, n_penalised = swept
+    fpr, tpr, thr = roc_curve(y, scores, drop_intermediate=False)
+    if n_penalised:  # rows beyond [0, 1] exist only because of the penalty scores
+        inside = (thr >= 0.0) & (thr <= 1.0)
+        fpr, tpr, thr = fpr[inside], tpr[inside], thr[inside]
+    thr = np.clip(thr, 0.0, 1.0)  # sklearn's first threshold is +inf ("never speak")
+    if len(thr) > max_points:  # keep the curve's shape, thin the table
+        idx = np.unique(np.linspace(0, len(thr) - 1, max_points).round().astype(int))
+        fpr, tpr, thr = fpr[idx], tpr[idx], thr[idx]
+    bal = (tpr + (1 - fpr)) / 2
+    best = int(np.argmax(bal))
+    return ThresholdSweep(
+        thresholds=[float(t) for t in thr],
+        balanced_accuracy=[float(b) for b in bal],
+        false_interruption_rate=[float(f) for f in fpr],
+        missed_turn_rate=[float(1 - t) for t in tpr],
+        coverage=len(y) / n,
+        roc_auc=float(roc_auc_score(y, scores)),
+        best_threshold=float(thr[best]),
+        best_balanced_accuracy=float(bal[best]),
+    )
+
+
+def _sweep_scores(
+    gold: Sequence[Label], p_speak: Sequence[float | None], pred: Sequence[Label | None] | None
+) -> tuple[NDArray[np.int64], NDArray[np.float64], int] | None:
+    """(1 = SPEAK gold, score, number of penalised unparseable points) over the points a
+    threshold sweep covers, or None when it covers no real probability or one class only."""
     gold_speak = _gold_codes(gold) == 0
     scores_by_point: list[float | None] = []
     n_real = n_penalised = 0
@@ -350,29 +381,41 @@ def threshold_sweep(
         return None
     keep = [i for i, sc in enumerate(scores_by_point) if sc is not None]
     y = gold_speak[keep].astype(np.int64)
-    scores = np.array([scores_by_point[i] for i in keep], dtype=np.float64)
     if y.min() == y.max():
         return None
-    fpr, tpr, thr = roc_curve(y, scores, drop_intermediate=False)
-    if n_penalised:  # rows beyond [0, 1] exist only because of the penalty scores
-        inside = (thr >= 0.0) & (thr <= 1.0)
-        fpr, tpr, thr = fpr[inside], tpr[inside], thr[inside]
-    thr = np.clip(thr, 0.0, 1.0)  # sklearn's first threshold is +inf ("never speak")
-    if len(thr) > max_points:  # keep the curve's shape, thin the table
-        idx = np.unique(np.linspace(0, len(thr) - 1, max_points).round().astype(int))
-        fpr, tpr, thr = fpr[idx], tpr[idx], thr[idx]
-    bal = (tpr + (1 - fpr)) / 2
-    best = int(np.argmax(bal))
-    return ThresholdSweep(
-        thresholds=[float(t) for t in thr],
-        balanced_accuracy=[float(b) for b in bal],
-        false_interruption_rate=[float(f) for f in fpr],
-        missed_turn_rate=[float(1 - t) for t in tpr],
-        coverage=len(keep) / n,
-        roc_auc=float(roc_auc_score(y, scores)),
-        best_threshold=float(thr[best]),
-        best_balanced_accuracy=float(bal[best]),
-    )
+    scores = np.array([scores_by_point[i] for i in keep], dtype=np.float64)
+    return y, scores, n_penalised
+
+
+@dataclass(frozen=True, slots=True)
+class SweepPoint:
+    """The threshold sweep evaluated at one threshold (fractions)."""
+
+    threshold: float
+    balanced_accuracy: float
+    false_interruption_rate: float
+    missed_turn_rate: float
+
+
+def sweep_point(
+    gold: Sequence[Label],
+    p_speak: Sequence[float | None],
+    threshold: float,
+    *,
+    pred: Sequence[Label | None] | None = None,
+) -> SweepPoint | None:
+    """:func:`threshold_sweep`'s curve at exactly ``threshold`` (``SPEAK if p >= threshold``,
+    same points and unparseable penalty), not at the nearest swept row: the sweep's table is
+    thinned to ``max_points`` rows, so its nearest row can be a different operating point."""
+    _check_lengths(gold, p_speak, pred)
+    swept = _sweep_scores(gold, p_speak, pred)
+    if swept is None:
+        return None
+    y, scores, _ = swept
+    speak = scores >= threshold
+    fir = float(speak[y == 0].mean())
+    mtr = float((~speak[y == 1]).mean())
+    return SweepPoint(float(threshold), 1.0 - (fir + mtr) / 2, fir, mtr)
 
 
 # ----------------------------------------------------------------------------- arrays

@@ -424,6 +424,8 @@ class ServeSettings:
     flush_s: float = 0.05
     trace: bool = False
     workers: int = 1
+    #: Every session's model folder (None: the shipped model of each session's domain).
+    model_dir: str | None = None
 
     def to_json(self) -> str:
         return json.dumps(self.__dict__)
@@ -445,6 +447,7 @@ class ServeSettings:
             max_sessions=self.max_sessions,
             sweep_s=self.sweep_s,
             trace=self.trace,
+            model=None if self.model_dir is None else load_model(self.model_dir),
         )
 
 

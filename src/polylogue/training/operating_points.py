@@ -8,7 +8,7 @@ them into actions with the thresholds chosen here:
 * ``matched``: the floor threshold whose SPEAK rate is closest to the real TAKE_FLOOR rate
   (log ratio averaged over the domain's corpora);
 * ``polite``: the lowest floor threshold keeping the false-interruption rate at most 5% on
-  every corpus of the domain;
+  every corpus of the domain, and never below ``matched``'s;
 * every point shares the domain's backchannel rule (threshold and margin): the suggestion
   rate closest to the real BACKCHANNEL rate among rules with pooled validation precision
   >= 0.30, or none at all.
@@ -75,8 +75,13 @@ def choose_operating_points(split: ScoredSplit) -> dict[str, dict[str, dict[str,
                 s.take.astype(np.int8), s.p_take, s.corpus
             ),
             "matched": rate_matched_threshold(s.take, s.p_take, s.corpus),
-            "polite": capped_interruption_threshold(s.take, s.p_take, s.corpus, POLITE_FIR),
         }
+        # Polite is never more talkative than matched (where matched already interrupts less
+        # than the cap, the cap alone would pick a lower threshold).
+        take["polite"] = max(
+            take["matched"],
+            capped_interruption_threshold(s.take, s.p_take, s.corpus, POLITE_FIR),
+        )
         back, margin = choose_backchannel_rule(s.backchannel, s.p_take, s.p_back, s.corpus)
         for name, t in take.items():
             points[name][domain] = {
