@@ -241,31 +241,16 @@ def _livekit_actions(conv: Conversation, agent: str) -> list[str | None]:
 
 def _pipecat_actions(conv: Conversation, agent: str) -> list[str | None]:
     pytest.importorskip("pipecat")
-    from pipecat.frames.frames import (
-        BotStartedSpeakingFrame,
-        BotStoppedSpeakingFrame,
-        TextType,
-        TranscriptionFrame,
-        TTSTextFrame,
-    )
-    from pipecat.pipeline.pipeline import Pipeline
-    from pipecat.tests.utils import run_test
+    from polylogue.adapters.pipecat import replay_transcript
 
-    from polylogue.adapters.pipecat import PolylogueGate
-
-    gate = PolylogueGate(agent_name=agent, deployment=Deployment.resolve(domain="meeting"))
-    frames = []
-    for u in conv.utterances[:N]:
-        if u.speaker == agent:  # the bot speaks these words (TTS), then stops
-            frames += [
-                BotStartedSpeakingFrame(),
-                TTSTextFrame(u.text, TextType.SENTENCE),
-                BotStoppedSpeakingFrame(),
-            ]
-        else:
-            frames.append(TranscriptionFrame(u.text, u.speaker, "t"))
-    asyncio.run(run_test(Pipeline([gate, gate.agent_speech_tap()]), frames_to_send=frames))
-    return [d["action"] for d in gate.decisions]
+    # A real pipeline (gate and tap): the humans' lines as TranscriptionFrames, the bot's as
+    # bot-speaking frames around their TTS text, each line queued once the previous one has
+    # passed (queued all at once, Pipecat's system frames overtake the text frames and the
+    # bot's consecutive lines arrive as one utterance).
+    lines = [Utterance(u.speaker, u.text) for u in conv.utterances[:N]]
+    dep = Deployment.resolve(domain="meeting")
+    rows = asyncio.run(replay_transcript(lines, agent, deployment=dep))
+    return [r["decision"] for r, u in zip(rows, lines, strict=True) if u.speaker != agent]
 
 
 def test_observer_logs_what_it_would_do_and_never_speaks(meeting: Conversation) -> None:

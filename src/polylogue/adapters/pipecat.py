@@ -29,8 +29,10 @@ The agent's own speech is observed when it is actually spoken: ``BotStartedSpeak
 tap downstream) and the ``TTSTextFrame`` text the tap (or the gate) sees, in order
 (:class:`polylogue.adapters.room.RoomTracker` holds words that arrive after the stop frame
 until the next transcription). Times: a frame's ``metadata["time"]`` (seconds) when set, else
-a transcription's ISO ``timestamp``, else the wall clock; an utterance starts at its first
-interim.
+a transcription's ISO ``timestamp``; once a transcription has carried a time, frames without
+one (the bot-speaking frames) get the clock (default: the wall clock, the STT timestamps'
+base); in a stream whose transcriptions carry none, nothing is timed. An utterance starts at
+its first interim.
 """
 
 from __future__ import annotations
@@ -75,8 +77,8 @@ BACKCHANNEL_TEXT_TYPE = "polylogue-backchannel"
 _TAKEN = "polylogue_observed"
 
 
-def frame_time(frame: Frame, clock: Callable[[], float] = _time.time) -> float:
-    """Seconds at which ``frame`` happened (see the module notes)."""
+def frame_time(frame: Frame) -> float | None:
+    """Seconds at which ``frame`` happened, when it says (see the module notes)."""
     t = frame.metadata.get("time") if isinstance(frame.metadata, dict) else None
     if isinstance(t, int | float) and not isinstance(t, bool):
         return float(t)
@@ -85,8 +87,8 @@ def frame_time(frame: Frame, clock: Callable[[], float] = _time.time) -> float:
         try:
             return datetime.fromisoformat(stamp).timestamp()
         except ValueError:
-            pass
-    return clock()
+            return None
+    return None
 
 
 class PolylogueGate(FrameProcessor):
@@ -116,6 +118,8 @@ class PolylogueGate(FrameProcessor):
         self.history: list[LiveDecision] = []
         #: first interim time per speaker since their last final (the utterance's start)
         self._started: dict[str, float] = {}
+        #: a transcription carried a time: the stream is timed, untimed frames get the clock
+        self._timed = False
         self._register_event_handler("on_decision")
         self._register_event_handler("on_barge_in")
 
@@ -142,9 +146,9 @@ class PolylogueGate(FrameProcessor):
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         await super().process_frame(frame, direction)
         if isinstance(frame, BotStartedSpeakingFrame):
-            self.bot_started(frame_time(frame, self.clock))
+            self.bot_started(self.time_of(frame))
         elif isinstance(frame, BotStoppedSpeakingFrame):
-            self.bot_stopped(frame_time(frame, self.clock))
+            self.bot_stopped(self.time_of(frame))
         elif isinstance(frame, InterimTranscriptionFrame):
             await self._interim(frame)
         elif isinstance(frame, TTSTextFrame) and direction == FrameDirection.DOWNSTREAM:
@@ -153,17 +157,27 @@ class PolylogueGate(FrameProcessor):
             await self._final(frame, direction)
             return
         elif isinstance(frame, EndFrame | CancelFrame):
-            self.room.agent_stopped(frame_time(frame, self.clock))
+            self.room.agent_stopped(self.time_of(frame))
             self.room.flush_agent()  # the agent's last words, if nobody spoke after them
         await self.push_frame(frame, direction)
 
+    def time_of(self, frame: Frame) -> float | None:
+        """The frame's own time; else, once the stream is timed, the clock (Pipecat's
+        bot-speaking frames carry none); else None (an untimed stream stays untimed)."""
+        t = frame_time(frame)
+        if t is not None:
+            if isinstance(frame, TranscriptionFrame | InterimTranscriptionFrame):
+                self._timed = True
+            return t
+        return self.clock() if self._timed else None
+
     # The bot-speaking frames reach the gate (upstream) and the tap (downstream): both report,
     # the room counts each start and stop once.
-    def bot_started(self, t: float) -> None:
+    def bot_started(self, t: float | None) -> None:
         if not self.room.agent_speaking:
             self.room.agent_started(t)
 
-    def bot_stopped(self, t: float) -> None:
+    def bot_stopped(self, t: float | None) -> None:
         self.room.agent_stopped(t)
 
     def tts_text(self, frame: TTSTextFrame) -> None:
@@ -175,16 +189,16 @@ class PolylogueGate(FrameProcessor):
         self.room.agent_words(frame.text)
 
     async def _interim(self, frame: InterimTranscriptionFrame) -> None:
-        t = frame_time(frame, self.clock)
+        t = self.time_of(frame)
         speaker = frame.user_id or None
-        if speaker is not None:
+        if speaker is not None and t is not None:
             self._started.setdefault(speaker, t)
         barge = self.room.interim(speaker, frame.text, t)
         if barge is not None:
             await self._call_event_handler("on_barge_in", barge)
 
     async def _final(self, frame: TranscriptionFrame, direction: FrameDirection) -> None:
-        end = frame_time(frame, self.clock)
+        end = self.time_of(frame)
         start = self._started.pop(frame.user_id, None) if frame.user_id else None
         r = await self.room.final_within(
             frame.user_id or None, frame.text, start, end, self.decision_timeout_s
@@ -235,9 +249,9 @@ class AgentSpeechTap(FrameProcessor):
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         await super().process_frame(frame, direction)
         if isinstance(frame, BotStartedSpeakingFrame):
-            self.gate.bot_started(frame_time(frame, self.gate.clock))
+            self.gate.bot_started(self.gate.time_of(frame))
         elif isinstance(frame, BotStoppedSpeakingFrame):
-            self.gate.bot_stopped(frame_time(frame, self.gate.clock))
+            self.gate.bot_stopped(self.gate.time_of(frame))
         elif isinstance(frame, TTSTextFrame) and direction == FrameDirection.DOWNSTREAM:
             self.gate.tts_text(frame)
         await self.push_frame(frame, direction)
