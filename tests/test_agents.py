@@ -532,3 +532,44 @@ def test_observer_switch_at_run_time_keeps_the_role_to_go_back_to() -> None:
     assert during.reason.startswith("observer (would SPEAK")
     assert mp.room.role == "assistant"
     assert [a for a, _ in mp.actions] == ["reply", "context", "reply"]
+
+
+def test_pipecat_backchannel_passes_a_real_user_aggregator_outside_the_context() -> None:
+    from pipecat.frames.frames import LLMRunFrame, TranscriptionFrame, TTSSpeakFrame
+    from pipecat.pipeline.pipeline import Pipeline
+    from pipecat.processors.aggregators.llm_context import LLMContext
+    from pipecat.processors.aggregators.llm_response_universal import (
+        LLMContextAggregatorPair,
+        LLMUserAggregatorParams,
+    )
+    from pipecat.tests.utils import run_test
+    from pipecat.turns.user_stop.speech_timeout_user_turn_stop_strategy import (
+        SpeechTimeoutUserTurnStopStrategy,
+    )
+    from pipecat.turns.user_turn_strategies import UserTurnStrategies
+
+    from polylogue.adapters.pipecat import BargeInTurnStartStrategy, PolylogueGate
+
+    # A deployment that acknowledges every pause and never takes the floor.
+    gate = PolylogueGate(
+        "Dave",
+        [Participant("alice", "Alice"), Participant("dave", "Dave")],
+        deployment=_deployment(0.99, 0.0, 0.0),
+    )
+    context = LLMContext()
+    strategies = UserTurnStrategies(
+        start=[BargeInTurnStartStrategy(gate)], stop=[SpeechTimeoutUserTurnStopStrategy()]
+    )
+    user, _ = LLMContextAggregatorPair(
+        context, user_params=LLMUserAggregatorParams(user_turn_strategies=strategies)
+    )
+    said = "I think the release is on track for Thursday."
+    frames = [TranscriptionFrame(said, "alice", "")]
+    down, _ = asyncio.run(
+        run_test(Pipeline([gate, user]), frames_to_send=frames, start_timeout=START_S)
+    )
+    assert [d["action"] for d in gate.decisions] == ["BACKCHANNEL"]
+    spoken = [f for f in down if isinstance(f, TTSSpeakFrame)]
+    assert [f.text for f in spoken] == [gate.room.phrases[0]]  # on to the TTS
+    assert not [f for f in down if isinstance(f, LLMRunFrame)]  # no LLM call
+    assert context.get_messages() == [{"role": "user", "content": f"Alice: {said}"}]
