@@ -573,3 +573,29 @@ def test_pipecat_backchannel_passes_a_real_user_aggregator_outside_the_context()
     assert [f.text for f in spoken] == [gate.room.phrases[0]]  # on to the TTS
     assert not [f for f in down if isinstance(f, LLMRunFrame)]  # no LLM call
     assert context.get_messages() == [{"role": "user", "content": f"Alice: {said}"}]
+
+
+def test_pipecat_room_without_a_roster_learns_names_from_joins() -> None:
+    from pipecat.frames.frames import LLMMessagesAppendFrame, TranscriptionFrame
+    from pipecat.tests.utils import run_test
+
+    from polylogue.adapters.pipecat import PolylogueGate
+
+    gate = PolylogueGate("Dave", role="assistant")
+    for pid, name in (("u-1", "Alice Smith"), ("u-2", "Bob"), ("u-3", "Carol")):
+        gate.participant_joined(pid, name)
+    frames = [
+        TranscriptionFrame("Morning all, the release cut is Thursday.", "u-1", ""),
+        TranscriptionFrame("I finished the retry logic yesterday.", "u-2", ""),
+        TranscriptionFrame("Dave, can you check the nightly job?", "u-3", ""),
+    ]
+    down, _ = asyncio.run(run_test(gate, frames_to_send=frames, start_timeout=START_S))
+    assert [d["action"] for d in gate.decisions] == ["SILENT", "SILENT", "SPEAK"]
+    context = [f.messages[0]["content"] for f in down if isinstance(f, LLMMessagesAppendFrame)]
+    assert context == [
+        "Alice Smith: Morning all, the release cut is Thursday.",
+        "Bob: I finished the retry logic yesterday.",
+    ]
+    passed = [f.text for f in down if isinstance(f, TranscriptionFrame)]
+    assert passed == ["Carol: Dave, can you check the nightly job?"]
+    assert set(gate.live.present) == {"u-1", "u-2", "u-3", gate.room.agent_id}
