@@ -56,9 +56,17 @@ def worker() -> None:  # pragma: no cover - needs a LiveKit server
 
 def replay(path: str, agent: str, as_json: bool) -> None:
     from polylogue.adapters.livekit import replay_transcript
+    from polylogue.adapters.room import check_replay_agent
     from polylogue.corpora.transcripts import read_transcript
+    from polylogue.errors import PolylogueInputError
 
-    conv = read_transcript(path)
+    try:  # a bad file or name: one line and exit status 2, as for `polylogue decide`
+        conv = read_transcript(path)
+        check_replay_agent(conv.participants, agent, str(path))
+    except (PolylogueInputError, OSError) as e:
+        msg = f"{e.filename}: {e.strerror}" if isinstance(e, OSError) else str(e)
+        print(f"error: {msg}", file=sys.stderr)
+        raise SystemExit(2) from None
     people = conv.participants if conv.roster_known else ()
     rows = asyncio.run(replay_transcript(conv.utterances, agent, people))
     for row in rows:

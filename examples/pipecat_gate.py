@@ -42,9 +42,17 @@ def main() -> None:
     logger.add(sys.stderr, level=args.log_level.upper())
 
     from polylogue.adapters.pipecat import replay_transcript
+    from polylogue.adapters.room import check_replay_agent
     from polylogue.corpora.transcripts import read_transcript
+    from polylogue.errors import PolylogueInputError
 
-    conv = read_transcript(args.replay)
+    try:  # a bad file or name: one line and exit status 2, as for `polylogue decide`
+        conv = read_transcript(args.replay)
+        check_replay_agent(conv.participants, args.agent, str(args.replay))
+    except (PolylogueInputError, OSError) as e:
+        msg = f"{e.filename}: {e.strerror}" if isinstance(e, OSError) else str(e)
+        print(f"error: {msg}", file=sys.stderr)
+        raise SystemExit(2) from None
     people = conv.participants if conv.roster_known else ()
     rows = asyncio.run(replay_transcript(conv.utterances, args.agent, people))
     for row in rows:

@@ -599,3 +599,20 @@ def test_pipecat_room_without_a_roster_learns_names_from_joins() -> None:
     passed = [f.text for f in down if isinstance(f, TranscriptionFrame)]
     assert passed == ["Carol: Dave, can you check the nightly job?"]
     assert set(gate.live.present) == {"u-1", "u-2", "u-3", gate.room.agent_id}
+
+
+@pytest.mark.parametrize("example", ["livekit_agent.py", "pipecat_gate.py"])
+def test_example_replay_bad_input_is_one_line_and_exit_2(example: str, tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    standup = str(ROOT / "examples" / "standup.jsonl")
+    for path, agent, needle in (
+        (standup, "Zed", "'Zed' is not a participant of"),
+        (str(tmp_path / "missing.jsonl"), "Dave", "No such file or directory"),
+    ):
+        out = subprocess.run(
+            [sys.executable, f"examples/{example}", "--replay", path, "--as", agent, "--json"],
+            capture_output=True, text=True, env=env, cwd=ROOT, timeout=600,
+        )  # fmt: skip
+        assert out.returncode == 2 and not out.stdout
+        assert out.stderr.startswith("error: ") and needle in out.stderr
+        assert "Traceback" not in out.stderr

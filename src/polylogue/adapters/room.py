@@ -36,7 +36,8 @@ from typing import Any, TypeVar
 
 from polylogue.conversation import Participant, Utterance
 from polylogue.engine.bargein import BargeInDecision, interjection_words, lexical_backchannel
-from polylogue.engine.live import Action, AgentState, LiveConversation, LiveDecision
+from polylogue.engine.live import Action, AgentState, LiveConversation, LiveDecision, NameBook
+from polylogue.errors import PolylogueInputError
 
 log = logging.getLogger("polylogue.adapters")
 
@@ -398,3 +399,18 @@ def decision_row(
 def participants_of(people: Iterable[Participant | str]) -> list[Participant]:
     """A roster from participants or bare identities."""
     return [p if isinstance(p, Participant) else Participant(id=p) for p in people]
+
+
+class ReplayAgentError(PolylogueInputError):
+    """The participant a replay decides for is not in the transcript."""
+
+
+def check_replay_agent(people: Iterable[Participant], name: str, source: str) -> None:
+    """A replay's ``--as`` must name a participant of the transcript, as for ``decide``."""
+    book = NameBook()
+    people = list(people)
+    for p in people:
+        book.add(p)
+    if not book.matches(name):
+        names = ", ".join(p.display_name for p in people)
+        raise ReplayAgentError(f"--as: {name!r} is not a participant of {source} ({names})")
