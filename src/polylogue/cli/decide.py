@@ -75,9 +75,18 @@ def _agreement(step: _Step, nxt: _Step | None) -> bool | None:
     return (step.decision.action == "SPEAK") == nxt.by_target
 
 
+#: How the room is known, said once in plain and rich output (the rule is the same for files,
+#: stdin and ``serve``: a declared roster, or discovery as people speak).
+ROOM_DECLARED = "room: {n} participants declared up front"
+ROOM_DISCOVERED = (
+    "room: participants join as they first speak (no roster declared; a "
+    '{"participants": [...]} header declares who is there from the start)'
+)
+
+
 def _file_steps(
     path: Path, fmt: str | None, who: str, deployment: Deployment
-) -> tuple[str, Iterator[_Step]]:
+) -> tuple[str, Iterator[_Step], str]:
     """Replay a transcript file as a stream: the same rule for who is in the room as on stdin
     (a declared roster, or discovery as people first speak)."""
     from polylogue.corpora.transcripts import read_transcript
@@ -104,7 +113,8 @@ def _file_steps(
             yield _step_of(i, u, live, live.utterance(u))
 
     matched = next(p for p in conv.participants if p.id in book.matches(who))
-    return matched.display_name, steps()
+    room = ROOM_DECLARED.format(n=len(conv.participants)) if conv.roster_known else ROOM_DISCOVERED
+    return matched.display_name, steps(), room
 
 
 #: Formats ``decide -`` reads from stdin (``txt`` and ``jsonl`` share one line parser).
@@ -165,7 +175,9 @@ def _stdin_utterances(fmt: str | None, live: LiveConversation) -> Iterator[tuple
         yield lineno, u
 
 
-def _stdin_steps(who: str, fmt: str | None, deployment: Deployment) -> tuple[str, Iterator[_Step]]:
+def _stdin_steps(
+    who: str, fmt: str | None, deployment: Deployment
+) -> tuple[str, Iterator[_Step], str]:
     """Follow a transcript streamed on stdin: each utterance is answered as soon as it arrives.
 
     ``--as`` is resolved like in file mode (id, name, alias or first name, any case), also
@@ -190,7 +202,7 @@ def _stdin_steps(who: str, fmt: str | None, deployment: Deployment) -> tuple[str
             live.warnings.clear()
             yield _step_of(index, u, live, d)
 
-    return who, steps()
+    return who, steps(), "room: as declared by a header line, else as people first speak"
 
 
 def _fmt_time(t: float | None) -> str:
@@ -364,9 +376,9 @@ def decide(
 
     deployment = resolve_deployment(model_dir, domain, operating_point, threshold, role)
     if transcript == "-":
-        target_name, steps = _stdin_steps(who, fmt, deployment)
+        target_name, steps, room = _stdin_steps(who, fmt, deployment)
     else:
-        target_name, steps = _file_steps(Path(transcript), fmt, who, deployment)
+        target_name, steps, room = _file_steps(Path(transcript), fmt, who, deployment)
     console = Console(highlight=False)
     plain = not console.is_terminal
     paired: Iterator[tuple[_Step, _Step | None]] = (
@@ -393,6 +405,7 @@ def decide(
                 console.print(
                     _header(deployment, plain), highlight=False, soft_wrap=True, markup=False
                 )
+                console.print(room, highlight=False, soft_wrap=True, markup=False)
         if as_json:
             row = _step_json(step, target_name)
             if check:

@@ -66,7 +66,7 @@ OVERALL = "default"
 
 
 @dataclass(frozen=True)
-class Role:
+class RolePreset:
     """A preset over the operating point and whether the agent may speak."""
 
     name: str
@@ -77,20 +77,20 @@ class Role:
     description: str
 
 
-ROLES: dict[str, Role] = {
-    "observer": Role(
+ROLES: dict[str, RolePreset] = {
+    "observer": RolePreset(
         "observer",
         DEFAULT_OPERATING_POINT,
         speaks=False,
         description="listens and logs every decision (what it would do), never speaks",
     ),
-    "assistant": Role(
+    "assistant": RolePreset(
         "assistant",
         "addressed-only",
         speaks=True,
         description="answers when addressed by name or asked right after it spoke",
     ),
-    "facilitator": Role(
+    "facilitator": RolePreset(
         "facilitator",
         "balanced",
         speaks=True,

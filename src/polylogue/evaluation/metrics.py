@@ -583,7 +583,8 @@ def outcome_metrics(outcome: Sequence[str], pred: Sequence[Label | None]) -> dic
     """Metrics over the three gold outcomes (TAKE_FLOOR, BACKCHANNEL, SILENT).
 
     ``pred`` may be binary (SPEAK = TAKE_FLOOR) or three-way. Returns the confusion matrix
-    ``{gold: {pred: n}}``; ``recall`` per outcome (exact: a binary model never predicts
+    ``{gold: {pred: n}}``; ``precision`` per predicted outcome (None when never predicted);
+    ``recall`` per outcome (exact: a binary model never predicts
     BACKCHANNEL, so its BACKCHANNEL recall is 0 and ``three_way`` is False); ``floor_recall``
     per outcome (the floor decision is right: TAKE_FLOOR taken, BACKCHANNEL/SILENT not taken;
     unparseable answers are wrong); ``floor_balanced_accuracy`` = mean of the floor recall of
@@ -607,6 +608,10 @@ def outcome_metrics(outcome: Sequence[str], pred: Sequence[Label | None]) -> dic
         return num / den if den else None
 
     recall = {g: share(conf[g][g], n_of[g]) for g in OUTCOME_LABELS}
+    # Of the points predicted as an outcome, the share whose gold outcome it was.
+    precision = {
+        p: share(conf[p][p], sum(conf[g][p] for g in OUTCOME_LABELS)) for p in OUTCOME_LABELS
+    }
     not_taken = {g: conf[g]["BACKCHANNEL"] + conf[g]["SILENT"] for g in OUTCOME_LABELS}
     floor_recall = {
         "TAKE_FLOOR": share(conf["TAKE_FLOOR"]["TAKE_FLOOR"], n_of["TAKE_FLOOR"]),
@@ -623,6 +628,7 @@ def outcome_metrics(outcome: Sequence[str], pred: Sequence[Label | None]) -> dic
         "confusion": conf,
         "three_way": any(p == "BACKCHANNEL" for p in preds),
         "recall": recall,
+        "precision": precision,
         "floor_recall": floor_recall,
         "floor_balanced_accuracy": sum(parts) / len(parts) if parts else None,
         "backchannel_floor_take_rate": share(

@@ -426,9 +426,19 @@ def zero_one_scores(sweep: dict[str, Any]) -> bool:
 
 
 def threshold_marker(run: RunSummary, t: float) -> SweepPoint:
-    """The run's threshold curve at exactly ``t``, from its predictions (``SPEAK if p >= t``, as
-    the run decided, so the dot matches the table); without predictions, the swept row that
-    gives the same decisions as ``t`` (exact unless the sweep was thinned)."""
+    """The run's operating point at its threshold ``t``: the table's own numbers (its
+    decisions) when ``t`` is the run's threshold, since a three-way rule can keep a few points
+    above the floor threshold silent (the dot then sits just off the pure-threshold curve);
+    for another ``t``, the curve at exactly ``t`` from the predictions; without predictions,
+    the swept row that gives the same decisions as ``t`` (exact unless the sweep was thinned)."""
+    m = run.metrics
+    if t == run.threshold and all(
+        m.get(k) is not None
+        for k in ("balanced_accuracy", "false_interruption_rate", "missed_turn_rate")
+    ):
+        return SweepPoint(
+            t, m["balanced_accuracy"], m["false_interruption_rate"], m["missed_turn_rate"]
+        )
     path = run.folder / "predictions.jsonl"
     records = read_predictions(path) if path.is_file() else []
     if records:
@@ -687,6 +697,15 @@ def outcome_sections(runs: Sequence[RunSummary]) -> list[OutcomeSection]:
                     _pct(om["floor_recall"][g]),
                 )
             )
+        precision = om.get("precision") or {}
+        rows.append(
+            (
+                "Precision",
+                *(_pct(precision.get(p)) if p in precision else "" for p in OUTCOME_PRED_LABELS),
+                "",
+                "",
+            )
+        )
         notes = [
             f"Floor-decision BalAcc: {_pct(om['floor_balanced_accuracy'])} "
             f"(TAKE_FLOOR vs BACKCHANNEL+SILENT); took the floor at "
