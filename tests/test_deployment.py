@@ -266,3 +266,26 @@ def test_observer_logs_what_it_would_do_and_never_speaks(meeting: Conversation) 
     observer.set_role(None)
     d = observer.utterance(Utterance("A", "B, what do you think about the price?"))
     assert d.action is d.suggested
+
+
+def test_facilitator_steps_into_a_long_silence_once(meeting: Conversation) -> None:
+    from polylogue.engine.deployment import FACILITATOR_SILENCE_S
+
+    fac = LiveConversation.start("B", deployment=Deployment.resolve(role="facilitator"))
+    plain = LiveConversation.start("B", deployment=Deployment.resolve())
+    for live in (fac, plain):
+        live.utterance(Utterance("A", "So that's the budget for the remote.", 0.0, 3.0))
+        live.utterance(Utterance("C", "Right, and what about the case?", 3.5, 6.0))
+    end = 6.0
+    assert fac.silence(end + FACILITATOR_SILENCE_S - 0.5) is None  # still a pause
+    d = fac.silence(end + FACILITATOR_SILENCE_S + 0.5)
+    assert d is not None and d.action is Action.SPEAK and d.reason.startswith("long silence")
+    assert fac.silence(end + 3 * FACILITATOR_SILENCE_S) is None  # once per silence
+    assert plain.silence(end + 3 * FACILITATOR_SILENCE_S) is None  # only the facilitator
+    # A new utterance opens a new silence.
+    fac.utterance(Utterance("D", "I think it should be rubber.", 30.0, 32.0))
+    again = fac.silence(32.0 + FACILITATOR_SILENCE_S + 1)
+    assert again is not None and again.action is Action.SPEAK
+    # Not while the agent itself has the floor or just spoke into the silence.
+    fac.agent_speech(True, time=40.0)
+    assert fac.silence(60.0) is None

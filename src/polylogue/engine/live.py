@@ -359,6 +359,35 @@ class LiveConversation:
         assert pid is not None
         return pid
 
+    def silence(self, time: float) -> LiveDecision | None:
+        """Nobody has spoken from the last utterance's end up to ``time`` (conversation s).
+
+        A role with a silence limit (the facilitator) steps in once per silence: SPEAK with
+        reason "long silence"; other roles, a silence that is still short, an agent that is
+        speaking or absent, or a silence it already stepped into give None.
+        """
+        self._tick(time)
+        limit = self.deployment.silence_s
+        cs = self.engine.state
+        if limit is None or not cs.n_utterances or self.clock is None:
+            return None
+        last = cs.last
+        ended = last.end if last.end is not None else last.start
+        if ended is None or self.clock - ended < limit:
+            return None
+        if self.agent.state is AgentState.SPEAKING or last.speaker == self.agent.pid:
+            return None
+        if self.roster_known and self.agent.pid not in self.present:
+            return None
+        if self.last_unaddressed_speak is not None and self.last_unaddressed_speak >= ended:
+            return None  # already stepped into this silence
+        self.last_unaddressed_speak = self.clock
+        reason = f"long silence ({self.clock - ended:.1f} s)"
+        action = Action.SPEAK if self.deployment.speaks else Action.SILENT
+        return LiveDecision(
+            self.index, self.agent.pid, action, reason, self._agent_state(), suggested=Action.SPEAK
+        )
+
     def interim_utterance(
         self, speaker: str, text: str, time: float | None = None
     ) -> BargeInDecision | None:

@@ -134,6 +134,16 @@ class ResetEvent(_Strict):
     seq: int | None = None
 
 
+class SilenceEvent(_Strict):
+    """Nobody has spoken up to ``time``: a facilitator steps into a long silence."""
+
+    type: Literal["silence"]
+    seq: int | None = None
+    time: float
+
+    _times = field_validator("time")(_finite)
+
+
 class RoleEvent(_Strict):
     """Switch the session's role at run time (``observer``: decisions logged, never spoken)."""
 
@@ -143,7 +153,13 @@ class RoleEvent(_Strict):
 
 
 Event = Annotated[
-    UtteranceEvent | JoinEvent | LeaveEvent | AgentSpeechEvent | ResetEvent | RoleEvent,
+    UtteranceEvent
+    | JoinEvent
+    | LeaveEvent
+    | AgentSpeechEvent
+    | ResetEvent
+    | RoleEvent
+    | SilenceEvent,
     Field(discriminator="type"),
 ]
 _EVENT = TypeAdapter(Event)
@@ -398,6 +414,9 @@ def _apply(live: LiveConversation, e: Event) -> dict[str, Any]:
         live.leave(e.participant)
     elif isinstance(e, AgentSpeechEvent):
         live.agent_speech(e.speaking, e.time, e.text)
+    elif isinstance(e, SilenceEvent):
+        d = live.silence(e.time)
+        return {} if d is None else {"decision": d.to_dict()}
     elif isinstance(e, RoleEvent):
         live.set_role(e.role)
         return {"deployment": live.deployment.to_dict()}
