@@ -437,11 +437,12 @@ class Sessions:
 
 def _apply(live: LiveConversation, e: Event) -> dict[str, Any]:
     if isinstance(e, UtteranceEvent):
-        # Someone the roster does not list joins as they speak (late dial-ins are common);
+        # Someone the roster does not list is added as they speak (late dial-ins are common);
         # the result says so, since a typo in a speaker id would do the same.
         if live.roster_known and not live.names.matches(e.speaker):
             live.warnings.append(
-                f"speaker {e.speaker[:60]!r} is not on the roster: joined as a new participant"
+                f"speaker {e.speaker[:60]!r} is not on the roster: added as a participant "
+                "(a join event also marks them present)"
             )
         out: dict[str, Any] = {}
         if not e.final:
