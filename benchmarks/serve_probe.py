@@ -47,7 +47,7 @@ from polylogue.engine.engine import TurnTakingEngine
 from polylogue.engine.live import LiveConversation, Policy
 from polylogue.serve.app import MAX_MESSAGE
 from polylogue.serve.local import free_port, polylogue_serve, redis_server
-from polylogue.serve.probe import OUTCOMES, Tally, make_cases, run_cases
+from polylogue.serve.probe import PROBE_OUTCOMES, ProbeTally, make_cases, run_cases
 
 ROOT = Path(__file__).resolve().parents[1]
 CLIENT = ROOT / "examples" / "serve_client.py"
@@ -80,7 +80,7 @@ def _body(conv: Conversation) -> dict[str, Any]:
 
 
 def fuzz(tmp: Path, conv: Conversation, seeds: int, n: int) -> dict[str, Any]:
-    total = Tally()
+    total = ProbeTally()
     with polylogue_serve("--state", str(tmp / "fuzz.sqlite"), output=tmp / "fuzz.log") as url:
         for seed in range(seeds):
             sid = httpx.post(f"{url}/v1/sessions", json=_body(conv)).json()["session_id"]
@@ -289,10 +289,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         results["fuzz"] = f = fuzz(tmp, conv, args.seeds, args.cases)
-        print(f"fuzz: {f['cases']} cases: " + ", ".join(f"{o} {f[o]}" for o in OUTCOMES))
+        print(f"fuzz: {f['cases']} cases: " + ", ".join(f"{o} {f[o]}" for o in PROBE_OUTCOMES))
         print(f"  server tracebacks logged: {f['server_tracebacks_logged']}")
         for kind, counts in f["by_kind"].items():
-            print(f"  {kind:22s} " + " ".join(f"{o}={counts.get(o, 0)}" for o in OUTCOMES))
+            print(f"  {kind:22s} " + " ".join(f"{o}={counts.get(o, 0)}" for o in PROBE_OUTCOMES))
         for p in f["problems"][:10]:
             print("  problem:", p)
         results["creation_kills"] = c = creation_kills(tmp, conv, args.kill_rounds)

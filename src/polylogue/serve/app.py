@@ -101,7 +101,7 @@ def _bounded_int(digits: str) -> int:
     return int(digits)
 
 
-def loads(data: str | bytes) -> Any:
+def load_message(data: str | bytes) -> Any:
     """JSON of one message; ``ValueError`` for anything else (bad UTF-8, huge integers).
 
     Integer literals are bounded here, before ``int()`` runs: Python refuses literals over
@@ -235,7 +235,7 @@ def _echo_seq(raw: Any) -> int | None:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class EventOutcome:
     """One event's result object and the HTTP status a lone event of that kind gets."""
 
     status: int
@@ -320,7 +320,7 @@ class Sessions:
 
     async def apply_event(
         self, sid: str, raw: Any, trace: dict[str, float] | None = None
-    ) -> Outcome:
+    ) -> EventOutcome:
         """:meth:`apply` with the HTTP status of the outcome.
 
         With ``trace`` (a dict), the monotonic clock (``time.perf_counter``, comparable
@@ -370,37 +370,39 @@ class Sessions:
                     break
         except SessionNotFound as e:
             self.metrics.errors.inc(kind="SessionNotFound")
-            return Outcome(404, {"ok": False, "seq": seq, "error": str(e)})
+            return EventOutcome(404, {"ok": False, "seq": seq, "error": str(e)})
         except StaleSessionError as e:
             self.cache.pop(sid, None)
             self.metrics.errors.inc(kind="StaleSession")
-            return Outcome(409, {"ok": False, "seq": seq, "error": str(e)})
+            return EventOutcome(409, {"ok": False, "seq": seq, "error": str(e)})
         except (PolylogueInputError, ValueError) as e:
             # The event may have been half applied: the stored snapshot (the state after the
             # last good event) is the truth, so reload it next time.
             if touched:
                 self.cache.pop(sid, None)
             self.metrics.errors.inc(kind=type(e).__name__)
-            return Outcome(400, {"ok": False, "seq": seq, "error": str(e)})
+            return EventOutcome(400, {"ok": False, "seq": seq, "error": str(e)})
         except TimeoutError as e:
             self.metrics.errors.inc(kind="LockTimeout")
-            return Outcome(503, {"ok": False, "seq": seq, "error": str(e)})
+            return EventOutcome(503, {"ok": False, "seq": seq, "error": str(e)})
         except Exception as e:  # a bug must not take the socket or other sessions down
             self.cache.pop(sid, None)
             self.metrics.errors.inc(kind="InternalError")
             logger.exception("session %s: event failed", sid)
             error = f"internal error: {type(e).__name__}"
-            return Outcome(500, {"ok": False, "seq": seq, "error": error})
+            return EventOutcome(500, {"ok": False, "seq": seq, "error": error})
         dt = time.perf_counter() - t0
         if duplicate:
             self.metrics.duplicates.inc()
-            return Outcome(200, {"ok": True, "seq": seq, "duplicate": True})
+            return EventOutcome(200, {"ok": True, "seq": seq, "duplicate": True})
         self.metrics.events.inc(type=event.type)
         if "decision" in result:
             action = result["decision"]["action"] or "none"
             self.metrics.decisions.inc(action=action)
             self.metrics.latency.observe(dt)
-        return Outcome(200, {"ok": True, "seq": seq, **result, "server_ms": round(dt * 1000, 3)})
+        return EventOutcome(
+            200, {"ok": True, "seq": seq, **result, "server_ms": round(dt * 1000, 3)}
+        )
 
     async def summary(self, sid: str) -> dict[str, Any]:
         c = await self._current(sid)
@@ -580,7 +582,7 @@ def create_app(
     async def body(request: Request) -> Any:
         raw = await read_body(request)
         try:
-            return loads(raw or b"{}")
+            return load_message(raw or b"{}")
         except ValueError as e:  # also bad UTF-8 and integers too long to read
             raise PolylogueInputError(f"body is not JSON: {e}") from None
 
@@ -676,7 +678,7 @@ def create_app(
             metrics.errors.inc(kind="MessageTooLarge")
             return {"ok": False, "seq": None, "error": f"message over {MAX_MESSAGE} bytes"}
         try:
-            raw = loads(text)
+            raw = load_message(text)
         except ValueError as e:
             metrics.errors.inc(kind="NotJSON")
             return {"ok": False, "seq": None, "error": f"not JSON: {e}"}

@@ -24,11 +24,11 @@ from typing import Any, Literal
 
 import httpx
 
-OUTCOMES = ("clear", "correct", "silent", "traceback", "hang")
+PROBE_OUTCOMES = ("clear", "correct", "silent", "traceback", "hang")
 
 
 @dataclass(frozen=True)
-class Case:
+class ProbeCase:
     kind: str
     channel: Literal["ws", "http", "raw"]
     payload: str | bytes
@@ -39,13 +39,13 @@ class Case:
 
 
 @dataclass
-class Tally:
+class ProbeTally:
     outcomes: Counter[str] = field(default_factory=Counter)
     by_kind: dict[str, Counter[str]] = field(default_factory=dict)
     #: (kind, outcome, what came back) of every silent, traceback and hang
     problems: list[tuple[str, str, str]] = field(default_factory=list)
 
-    def add(self, case: Case, outcome: str, detail: str = "") -> None:
+    def add(self, case: ProbeCase, outcome: str, detail: str = "") -> None:
         self.outcomes[outcome] += 1
         self.by_kind.setdefault(case.kind, Counter())[outcome] += 1
         if outcome in ("silent", "traceback", "hang"):
@@ -58,7 +58,7 @@ class Tally:
     def to_dict(self) -> dict[str, Any]:
         return {
             "cases": self.cases,
-            **{o: self.outcomes.get(o, 0) for o in OUTCOMES},
+            **{o: self.outcomes.get(o, 0) for o in PROBE_OUTCOMES},
             "by_kind": {k: dict(v) for k, v in sorted(self.by_kind.items())},
             "problems": self.problems[:20],
         }
@@ -100,14 +100,16 @@ def _damage(text: str, rng: random.Random) -> str:
     return "".join(chars)
 
 
-def make_cases(seed: int, n: int, events: list[dict[str, Any]], max_message: int) -> list[Case]:
+def make_cases(
+    seed: int, n: int, events: list[dict[str, Any]], max_message: int
+) -> list[ProbeCase]:
     """``n`` cases (seeded): every class in turn, each drawn at random.
 
     ``events``: valid utterance events of a real conversation, with increasing ``seq``; the
     ``ok`` cases send them in order, so their ``seq`` must stay above the session's.
     """
     rng = random.Random(seed)
-    cases: list[Case] = []
+    cases: list[ProbeCase] = []
     good = iter(events)
     sent: list[dict[str, Any]] = []
 
@@ -140,11 +142,11 @@ def make_cases(seed: int, n: int, events: list[dict[str, Any]], max_message: int
                 kind, e = "wrong_type", base()
             else:
                 sent.append(nxt)
-                cases.append(Case(kind, "ws", json.dumps(nxt), "ok"))
+                cases.append(ProbeCase(kind, "ws", json.dumps(nxt), "ok"))
                 continue
         if kind == "resend":
             if sent:
-                cases.append(Case(kind, "ws", json.dumps(rng.choice(sent)), "duplicate"))
+                cases.append(ProbeCase(kind, "ws", json.dumps(rng.choice(sent)), "duplicate"))
                 continue
             kind = "binary"
         if kind == "binary":
@@ -153,53 +155,57 @@ def make_cases(seed: int, n: int, events: list[dict[str, Any]], max_message: int
                 if rng.random() < 0.5
                 else rng.randbytes(rng.randint(1, 2000))
             )
-            cases.append(Case(kind, "ws", data, "error"))
+            cases.append(ProbeCase(kind, "ws", data, "error"))
         elif kind == "big_int":
             key = rng.choice(["seq", "start", "end", "text", "speaker", "final"])
-            cases.append(Case(kind, "ws", _with(e, key, _big_int(rng)), "error"))
+            cases.append(ProbeCase(kind, "ws", _with(e, key, _big_int(rng)), "error"))
         elif kind == "non_finite":
             key = rng.choice(["seq", "start", "end"])
             literal = rng.choice(["1e999", "-1e999", "NaN", "Infinity", "-Infinity", "-1"])
             if key == "seq" and literal == "-1":
                 literal = "1.5"  # a negative seq is valid; a fraction is not
-            cases.append(Case(kind, "ws", _with(e, key, literal), "error"))
+            cases.append(ProbeCase(kind, "ws", _with(e, key, literal), "error"))
         elif kind == "oversize":
             size = rng.randint(max_message + 1, 4 * max_message - 1000)
             filler = rng.choice(["x", "é", "漢"])
             text = filler * (size // len(filler.encode()))
             message = json.dumps({**e, "text": text}, ensure_ascii=False)
-            cases.append(Case(kind, "ws", message, "error"))
+            cases.append(ProbeCase(kind, "ws", message, "error"))
         elif kind == "deep":
             depth = rng.choice([1_000, 10_000, 100_000])
             opener = rng.choice(["[", '{"a":'])
-            cases.append(Case(kind, "ws", opener * depth, "error"))
+            cases.append(ProbeCase(kind, "ws", opener * depth, "error"))
         elif kind == "wrong_type":
             key = rng.choice(sorted(_WRONG))
             value = rng.choice(_WRONG[key])
-            cases.append(Case(kind, "ws", json.dumps({**e, key: value}), "error"))
+            cases.append(ProbeCase(kind, "ws", json.dumps({**e, key: value}), "error"))
         elif kind == "damaged":
-            cases.append(Case(kind, "ws", _damage(json.dumps(e), rng), "either"))
+            cases.append(ProbeCase(kind, "ws", _damage(json.dumps(e), rng), "either"))
         elif kind == "http_big_int":
             body = _with(e, rng.choice(["seq", "end"]), _big_int(rng))
-            cases.append(Case(kind, "http", body, "error"))
+            cases.append(ProbeCase(kind, "http", body, "error"))
         elif kind == "http_bad_utf8":
             raw = json.dumps(e).encode()
             i = rng.randrange(len(raw))
-            cases.append(Case(kind, "http", raw[:i] + b"\xff\xc3" + raw[i:], "error"))
+            cases.append(ProbeCase(kind, "http", raw[:i] + b"\xff\xc3" + raw[i:], "error"))
         elif kind == "http_foreign_host":
-            cases.append(Case(kind, "http", json.dumps(e), "error", {"Host": "rebind.example:80"}))
+            cases.append(
+                ProbeCase(kind, "http", json.dumps(e), "error", {"Host": "rebind.example:80"})
+            )
         elif kind == "http_foreign_origin":
             origin = rng.choice(["http://evil.example", "null", "http://127.0.0.1:1"])
-            cases.append(Case(kind, "http", json.dumps(e), "error", {"Origin": origin}))
+            cases.append(ProbeCase(kind, "http", json.dumps(e), "error", {"Origin": origin}))
         elif kind == "http_oversize":
             size = rng.randint(max_message + 1, 3 * max_message)
-            cases.append(Case(kind, "raw", b"[" * size, "error"))
+            cases.append(ProbeCase(kind, "raw", b"[" * size, "error"))
         elif kind == "http_unknown_session":
-            cases.append(Case(kind, "http", json.dumps(e), "error", {"X-Probe-Session": "none"}))
+            cases.append(
+                ProbeCase(kind, "http", json.dumps(e), "error", {"X-Probe-Session": "none"})
+            )
     return cases
 
 
-def _ws_outcome(case: Case, reply: dict[str, Any]) -> tuple[str, str]:
+def _ws_outcome(case: ProbeCase, reply: dict[str, Any]) -> tuple[str, str]:
     detail = json.dumps(reply)[:200]
     if not reply.get("ok"):
         error = str(reply.get("error", ""))
@@ -217,7 +223,7 @@ def _ws_outcome(case: Case, reply: dict[str, Any]) -> tuple[str, str]:
     return "silent", detail
 
 
-def _http_outcome(case: Case, r: httpx.Response) -> tuple[str, str]:
+def _http_outcome(case: ProbeCase, r: httpx.Response) -> tuple[str, str]:
     detail = f"{r.status_code} {r.text[:150]}"
     if r.status_code >= 500:
         return "traceback", detail
@@ -255,13 +261,13 @@ def _raw_post(url: str, path: str, body: bytes, timeout_s: float) -> int:
         return int(line[1]) if len(line) > 1 else 0
 
 
-def run_cases(url: str, sid: str, cases: list[Case], timeout_s: float = 10.0) -> Tally:
+def run_cases(url: str, sid: str, cases: list[ProbeCase], timeout_s: float = 10.0) -> ProbeTally:
     """Send every case to the server at ``url`` (session ``sid``), one socket for all the
     WebSocket cases (it must stay open), and tally the outcomes."""
     from websockets.exceptions import ConnectionClosed
     from websockets.sync.client import connect
 
-    tally = Tally()
+    tally = ProbeTally()
     ws_url = url.replace("http", "ws", 1) + f"/v1/sessions/{sid}/stream"
     http = httpx.Client(timeout=timeout_s)
 
@@ -296,6 +302,9 @@ def run_cases(url: str, sid: str, cases: list[Case], timeout_s: float = 10.0) ->
                     )
                 except httpx.TimeoutException:
                     tally.add(case, "hang", "no answer")
+                    continue
+                except httpx.TransportError as e:
+                    tally.add(case, "traceback", f"connection dropped: {e}")
                     continue
                 tally.add(case, *_http_outcome(case, r))
             else:

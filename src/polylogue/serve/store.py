@@ -355,7 +355,7 @@ class RedisStore:
     async def create(self, sid: str, snapshot: dict[str, Any], limit: int) -> None:
         data = json.dumps(snapshot, separators=(",", ":"))
         now_ms = int(time.time() * 1000)
-        args = [data, self.ttl_ms, now_ms, limit, sid]
+        args: list[str | int] = [data, self.ttl_ms, now_ms, limit, sid]
         done = await self._create(keys=self._keys(sid), args=args)
         if done == -1:
             raise SessionExistsError(f"session {sid!r} already exists")
@@ -382,7 +382,7 @@ class RedisStore:
         """Compare-and-set: write ``version`` only over ``version - 1`` (one round trip)."""
         data = json.dumps(snapshot, separators=(",", ":"))
         deadline = int(time.time() * 1000) + self.ttl_ms
-        args = [version, data, self.ttl_ms, deadline, sid]
+        args: list[str | int] = [version, data, self.ttl_ms, deadline, sid]
         if not await self._save(keys=self._keys(sid), args=args):
             raise StaleSessionError(f"session {sid}: changed by another process; resend")
 
