@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from polylogue.engine.deployment import balanced_threshold
 from polylogue.engine.extract import FeatureExtractor
 from polylogue.engine.model import Outcomes, TurnTakingModel, domain_of_corpus, load_model
 from polylogue.models.baselines import held_floor_before
@@ -109,7 +110,7 @@ def evaluate_corpus(
 ) -> dict[str, Any]:
     corpus = points[0].input.corpus
     domain = domain_of_corpus(corpus)
-    thr = model.threshold_for(domain)
+    thr = balanced_threshold(model, domain)
     outcomes, per_point = scored(model, points)
     p = outcomes.take_floor
     y = np.asarray([pt.gold.label is Decision.SPEAK for pt in points], dtype=np.int8)
@@ -190,7 +191,9 @@ def evaluate_paper(
     t_val = float(max(grid, key=lambda t: balanced_accuracy(vy, (vs >= t).astype(np.int8)) or 0.0))
     outcomes, _ = scored(model, points)
     y = np.asarray([pt.gold.label is Decision.SPEAK for pt in points], dtype=np.int8)
-    floor = (outcomes.take_floor >= model.threshold_for(domain_of_corpus(corpus))).astype(np.int8)
+    floor = (outcomes.take_floor >= balanced_threshold(model, domain_of_corpus(corpus))).astype(
+        np.int8
+    )
     speak = (outcomes.take_floor + outcomes.backchannel >= t_val).astype(np.int8)
     base = np.asarray([held_floor_before(pt.input) for pt in points], dtype=np.int8)
     m = np.asarray([pt.input.conversation_id in unseen for pt in points])

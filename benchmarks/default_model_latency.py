@@ -70,7 +70,7 @@ def main() -> None:
     pause: list[float] = []
     explain: list[float] = []
     for conv in itertools.islice(load_corpus(args.corpus), args.conversations):
-        engine = TurnTakingEngine(model, conv.participants, domain=args.domain)
+        engine = TurnTakingEngine(model, conv.participants)
         tokens = 0
         for u in conv.utterances:
             dt = engine.observe(Utterance(u.speaker, u.text, u.start, u.end))

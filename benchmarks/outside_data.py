@@ -52,6 +52,7 @@ from polylogue.corpora.export import (
 from polylogue.corpora.irc import read_irc
 from polylogue.corpora.molweni import read_molweni
 from polylogue.corpora.transcripts import read_transcript
+from polylogue.engine.deployment import balanced_threshold
 from polylogue.engine.extract import FeatureExtractor
 from polylogue.engine.model import load_model
 from polylogue.models.baselines import held_floor_before
@@ -220,7 +221,7 @@ def main() -> None:
     args = ap.parse_args()
 
     model = load_model(args.model_dir, domain=args.domain)
-    threshold = model.threshold_for(args.domain)
+    threshold = balanced_threshold(model, args.domain)
     extractor = FeatureExtractor.for_model(model)
 
     def score(pts: list[DecisionPoint]) -> np.ndarray:

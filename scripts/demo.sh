@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh core
-.venv/bin/polylogue decide examples/standup.jsonl --as dave "$@"
+.venv/bin/polylogue decide examples/standup.jsonl --as dave --domain meeting "$@"

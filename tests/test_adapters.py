@@ -8,7 +8,7 @@ import pytest
 
 from polylogue.conversation import Conversation, Utterance
 from polylogue.corpora import load_corpus
-from polylogue.engine.engine import TurnTakingEngine
+from polylogue.engine.deployment import Deployment
 from polylogue.engine.live import LiveConversation, Policy
 
 pytestmark = pytest.mark.slow
@@ -22,7 +22,7 @@ def ami() -> Conversation:
 
 
 def _local(conv: Conversation, agent: str = "B") -> list:
-    live = LiveConversation.start(agent, conv.participants, Policy(), TurnTakingEngine.load())
+    live = LiveConversation.start(agent, conv.participants, Policy())
     return [live.utterance(Utterance(u.speaker, u.text)) for u in conv.utterances[:N]]
 
 
@@ -38,7 +38,7 @@ def test_livekit_turn_detector_reads_speakers_from_the_chat_context(ami: Convers
 
     det = PolylogueTurnDetector(agent_name="B", participants=ami.participants)
     assert asyncio.run(det.supports_language("en")) and not asyncio.run(det.supports_language("fr"))
-    assert asyncio.run(det.unlikely_threshold("en")) == det.live.engine.threshold
+    assert asyncio.run(det.unlikely_threshold("en")) == det.live.deployment.take_floor_threshold
     want = _local(ami)
     ctx = llm.ChatContext()
     got = []
@@ -64,7 +64,7 @@ def test_livekit_turn_detector_reads_speakers_from_the_chat_context(ami: Convers
         for u, d in zip(ami.utterances[:N], want, strict=True)
     ]
     assert got == pytest.approx(expected)
-    assert any(p is not None and p >= det.live.engine.threshold for p in got)
+    assert any(p is not None and p >= det.live.deployment.take_floor_threshold for p in got)
 
 
 def test_livekit_reply_gate_stops_the_response_when_silent(ami: Conversation) -> None:
@@ -126,7 +126,9 @@ def test_pipecat_gate_in_a_real_pipeline(ami: Conversation) -> None:
     # A lower threshold than the model's (v2: 0.24), so that these 60 untimed acts, where the
     # bot's own turns carry no words, contain pauses it speaks at as well as pauses it holds.
     gate = PolylogueGate(
-        agent_name="B", participants=ami.participants, policy=Policy(threshold=0.1)
+        agent_name="B",
+        participants=ami.participants,
+        deployment=Deployment.resolve(threshold=0.1),
     )
     barge_ins = []
 

@@ -21,10 +21,11 @@ from polylogue.engine.chat_features import (
     chat_state_to_dict,
     new_chat_state,
 )
+from polylogue.engine.deployment import Deployment
 from polylogue.engine.engine import TurnTakingEngine
 from polylogue.engine.extract import FeatureExtractor
 from polylogue.engine.features import FEATURE_NAMES, N_FEATURES
-from polylogue.engine.live import LiveConversation
+from polylogue.engine.live import LiveConversation, snapshot_deployment
 from polylogue.engine.model import DEFAULT_MODEL_DIR, load_model, model_dir_for
 from polylogue.models.default_model import load_default_predictor
 from polylogue.paths import corpus_dir
@@ -139,13 +140,16 @@ def test_chat_domain_selects_its_own_model(chat_model) -> None:  # type: ignore[
     assert sum(p.stat().st_size for p in files) < 10 * 2**20
     engine = TurnTakingEngine.load(domain="chat")
     assert engine.model.feature_blocks == ("chat",)
-    assert engine.threshold == pytest.approx(chat_model.threshold_for("chat"))
+    dep = Deployment.resolve(domain="chat")
+    assert dep.model.feature_blocks == ("chat",)
+    stored = chat_model.operating_points["matched"]["chat"]["take_floor"]
+    assert dep.take_floor_threshold == pytest.approx(stored)
 
 
 def test_engine_streaming_matches_batch_on_a_channel(chat_model, irc: Conversation) -> None:  # type: ignore[no-untyped-def]
     points = list(itertools.islice(conversation_points(irc), 0, 400))
     batch = FeatureExtractor.for_model(chat_model).features([p.input for p in points])
-    engine = TurnTakingEngine(chat_model, domain="chat")
+    engine = TurnTakingEngine(chat_model)
     fed = 0
     names = chat_model.feature_names
     for row, p in enumerate(points):
@@ -169,7 +173,7 @@ def test_lower_case_nick_address_raises_p_speak(chat_model) -> None:  # type: ig
     ]
     p = {}
     for last in ("actionparsnip how??", "how??"):
-        engine = TurnTakingEngine(chat_model, people, domain="chat")
+        engine = TurnTakingEngine(chat_model, people)
         for u in (*history, Utterance("dave", last, start=120.0, end=120.0)):
             engine.observe(u)
         p[last] = engine.decide("ActionParsnip").p_speak
@@ -179,15 +183,16 @@ def test_lower_case_nick_address_raises_p_speak(chat_model) -> None:  # type: ig
 def test_live_snapshot_with_the_chat_model(chat_model, irc: Conversation) -> None:  # type: ignore[no-untyped-def]
     def live() -> LiveConversation:
         return LiveConversation.start(
-            "ubottu", irc.participants[:50], engine=TurnTakingEngine(chat_model, domain="chat")
+            "ubottu",
+            irc.participants[:50],
+            deployment=Deployment.resolve(domain="chat", model=chat_model),
         )
 
     a = live()
     for u in irc.utterances[:300]:
         a.utterance(u)
-    b = LiveConversation.from_dict(
-        json.loads(json.dumps(a.to_dict())), TurnTakingEngine(chat_model)
-    )
+    snap = json.loads(json.dumps(a.to_dict()))
+    b = LiveConversation.from_dict(snap, snapshot_deployment(snap, chat_model))
     for u in irc.utterances[300:360]:
         da, db = a.utterance(u), b.utterance(u)
         assert (da.action, da.p_speak) == (db.action, db.p_speak)
@@ -200,7 +205,8 @@ def test_eval_and_decide_select_the_chat_model(tmp_path: Path) -> None:
     )
     predictor = load_default_predictor(domain="chat")
     assert predictor.model.feature_blocks == ("chat",)
-    assert predictor.threshold == pytest.approx(predictor.model.threshold_for("chat"))
+    chat = Deployment.resolve(domain="chat")
+    assert predictor.threshold == pytest.approx(chat.thresholds.take_floor)
     result = CliRunner().invoke(
         app,
         [
@@ -220,7 +226,7 @@ def test_eval_and_decide_select_the_chat_model(tmp_path: Path) -> None:
         app, ["eval", "--data", str(bench), "--domain", "podcast", "--out", str(tmp_path / "r")]
     )
     assert bad.exit_code == 2
-    # decide --domain chat reads a chat export with the chat model's threshold.
+    # decide --domain chat reads a chat export with the chat model's matched threshold.
     path = tmp_path / "chat.jsonl"
     lines = [{"speaker": u.speaker, "text": u.text} for u in convs[0].utterances]
     path.write_text("\n".join(json.dumps(r) for r in lines) + "\n", encoding="utf-8")
@@ -230,10 +236,8 @@ def test_eval_and_decide_select_the_chat_model(tmp_path: Path) -> None:
     rows = [json.loads(x) for x in out.stdout.splitlines() if x.strip()]
     decided = [r for r in rows if r.get("decision")]
     assert decided
-    assert all(
-        r["threshold"] == pytest.approx(load_model(domain="chat").threshold_for("chat"))
-        for r in decided
-    )
+    chat_matched = load_model(domain="chat").operating_points["matched"]["chat"]["take_floor"]
+    assert all(r["threshold"] == pytest.approx(chat_matched) for r in decided)
 
 
 def _dialogue_level_molweni_split(convs: list[Conversation]) -> dict[str, str]:

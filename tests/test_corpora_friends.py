@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import subprocess
+import sys
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -327,14 +331,10 @@ def test_malformed_inputs_name_the_file(tmp_path: Path) -> None:
         list(read_friends_csv(bad_key))
 
 
-def test_build_cli_says_what_was_skipped_in_one_line(friends: Path, tmp_path: Path) -> None:
-    import os
-    import subprocess
-    import sys
-
-    data = tmp_path / "data"
-    _partial_copy(friends, data / "friends", {"2"}, json=False)
-    proc = subprocess.run(
+def _build_cli(data: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    """``polylogue build --corpus friends`` on ``data``, stderr piped, no COLUMNS set."""
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    return subprocess.run(
         [
             str(Path(sys.executable).parent / "polylogue"),
             "build",
@@ -345,14 +345,36 @@ def test_build_cli_says_what_was_skipped_in_one_line(friends: Path, tmp_path: Pa
             "--limit-conversations",
             "3",
             "--out",
-            str(tmp_path / "bench"),
+            str(out),
         ],
         capture_output=True,
         text=True,
         timeout=300,
-        env={**os.environ, "COLUMNS": "400"},
+        env=env,
     )
+
+
+def test_build_cli_says_what_was_skipped_in_one_line(friends: Path, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    _partial_copy(friends, data / "friends", {"10"}, json=False)
+    proc = _build_cli(data, tmp_path / "bench")
     assert proc.returncode == 0, proc.stderr
     lines = [x for x in proc.stderr.splitlines() if "season 10 is read from the CSV" in x]
     assert len(lines) == 1 and lines[0].startswith("warning: ")
     assert "warnings.warn" not in proc.stderr
+
+
+def test_build_of_a_csv_without_season_10_does_not_warn_about_it(
+    friends: Path, tmp_path: Path
+) -> None:
+    """A held-out season's folder (here season 2 alone; the shared CSV has no season 9) has
+    nothing to lose without the season-10 JSON: no warning about season 10."""
+    data = tmp_path / "data"
+    _partial_copy(friends, data / "friends", {"2"}, json=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FriendsPartMissing)
+        scenes = list(read_friends(data / "friends"))
+    assert scenes and {c.metadata["season"] for c in scenes} == {2}
+    proc = _build_cli(data, tmp_path / "bench")
+    assert proc.returncode == 0, proc.stderr
+    assert "season 10" not in proc.stderr and "warning" not in proc.stderr

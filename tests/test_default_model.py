@@ -10,6 +10,7 @@ import pytest
 
 from polylogue.conversation import Conversation, Utterance
 from polylogue.corpora import load_corpus
+from polylogue.engine.deployment import Deployment
 from polylogue.engine.engine import TurnTakingEngine
 from polylogue.engine.extract import FeatureExtractor
 from polylogue.engine.features import FEATURE_NAMES
@@ -42,10 +43,17 @@ def test_shipped_model_decides_on_real_points(predictor: Predictor, corpus: str)
     assert points, f"no decision points in the first {corpus} conversation"
     preds = predictor.predict([p.input for p in points])
     assert [q.point_id for q in preds] == [p.point_id for p in points]
-    threshold = predictor.describe()["threshold"]
+    dep = Deployment.resolve()
+    assert predictor.describe()["deployment"]["operating_point"] == "matched"
     for q in preds:
         assert q.p_speak is not None and 0.0 <= q.p_speak <= 1.0
-        assert q.decision is (Decision.SPEAK if q.p_speak >= threshold else Decision.SILENT)
+        # The floor decision is SPEAK exactly when the three-way action is.
+        action = q.extra["action"]
+        assert (q.decision is Decision.SPEAK) == (action == "SPEAK")
+        if action == "SPEAK":
+            assert q.p_speak >= dep.take_floor_threshold
+        elif action == "BACKCHANNEL":
+            assert q.extra["p_backchannel"] >= dep.thresholds.backchannel
         assert {"active", "people_present"} <= set(q.cues)
     # Deciding is order independent: a fresh predictor on a shuffled batch agrees point by point.
     fresh = load_predictor("default")
@@ -194,18 +202,3 @@ def test_three_outcomes_on_real_ami_pauses() -> None:
     y_back = np.asarray([p.gold.floor_outcome is Outcome.BACKCHANNEL for p in points])
     assert 10 < y_back.sum() < len(points)
     assert roc_auc_score(y_back, out.backchannel) > 0.7
-
-
-def test_domain_thresholds_select_and_validate() -> None:
-    from polylogue.engine.model import DOMAINS
-    from polylogue.errors import PolylogueInputError
-
-    model = load_model()
-    assert set(model.domain_thresholds) == set(DOMAINS)
-    for domain, thr in model.domain_thresholds.items():
-        assert 0.0 < thr < 1.0
-        assert TurnTakingEngine(model, domain=domain).threshold == thr
-    assert TurnTakingEngine(model).threshold == model.threshold
-    assert TurnTakingEngine(model, threshold=0.4, domain="tv").threshold == 0.4
-    with pytest.raises(PolylogueInputError, match="unknown domain"):
-        TurnTakingEngine(model, domain="podcast")

@@ -70,6 +70,17 @@ def test_train_end_to_end_on_real_subset(tmp_path: Path) -> None:
     if not learnable:
         assert not out.backchannel.any()
     assert set(model.domain_thresholds) <= {"tv", "earnings"}
+    # The saved folder carries its operating points, per domain it was trained on; matched
+    # speaks no more often than balanced on validation (a higher or equal floor threshold).
+    points = model.operating_points
+    assert set(points) == {"balanced", "matched", "polite"}
+    from polylogue.engine.model import domain_of_corpus
+
+    assert set(points["matched"]) == {"default"} | {domain_of_corpus(c) for c in val["corpora"]}
+    for domain, v in points["matched"].items():
+        assert 0.0 < v["take_floor"] < 1.0
+        assert points["polite"][domain]["take_floor"] >= v["take_floor"] - 1e-9
+    assert predictor.describe()["deployment"]["operating_point"] == "matched"
 
 
 def test_yield_model_learns_that_questions_hand_over_the_floor() -> None:

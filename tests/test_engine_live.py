@@ -23,6 +23,7 @@ from polylogue.engine.bargein import (
     load_barge_in_model,
     meeting_overlaps,
 )
+from polylogue.engine.deployment import Deployment, Thresholds, choose_action
 from polylogue.engine.engine import TurnTakingEngine
 from polylogue.engine.features import state_from_dict, state_to_dict
 from polylogue.engine.live import Action, AgentState, EventError, LiveConversation, Policy
@@ -48,10 +49,17 @@ def ami() -> Conversation:
     return next(iter(load_corpus("ami")))
 
 
-def _live(model, agent: str, people=(), roster: bool = True, **policy) -> LiveConversation:
-    return LiveConversation.start(
-        agent, people, Policy(**policy), TurnTakingEngine(model), roster_known=roster
-    )
+def _live(
+    model,
+    agent: str,
+    people=(),
+    roster: bool = True,
+    threshold: float | None = None,
+    operating_point: str | None = None,
+    **policy,
+) -> LiveConversation:
+    dep = Deployment.resolve(model=model, threshold=threshold, operating_point=operating_point)
+    return LiveConversation.start(agent, people, Policy(**policy), dep, roster_known=roster)
 
 
 def _actions(live: LiveConversation, utts) -> list[tuple[str | None, float | None]]:
@@ -137,7 +145,7 @@ def test_snapshot_restores_exactly(model, ami: Conversation) -> None:
     a = _live(model, "B", ami.participants)
     _actions(a, ami.utterances[:half])
     snap = json.loads(json.dumps(a.to_dict()))
-    b = LiveConversation.from_dict(snap, TurnTakingEngine(model))
+    b = LiveConversation.from_dict(snap, a.deployment)
     rest = ami.utterances[half : half + 80]
     assert _actions(a, rest) == _actions(b, rest)
     # The state snapshot alone round-trips too.
@@ -177,7 +185,7 @@ def test_decision_point_gate_and_agents_own_speech(model, ami: Conversation) -> 
 def test_addressed_only_speaks_only_when_addressed(model, friends: Conversation) -> None:
     agent = friends.participants[0].id
     pro = _actions(_live(model, agent, roster=False, threshold=0.05), friends.utterances)
-    live = _live(model, agent, roster=False, mode="addressed-only", threshold=0.05)
+    live = _live(model, agent, roster=False, operating_point="addressed-only", threshold=0.05)
     addressed = []
     for u in friends.utterances:
         d = live.utterance(Utterance(u.speaker, u.text))
@@ -305,28 +313,33 @@ def test_barge_in_model_beats_baselines_on_held_out_ami(data_root) -> None:
     assert 0.05 < sum(y) / len(y) < 0.8  # real overlaps: both outcomes occur
 
 
-def test_backchannel_policy_follows_the_learned_probability(model, ami: Conversation) -> None:
+def test_backchannel_follows_the_deployment_rule(model, ami: Conversation) -> None:
+    """BACKCHANNEL exactly where the one three-outcome rule says so, from the deployment."""
     utts = [replace(u, addressees=None) for u in ami.utterances[:200]]
-    # Without a policy threshold the agent never backchannels; P(backchannel) is still reported.
-    quiet = _live(model, "D", ami.participants)
-    silent_p = []
+    # A point that never suggests one: P(backchannel) is still reported on every decision.
+    never = _live(model, "D", ami.participants)
+    never.deployment = replace(never.deployment, thresholds=Thresholds(0.3, backchannel=2.0))
+    p_back = []
     for u in utts:
-        d = quiet.utterance(u)
+        d = never.utterance(u)
         assert d.action is not Action.BACKCHANNEL
         if d.engine is None:
             continue
         row = d.to_dict()
         assert 0.0 <= row["p_backchannel"] <= 1.0 - row["p_speak"] + 1e-9
-        assert row["backchannel_suggested"] == d.engine.backchannel
-        if d.action is Action.SILENT and d.reason == "P(speak) below threshold":
-            silent_p.append(d.engine.p_backchannel)
-    assert len(set(silent_p)) > 5, "P(backchannel) does not vary over 200 AMI acts"
-    # With one, exactly the floor-silent pauses whose P(backchannel) reaches it turn BACKCHANNEL.
-    thr = float(np.quantile(silent_p, 0.9))
-    live = _live(model, "D", ami.participants, backchannel_threshold=thr)
+        p_back.append(d.engine.p_backchannel)
+    assert len(set(p_back)) > 5, "P(backchannel) does not vary over 200 AMI acts"
+    rule = Thresholds(0.3, backchannel=float(np.quantile(p_back, 0.9)), backchannel_margin=0.7)
+    live = _live(model, "D", ami.participants)
+    live.deployment = replace(live.deployment, thresholds=rule)
     acts = [live.utterance(u) for u in utts]
-    back = [d for d in acts if d.action is Action.BACKCHANNEL]
-    assert len(back) == sum(p >= thr for p in silent_p) > 0
-    for d in back:
-        assert d.engine is not None and d.engine.p_backchannel >= thr
-        assert d.p_speak is not None and d.threshold is not None and d.p_speak < d.threshold
+    decided = [d for d in acts if d.engine is not None and d.action is not None]
+    back = [d for d in decided if d.action is Action.BACKCHANNEL]
+    assert back, "no backchannel at the 90th percentile of P(backchannel)"
+    for d in decided:
+        assert d.engine is not None
+        want = choose_action(d.engine.p_speak, d.engine.p_backchannel, rule)
+        assert d.suggested is want
+        if d.action is Action.BACKCHANNEL:
+            assert d.engine.p_backchannel >= rule.backchannel
+            assert d.engine.p_backchannel >= rule.backchannel_margin * d.engine.p_speak

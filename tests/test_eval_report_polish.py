@@ -12,7 +12,8 @@ from polylogue.evaluation.report import (
     confusion_text_color,
     find_runs,
     legend_names,
-    sweep_index,
+    sweep_row,
+    threshold_marker,
     write_report,
 )
 from polylogue.evaluation.runner import load_points, run_evaluation
@@ -46,8 +47,22 @@ def test_report_marks_threshold_and_defines_categories(runs: Path, tmp_path: Pat
     assert "Threshold curves" in html and "S1 no reference" in html
 
 
+def test_threshold_dot_is_the_runs_own_operating_point(runs: Path) -> None:
+    """The dot at the decision threshold shows the table's numbers (every point has P(SPEAK)),
+    not the nearest row of the thinned sweep."""
+    for run in find_runs([runs]):
+        assert run.threshold is not None
+        pt = threshold_marker(run, run.threshold)
+        assert pt.balanced_accuracy == pytest.approx(run.metrics["balanced_accuracy"])
+        assert pt.false_interruption_rate == pytest.approx(run.metrics["false_interruption_rate"])
+        assert pt.missed_turn_rate == pytest.approx(run.metrics["missed_turn_rate"])
+
+
 def test_small_helpers() -> None:
-    assert sweep_index([1.0, 0.6, 0.3, 0.0], 0.35) == 2
+    # p >= 0.35 decides as p >= 0.6 on these rows (no score in between), not as the nearer 0.3.
+    assert sweep_row([1.0, 0.6, 0.3, 0.0], 0.35) == 1
+    assert sweep_row([1.0, 0.6, 0.3, 0.0], 0.3) == 2
+    assert sweep_row([0.9, 0.6], 0.95) == 0
     assert confusion_text_color(90, 100) == "white"
     assert confusion_text_color(10, 100) == "black"
     assert confusion_text_color(0, 0) == "black"

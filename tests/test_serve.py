@@ -13,7 +13,6 @@ from websockets.sync.client import connect
 
 from polylogue.conversation import Conversation, Utterance
 from polylogue.corpora import load_corpus
-from polylogue.engine.engine import TurnTakingEngine
 from polylogue.engine.live import LiveConversation, Policy
 from polylogue.serve.app import ServeConfigError, check_bind
 
@@ -49,7 +48,7 @@ def _session(url: str, conv: Conversation, agent: str = "B", headers: dict | Non
 
 
 def _local(conv: Conversation, n: int, agent: str = "B") -> list[float | None]:
-    live = LiveConversation.start(agent, conv.participants, Policy(), TurnTakingEngine.load())
+    live = LiveConversation.start(agent, conv.participants, Policy())
     out = []
     for u in conv.utterances[:n]:
         d = live.utterance(Utterance(u.speaker, u.text, u.start, u.end))

@@ -90,3 +90,34 @@ def test_leak_baseline_from_the_cli(tmp_path: Path) -> None:
         app, ["tom", "run", "--model", "leak", "--limit", "1", "--out", str(tmp_path)]
     )
     assert wrong.exit_code == 2 and "YOU only" in wrong.output
+
+
+def test_score_and_report_explain_task_32(tmp_path: Path) -> None:
+    """The official Task 3.2 of a model that never says PSEUDO_CONSENSUS is 100%: the printed
+    tables say why, next to what the strict columns mean (issue 27, item 7)."""
+    from polylogue.tom.report import MODE_RULES, TASK32_NOTES
+
+    run = runner.invoke(
+        app,
+        [
+            *("tom", "run", "--model", "majority", "--tasks", "consensus", "--limit", "30"),
+            *("--out", str(tmp_path / "runs")),
+        ],
+    )
+    assert run.exit_code == 0, run.output
+    folder = run.stdout.strip().splitlines()[-1]
+    score = runner.invoke(app, ["tom", "score", folder])
+    assert score.exit_code == 0, score.output
+    lines = score.stdout.splitlines()
+    row = next(line for line in lines if line.startswith("| Task 3.2 Acc."))
+    assert "100.00" in row  # the number the note is about
+    pred_pc = next(line for line in lines if line.startswith("| Task 3.2 strict: predicted PC"))
+    assert pred_pc.split("|")[4].strip() == "0"  # shown, with its n = 0
+    for text in (*TASK32_NOTES.values(), MODE_RULES["official"], MODE_RULES["strict"]):
+        assert text in score.stdout, text
+    never = [line for line in lines if "never predicted PSEUDO_CONSENSUS" in line]
+    assert len(never) == 1 and "Task 3.2 of 100.00" in never[0]
+    report = runner.invoke(app, ["tom", "report", folder])
+    assert report.exit_code == 0, report.output
+    assert all(text in report.stdout for text in TASK32_NOTES.values())
+    assert "never predicted PSEUDO_CONSENSUS: its Task 3.2 of 100.00" in report.stdout

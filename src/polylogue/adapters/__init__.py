@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from polylogue.conversation import Participant
-from polylogue.engine.engine import TurnTakingEngine
+from polylogue.engine.deployment import Deployment
 from polylogue.engine.live import LiveConversation, Policy
-from polylogue.engine.model import TurnTakingModel, load_model
+from polylogue.engine.model import TurnTakingModel
 
 
 def start_live(
@@ -21,13 +21,14 @@ def start_live(
     participants: Iterable[Participant] = (),
     policy: Policy | None = None,
     model: TurnTakingModel | None = None,
+    deployment: Deployment | None = None,
 ) -> tuple[LiveConversation, TurnTakingModel]:
-    """An adapter's conversation: the live policy on ``model`` (default: the shipped one).
+    """An adapter's conversation on ``deployment`` (default: the shipped model at the product
+    operating point; ``model``: that model at the product point).
 
     Returns the model too, for adapters that start more conversations on it (probes).
     """
-    model = model or load_model()
-    live = LiveConversation.start(
-        agent_name, participants, policy or Policy(), TurnTakingEngine(model)
-    )
-    return live, model
+    if deployment is None:
+        deployment = Deployment.resolve(model=model)
+    live = LiveConversation.start(agent_name, participants, policy or Policy(), deployment)
+    return live, deployment.model

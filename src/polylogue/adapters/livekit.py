@@ -30,7 +30,7 @@ from livekit.agents import StopResponse, llm
 
 from polylogue.adapters import start_live
 from polylogue.conversation import Participant, Utterance
-from polylogue.engine.engine import TurnTakingEngine
+from polylogue.engine.deployment import Deployment
 from polylogue.engine.live import Action, LiveConversation, LiveDecision, Policy
 from polylogue.engine.model import TurnTakingModel
 
@@ -62,8 +62,9 @@ class PolylogueTurnDetector:
         participants: Iterable[Participant] = (),
         policy: Policy | None = None,
         model: TurnTakingModel | None = None,
+        deployment: Deployment | None = None,
     ) -> None:
-        self.live, self._model = start_live(agent_name, participants, policy, model)
+        self.live, self._model = start_live(agent_name, participants, policy, model, deployment)
         self._seen: set[str] = set()
         #: the decision behind the latest prediction (read by :func:`gate_reply`)
         self.last_decision: LiveDecision | None = None
@@ -78,8 +79,7 @@ class PolylogueTurnDetector:
 
     async def unlikely_threshold(self, language: Any = None) -> float | None:
         """Below this P(speak) LiveKit waits its longest endpointing delay."""
-        pol = self.live.policy
-        return self.live.engine.threshold if pol.threshold is None else pol.threshold
+        return self.live.deployment.take_floor_threshold
 
     async def supports_language(self, language: Any = None) -> bool:
         return language is None or str(language).lower() in _ENGLISH
@@ -126,7 +126,7 @@ class PolylogueTurnDetector:
         self.sync(chat_ctx, pending=last)
         if last is None:
             return 1.0
-        probe = LiveConversation.from_dict(self.live.to_dict(), TurnTakingEngine(self._model))
+        probe = LiveConversation.from_dict(self.live.to_dict(), self.live.deployment)
         speaker, text = message_speaker(last)
         d = probe.utterance(Utterance(speaker, text))
         self.last_decision = d

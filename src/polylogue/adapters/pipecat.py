@@ -36,6 +36,7 @@ from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
 from polylogue.adapters import start_live
 from polylogue.conversation import Participant, Utterance
+from polylogue.engine.deployment import Deployment
 from polylogue.engine.live import Action, Policy
 from polylogue.engine.model import TurnTakingModel
 
@@ -49,10 +50,11 @@ class PolylogueGate(FrameProcessor):
         participants: Iterable[Participant] = (),
         policy: Policy | None = None,
         model: TurnTakingModel | None = None,
+        deployment: Deployment | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.live, _ = start_live(agent_name, participants, policy, model)
+        self.live, _ = start_live(agent_name, participants, policy, model, deployment)
         self.decisions: list[dict[str, Any]] = []
         self._register_event_handler("on_decision")
         self._register_event_handler("on_barge_in")

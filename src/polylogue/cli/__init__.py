@@ -17,6 +17,8 @@ from typing import Any
 
 import typer
 
+from polylogue.cli.output import WholeHelpGroup
+
 app = typer.Typer(
     name="polylogue",
     help="AI participants in multi-party conversation: turn-taking and meeting Theory-of-Mind.",
@@ -25,6 +27,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     # Plain Click help: it wraps at any width; rich panels cut flag names at 80 columns.
     rich_markup_mode=None,
+    cls=WholeHelpGroup,  # command descriptions whole in the list, not cut at "..."
 )
 
 # One line per command module, in the order of the data flow; each defines register(app).

@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-console = Console(stderr=True)
+from polylogue.cli.output import plain_console
+
+console = plain_console(stderr=True)
 
 #: Corpora with reply structure, and the splits their readers know.
 CHAT_CORPORA: dict[str, tuple[str, ...]] = {
@@ -89,6 +90,6 @@ def addressing(
                 )
             reports.append(evaluate_task(convs, t, f"{name}/{split}", predictors))
     text = report_markdown(reports)
-    Console().print(text, markup=False, highlight=False)
+    plain_console().print(text, markup=False, highlight=False)
     if out is not None:
         console.print(f"[green]wrote[/green] {write_reports(reports, out)}")

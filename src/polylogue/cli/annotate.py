@@ -10,6 +10,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from polylogue.cli.output import WholeHelpGroup
+
 # User text (study and annotator names, paths) is printed escaped and without emoji codes.
 console = Console(stderr=True, emoji=False)
 out = Console(emoji=False)
@@ -19,6 +21,7 @@ annotate_app = typer.Typer(
     help="Human evaluation: annotation studies, a labelling web app, agreement and baselines.",
     no_args_is_help=True,
     rich_markup_mode=None,  # plain help, see polylogue.cli.app
+    cls=WholeHelpGroup,
 )
 
 DbOption = Annotated[Path, typer.Option("--db", help="The study database (SQLite file).")]

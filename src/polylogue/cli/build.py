@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from polylogue.cli.output import plain_console
 from polylogue.conversation import Conversation
 
-console = Console(stderr=True)
+console = plain_console(stderr=True)
 
 
 def register(app: typer.Typer) -> None:
@@ -153,9 +153,11 @@ def build(
             raise typer.BadParameter(f"unknown corpus {c!r}; known: {', '.join(sorted(READERS))}")
 
     inputs: dict[str, dict[str, str]] = {}
+    current = {"input": ""}  # what the progress line names
 
     def sources() -> Iterator[Conversation]:
         for name in corpora:
+            current["input"] = name
             folder = corpus_dir(READERS[name][1], data_root)
             inputs[name] = {"path": str(folder), "sha256": hash_tree(folder)}
             # AMI acts are split at the same silence that makes a pause: every pause is a
@@ -164,10 +166,12 @@ def build(
             if name == "ami" and unit is not None:
                 opts = {"unit": ami_unit, **({"ipu_gap": gap} if ami_unit == "ipu" else {})}
             yield from itertools.islice(load_corpus(name, folder, **opts), limit_conversations)
+            progress.advance(task)
         if not transcripts:
             return
         seen: set[str] = set()
         for path in transcripts:
+            current["input"] = path.name
             inputs[f"transcript:{path}"] = {
                 "path": str(path),
                 "sha256": hash_tree(path.parent, [path.name]),
@@ -182,6 +186,7 @@ def build(
                         break
             seen.update(c.id for c in parts)
             yield from parts
+            progress.advance(task)
 
     options = BuildOptions(
         points=PointOptions(
@@ -198,18 +203,27 @@ def build(
         context_turns=context_turns,
         require_addressee_annotation=annotated_only,
     )
+    # The total is the inputs (each corpus, each transcript file): readers stream their
+    # conversations, so how many a corpus holds is known only once it is read.
     with Progress(
         SpinnerColumn(),
         TextColumn("[bold]building[/bold] {task.description}"),
         BarColumn(),
-        TextColumn("{task.completed} conversations"),
+        TextColumn(
+            "{task.completed}/{task.total} inputs, {task.fields[conversations]:,} conversations"
+        ),
         TimeElapsedColumn(),
         console=console,
     ) as progress:
-        task = progress.add_task("", total=None)
+        task = progress.add_task("", total=len(corpora) + len(transcripts), conversations=0)
+        n_conversations = itertools.count(1)
 
         def tick(conv: Conversation) -> None:
-            progress.update(task, advance=1, description=conv.id)
+            progress.update(
+                task,
+                description=escape(f"{current['input']}: {conv.id}"),
+                conversations=next(n_conversations),
+            )
 
         result = build_benchmark(sources(), options, on_conversation=tick)
     formats = ("parquet", "jsonl") if jsonl else ("parquet",)
@@ -262,7 +276,7 @@ def inspect(
     keys = random.Random(seed).sample(keys, min(n, len(keys))) if seed is not None else keys[:n]
     by_id = {p.point_id: p for p in bench.points_by_id(split, [k.point_id for k in keys])}
     pts = [by_id[k.point_id] for k in keys]
-    out = Console()
+    out = plain_console()
     for p in pts:
         out.print(
             render_point(p, max_context=context, show_gold=not no_gold),

@@ -20,13 +20,14 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from polylogue.conversation import Utterance
-    from polylogue.engine.engine import EngineDecision
+    from polylogue.engine.deployment import Deployment
     from polylogue.engine.live import LiveConversation, LiveDecision
 
 
 def register(app: typer.Typer) -> None:
     app.command("decide")(decide)
     app.command("tune-threshold")(tune_threshold)
+    app.command("operating-points")(operating_points)
     app.command("train-default")(train_default)
 
 
@@ -40,7 +41,8 @@ class _Step:
     index: int
     utterance: Utterance
     speaker_name: str
-    decision: EngineDecision | None
+    #: The live decision at this pause (None: no decision point).
+    decision: LiveDecision | None
     #: Why no decision was made ("target is speaking", "backchannel or too short").
     skipped: str | None
     #: The utterance was spoken by the target (what ``--check`` compares a decision with).
@@ -50,8 +52,9 @@ class _Step:
 def _step_of(index: int, u: Utterance, live: LiveConversation, d: LiveDecision) -> _Step:
     people = live.engine.participants
     name = people[d.speaker].display_name if d.speaker in people else u.speaker
-    skipped = None if d.engine is not None else d.reason
-    return _Step(index, u, name, d.engine, skipped, by_target=d.speaker == live.agent.pid)
+    decided = d if d.engine is not None and d.action is not None else None
+    skipped = None if decided is not None else d.reason
+    return _Step(index, u, name, decided, skipped, by_target=d.speaker == live.agent.pid)
 
 
 def _with_next(steps: Iterator[_Step]) -> Iterator[tuple[_Step, _Step | None]]:
@@ -69,39 +72,39 @@ def _agreement(step: _Step, nxt: _Step | None) -> bool | None:
     """Did the decision match who spoke next? ``None`` when nothing was decided or at the end."""
     if step.decision is None or nxt is None:
         return None
-    return (step.decision.decision.value == "SPEAK") == nxt.by_target
+    return (step.decision.action == "SPEAK") == nxt.by_target
 
 
 def _file_steps(
-    path: Path,
-    fmt: str | None,
-    who: str,
-    engine_threshold: float | None,
-    model_dir: Path | None,
-    domain: str | None = None,
+    path: Path, fmt: str | None, who: str, deployment: Deployment
 ) -> tuple[str, Iterator[_Step]]:
+    """Replay a transcript file as a stream: the same rule for who is in the room as on stdin
+    (a declared roster, or discovery as people first speak)."""
     from polylogue.corpora.transcripts import read_transcript
-    from polylogue.engine.engine import TurnTakingEngine
-    from polylogue.engine.live import LiveConversation
+    from polylogue.engine.live import LiveConversation, NameBook
 
     conv = read_transcript(path, format=fmt)
-    engine = TurnTakingEngine.load(model_dir=model_dir, threshold=engine_threshold, domain=domain)
-    live = LiveConversation.start(
-        who, conv.participants, engine=engine, roster_known=conv.roster_known
-    )
-    live.explain = True
-    if live.agent.provisional:
+    book = NameBook()
+    for p in conv.participants:
+        book.add(p)
+    if not book.matches(who):
         names = ", ".join(p.display_name for p in conv.participants)
         raise typer.BadParameter(
             f"{who!r} is not a participant of {path} ({names})", param_hint="--as"
         )
-    target = live.agent.pid
+    # Without a declared roster nobody is known before they speak (as on a live stream).
+    people = conv.participants if conv.roster_known else ()
+    live = LiveConversation.start(
+        who, people, deployment=deployment, roster_known=conv.roster_known
+    )
+    live.explain = True
 
     def steps() -> Iterator[_Step]:
         for i, u in enumerate(conv.utterances):
             yield _step_of(i, u, live, live.utterance(u))
 
-    return live.engine.participants[target].display_name, steps()
+    matched = next(p for p in conv.participants if p.id in book.matches(who))
+    return matched.display_name, steps()
 
 
 #: Formats ``decide -`` reads from stdin (``txt`` and ``jsonl`` share one line parser).
@@ -162,24 +165,16 @@ def _stdin_utterances(fmt: str | None, live: LiveConversation) -> Iterator[tuple
         yield lineno, u
 
 
-def _stdin_steps(
-    who: str,
-    fmt: str | None,
-    engine_threshold: float | None,
-    model_dir: Path | None,
-    domain: str | None = None,
-) -> tuple[str, Iterator[_Step]]:
+def _stdin_steps(who: str, fmt: str | None, deployment: Deployment) -> tuple[str, Iterator[_Step]]:
     """Follow a transcript streamed on stdin: each utterance is answered as soon as it arrives.
 
     ``--as`` is resolved like in file mode (id, name, alias or first name, any case), also
     against speakers who appear later; a one-time warning goes to stderr if nobody matches.
     """
     from polylogue.conversation import ConversationFormatError
-    from polylogue.engine.engine import TurnTakingEngine
     from polylogue.engine.live import EventError, LiveConversation
 
-    engine = TurnTakingEngine.load(model_dir=model_dir, threshold=engine_threshold, domain=domain)
-    live = LiveConversation(engine=engine, agent_name=who, strict_roster=True, explain=True)
+    live = LiveConversation(deployment, who, strict_roster=True, explain=True)
 
     def steps() -> Iterator[_Step]:
         for index, (lineno, u) in enumerate(_stdin_utterances(fmt, live)):
@@ -232,11 +227,11 @@ def _print_step(
     d = step.decision
     if plain:  # piped: one plain line per utterance, never wrapped
         line = f"{step.index + 1} {_fmt_time(u.start)}{step.speaker_name}: {u.text}"
-        if d is not None:
-            verdict = f"{target_name} should SPEAK" if d.decision.value == "SPEAK" else "silent"
-            cues = ", ".join(d.cues.get("active", [])) or "no explicit cue"
+        if d is not None and d.engine is not None:
+            cues = ", ".join(d.engine.cues.get("active", [])) or "no explicit cue"
             line += (
-                f"\t| P(speak)={d.p_speak:.2f} threshold={d.threshold:.2f} {verdict}"
+                f"\t| P(speak)={d.engine.p_speak:.2f} threshold={d.threshold:.2f} "
+                f"P(backchannel)={d.engine.p_backchannel:.2f} {_verdict(d, target_name)}"
                 f" ({cues}){check}"
             )
         console.file.write(line + "\n")
@@ -246,22 +241,31 @@ def _print_step(
         f"[bold]{escape(step.speaker_name)}[/bold]: {escape(u.text)}"
     )
     console.print(head, highlight=False)
-    if d is None:
+    if d is None or d.engine is None:
         return
-    bar = probability_bar(d.p_speak, d.threshold)
-    if d.decision.value == "SPEAK":
-        verdict = f"[bold green]→ {escape(target_name)} should SPEAK[/bold green]"
-    elif d.backchannel:
-        verdict = f"[yellow]→ {escape(target_name)} may BACKCHANNEL[/yellow]"
-    else:
-        verdict = "[dim]stay silent[/dim]"
-    cues = ", ".join(d.cues.get("active", [])) or "no explicit cue"
+    e = d.engine
+    bar = probability_bar(e.p_speak, d.threshold or 0.0)
+    style = {"SPEAK": "bold green", "BACKCHANNEL": "yellow"}.get(str(d.action), "dim")
+    verdict = f"[{style}]{escape(_verdict(d, target_name))}[/{style}]"
+    cues = ", ".join(e.cues.get("active", [])) or "no explicit cue"
+    if d.action == "BACKCHANNEL":
+        cues = d.reason
     console.print(
-        f"       [cyan]{bar}[/cyan] P(speak)={d.p_speak:.2f} P(backchannel)={d.p_backchannel:.2f}"
+        f"       [cyan]{bar}[/cyan] P(speak)={e.p_speak:.2f} P(backchannel)={e.p_backchannel:.2f}"
         f"  {verdict}"
         f"  [dim]({escape(cues)})[/dim]{escape(check)}",
         highlight=False,
     )
+
+
+def _verdict(d: LiveDecision, target_name: str) -> str:
+    if d.action == "SPEAK":
+        return f"→ {target_name} should SPEAK"
+    if d.action == "BACKCHANNEL":
+        return f"→ {target_name} may BACKCHANNEL (mm-hmm)"
+    if d.suggested is not None and d.suggested != d.action:
+        return f"silent (observer; would {d.suggested.value})"
+    return "stay silent"
 
 
 def _step_json(step: _Step, target: str) -> dict[str, Any]:
@@ -275,21 +279,22 @@ def _step_json(step: _Step, target: str) -> dict[str, Any]:
         "end": u.end,
         "target": target,
     }
-    if step.decision is None:
+    if step.decision is None or step.decision.engine is None:
         out.update({"decision": None, "p_speak": None, "skipped": step.skipped})
     else:
-        d = step.decision
+        d, e = step.decision, step.decision.engine
         out.update(
             {
-                "decision": d.decision.value,
-                "p_speak": round(d.p_speak, 4),
-                "p_backchannel": round(d.p_backchannel, 4),
-                "p_silent": round(d.p_silent, 4),
-                "backchannel": d.backchannel,
+                "decision": None if d.action is None else d.action.value,
+                "suggested": None if d.suggested is None else d.suggested.value,
+                "reason": d.reason,
+                "p_speak": round(e.p_speak, 4),
+                "p_backchannel": round(e.p_backchannel, 4),
+                "p_silent": round(e.p_silent, 4),
                 "threshold": d.threshold,
-                "cues": d.cues,
-                "contributions": [list(c) for c in d.contributions],
-                "latency_ms": round(d.latency_s * 1000, 3),
+                "cues": e.cues,
+                "contributions": [list(c) for c in e.contributions],
+                "latency_ms": round(e.latency_s * 1000, 3),
             }
         )
     return out
@@ -307,7 +312,21 @@ def decide(
         str, typer.Option("--as", help="The participant to decide for (id, name or alias).")
     ],
     threshold: Annotated[
-        float | None, typer.Option(help="Decision threshold on P(SPEAK) (default: the model's).")
+        float | None,
+        typer.Option(help="Raw floor threshold on P(SPEAK) in [0, 1] (overrides the point's)."),
+    ] = None,
+    operating_point: Annotated[
+        str | None,
+        typer.Option(
+            help="matched (default: speaks as often as people did), polite (false "
+            "interruptions <= 5%), balanced (the paper's metric) or addressed-only."
+        ),
+    ] = None,
+    role: Annotated[
+        str | None,
+        typer.Option(
+            help="observer (never speaks, shows what it would do), assistant or facilitator."
+        ),
     ] = None,
     fmt: Annotated[
         str | None,
@@ -334,8 +353,8 @@ def decide(
     domain: Annotated[
         str | None,
         typer.Option(
-            help="Use the threshold tuned on validation for this kind of conversation: "
-            "meeting, tv, earnings or chat (--threshold wins; tune-threshold adapts further)."
+            help="Kind of conversation: meeting, tv, earnings or chat (chat has its own model); "
+            "picks that domain's operating-point thresholds."
         ),
     ] = None,
 ) -> None:
@@ -343,24 +362,18 @@ def decide(
     from rich.console import Console
     from rich.markup import escape
 
-    if threshold is not None and not 0.0 <= threshold <= 1.0:
-        raise typer.BadParameter("must be between 0 and 1", param_hint="--threshold")
-    from polylogue.engine.model import DOMAINS
-
-    if domain is not None and domain not in DOMAINS:
-        raise typer.BadParameter(
-            f"{domain!r} is not one of {', '.join(DOMAINS)}", param_hint="--domain"
-        )
+    deployment = resolve_deployment(model_dir, domain, operating_point, threshold, role)
     if transcript == "-":
-        target_name, steps = _stdin_steps(who, fmt, threshold, model_dir, domain)
+        target_name, steps = _stdin_steps(who, fmt, deployment)
     else:
-        target_name, steps = _file_steps(Path(transcript), fmt, who, threshold, model_dir, domain)
+        target_name, steps = _file_steps(Path(transcript), fmt, who, deployment)
     console = Console(highlight=False)
     plain = not console.is_terminal
     paired: Iterator[tuple[_Step, _Step | None]] = (
         _with_next(steps) if check else ((s, None) for s in steps)
     )
     speak_at: list[int] = []
+    backchannel_at: list[int] = []
     decided = 0
     checked = agreed = 0
     shown_threshold = False
@@ -368,20 +381,17 @@ def decide(
         agree = _agreement(step, nxt) if check else None
         if step.decision is not None:
             decided += 1
-            if step.decision.decision.value == "SPEAK":
+            if step.decision.action == "SPEAK":
                 speak_at.append(step.index + 1)
+            elif step.decision.action == "BACKCHANNEL":
+                backchannel_at.append(step.index + 1)
             if agree is not None:
                 checked += 1
                 agreed += agree
             if not as_json and not shown_threshold:
                 shown_threshold = True
-                t = step.decision.threshold
                 console.print(
-                    f"threshold: P(speak) ≥ {t:.2f} means SPEAK (marked │ on the bars)"
-                    if not plain
-                    else f"threshold: P(speak) >= {t:.2f} means SPEAK",
-                    highlight=False,
-                    soft_wrap=True,
+                    _header(deployment, plain), highlight=False, soft_wrap=True, markup=False
                 )
         if as_json:
             row = _step_json(step, target_name)
@@ -399,12 +409,54 @@ def decide(
             f"\n[bold]{escape(target_name)}[/bold]: {decided} pauses decided, "
             f"should have spoken at {len(speak_at)}: after utterance {escape(where)}."
         )
+        if backchannel_at:
+            summary += (
+                f"\nA short acknowledgement (mm-hmm) fits after utterance "
+                f"{', '.join(map(str, backchannel_at))}."
+            )
         if check:
             rate = f" ({agreed / checked:.0%})" if checked else ""
             summary += (
                 f"\n--check: {agreed} of {checked} decisions agree with who spoke next{rate}."
             )
         console.print(summary, highlight=False, soft_wrap=True)
+
+
+def resolve_deployment(
+    model_dir: Path | None,
+    domain: str | None,
+    operating_point: str | None,
+    threshold: float | None,
+    role: str | None = None,
+) -> Deployment:
+    """The CLI's one way to a deployment: a bad option is a usage error naming the flag."""
+    from polylogue.engine.deployment import Deployment, DeploymentError
+
+    try:
+        return Deployment.resolve(model_dir, domain, operating_point, threshold, role)
+    except DeploymentError as e:
+        flag = {"operating point": "--operating-point"}.get(e.option, f"--{e.option}")
+        raise typer.BadParameter(str(e).split(": ", 1)[1], param_hint=flag) from None
+
+
+def _header(dep: Deployment, plain: bool) -> str:
+    t = dep.thresholds
+    ge = ">=" if plain else "≥"
+    where = f", {dep.domain}" if dep.domain else ""
+    text = (
+        f"operating point {dep.operating_point}{where}: P(speak) {ge} {t.take_floor:.2f} means "
+        f"SPEAK" + ("" if plain else " (marked │ on the bars)")
+    )
+    if t.backchannel <= 1.0:
+        text += (
+            f"; BACKCHANNEL when P(backchannel) {ge} {t.backchannel:.2f} and "
+            f"{ge} {t.backchannel_margin:g} x P(speak)"
+        )
+    if dep.addressed_only:
+        text += "; only when addressed"
+    if not dep.speaks:
+        text += f"; role {dep.role}: never speaks"
+    return text
 
 
 # ----------------------------------------------------------------------------- tune-threshold
@@ -432,6 +484,13 @@ def tune_threshold(
     model_dir: Annotated[
         Path | None, typer.Option(help="Model folder (default: the shipped one).")
     ] = None,
+    domain: Annotated[
+        str | None, typer.Option(help="Deployment domain: meeting, tv, earnings or chat.")
+    ] = None,
+    operating_point: Annotated[
+        str | None,
+        typer.Option(help="The point to compare with (default: matched)."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the sweep as JSON.")] = False,
 ) -> None:
     """Choose a threshold for a deployment's interruption vs missed-turn trade-off."""
@@ -440,7 +499,6 @@ def tune_threshold(
     from rich.table import Table
 
     from polylogue.engine.extract import FeatureExtractor
-    from polylogue.engine.model import load_model
     from polylogue.evaluation.metrics import sweep_thresholds
     from polylogue.turntaking.dataset import load_benchmark
 
@@ -448,7 +506,9 @@ def tune_threshold(
         Console(stderr=True).print(
             "[yellow]warning: tuning on the test split makes its scores optimistic[/yellow]"
         )
-    model = load_model(model_dir)
+    deployment = resolve_deployment(model_dir, domain, operating_point, None)
+    model = deployment.model
+    current = deployment.take_floor_threshold
     extractor = FeatureExtractor.for_model(model)
     ps, ys = [], []
     for folder in data:
@@ -463,15 +523,34 @@ def tune_threshold(
         np.concatenate(ys), np.concatenate(ps), interruption_cost, max_interruption_rate
     )
     if as_json:
-        print(json.dumps({"chosen": chosen, "default": model.threshold, "sweep": rows}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "chosen": chosen,
+                    "default": current,
+                    "deployment": deployment.options(),
+                    "sweep": rows,
+                },
+                indent=2,
+            )
+        )
         return
-    table = Table(title=f"threshold sweep on {split} ({sum(len(y) for y in ys):,} points)")
-    for col in ("threshold", "interruption rate", "missed-turn rate", "balanced acc", "cost"):
+    y_all, p_all = np.concatenate(ys).astype(bool), np.concatenate(ps)
+    table = Table(title=f"threshold sweep on {split} ({len(y_all):,} points)")
+    for col in (
+        "threshold", "speak ratio", "precision", "interruption rate", "missed-turn rate",
+        "balanced acc", "cost",
+    ):  # fmt: skip
         table.add_column(col, justify="right")
     for r in rows:
         mark = "bold green" if r["threshold"] == chosen else None
+        speak = p_all >= r["threshold"]
+        ratio = speak.mean() / y_all.mean() if y_all.any() else float("nan")
+        precision = (speak & y_all).sum() / speak.sum() if speak.any() else float("nan")
         table.add_row(
             f"{r['threshold']:.2f}",
+            f"{ratio:.2f}",
+            f"{precision:.3f}",
             f"{r['interruption_rate']:.3f}",
             f"{r['missed_turn_rate']:.3f}",
             f"{r['balanced_accuracy']:.3f}",
@@ -481,9 +560,47 @@ def tune_threshold(
     console = Console()
     console.print(table)
     console.print(
-        f"chosen threshold: [bold]{chosen:.2f}[/bold] (model default {model.threshold:.2f}); "
+        f"chosen threshold: [bold]{chosen:.2f}[/bold] (operating point "
+        f"{deployment.operating_point}: {current:.2f}); "
         f"use it with `polylogue decide ... --threshold {chosen:.2f}`"
     )
+
+
+def operating_points(
+    data: Annotated[
+        list[Path], typer.Option("--data", "-d", help="Benchmark folder(s) (repeatable).")
+    ],
+    model_dir: Annotated[
+        Path | None, typer.Option(help="Model folder (default: the shipped general model).")
+    ] = None,
+    split: Annotated[str, typer.Option(help="Split to choose on.")] = "validation",
+    write: Annotated[
+        bool, typer.Option(help="Store the points in the folder's model.json.")
+    ] = False,
+) -> None:
+    """Choose the named operating points (balanced, matched, polite) per domain on validation."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from polylogue.engine.model import DEFAULT_MODEL_DIR
+    from polylogue.training.operating_points import operating_points_for_folder
+
+    if split == "test":
+        Console(stderr=True).print(
+            "[yellow]warning: choosing on the test split makes its scores optimistic[/yellow]"
+        )
+    err = Console(stderr=True)
+    chosen = operating_points_for_folder(
+        model_dir or DEFAULT_MODEL_DIR, data, split, write, log=lambda m: err.print(m, markup=False)
+    )
+    table = Table(title=f"operating points chosen on {split}")
+    for col in ("point", "domain", "floor threshold", "backchannel", "margin"):
+        table.add_column(col)
+    for point, per_domain in chosen.items():
+        for dom, v in per_domain.items():
+            b = "never" if v["backchannel"] > 1 else f"{v['backchannel']:.2f}"
+            table.add_row(point, dom, f"{v['take_floor']:.2f}", b, f"{v['backchannel_margin']:g}")
+    Console().print(table)
 
 
 # ----------------------------------------------------------------------------- train-default

@@ -8,6 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
+from polylogue.models.base import BASELINE_NAMES
+
 
 def _parse_options(items: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
@@ -35,7 +37,7 @@ def eval_command(
             "--model",
             "-m",
             help="default | baseline:NAME | hf:PATH_OR_ALIAS | openai:MODEL@URL "
-            "(default: the shipped model).",
+            f"(default: the shipped model). Baselines: {', '.join(BASELINE_NAMES)}.",
         ),
     ] = None,
     split: Annotated[str, typer.Option(help="train, validation or test.")] = "test",
@@ -66,6 +68,17 @@ def eval_command(
             help="Default model only: deployment domain (meeting, tv, earnings, chat); picks "
             "that domain's shipped model (chat has its own) and validation threshold."
         ),
+    ] = None,
+    operating_point: Annotated[
+        str | None,
+        typer.Option(
+            help="Default model only: balanced (paper-style tables), matched (speaks as often "
+            "as people did; the default), polite (false interruptions <= 5%) or addressed-only."
+        ),
+    ] = None,
+    threshold: Annotated[
+        float | None,
+        typer.Option(help="Default model only: raw floor threshold on P(SPEAK) in [0, 1]."),
     ] = None,
     n_boot: Annotated[int, typer.Option(help="Bootstrap replicates for 95% intervals.")] = 1000,
     cache: Annotated[bool, typer.Option(help="Use the deterministic response cache.")] = True,
@@ -129,16 +142,14 @@ def eval_command(
         if kind != "hf":
             raise typer.BadParameter("--adapter needs an hf: model", param_hint="--adapter")
         options["adapter"] = str(adapter)
-    if domain is not None:
-        from polylogue.engine.model import DOMAINS
-
+    deployment = {"domain": domain, "operating_point": operating_point, "threshold": threshold}
+    for key, value in deployment.items():
+        if value is None:
+            continue
         if kind != "default":
-            raise typer.BadParameter("--domain applies to the default model", param_hint="--domain")
-        if domain not in DOMAINS:
-            raise typer.BadParameter(
-                f"{domain!r} is not one of {', '.join(DOMAINS)}", param_hint="--domain"
-            )
-        options["domain"] = domain
+            flag = "--" + key.replace("_", "-")
+            raise typer.BadParameter(f"{flag} applies to the default model", param_hint=flag)
+        options[key] = value
     options.update(_parse_options(option or []))
     points, info = load_points(data, split, balanced=balanced)
     predictor = load_predictor(model, **options)
@@ -164,6 +175,19 @@ def eval_command(
             f"BalAcc {100 * m['balanced_accuracy']:.2f}  "
             f"unparseable {100 * m['unparseable_rate']:.2f}%"
         )
+        a = m.get("agent") or {}
+        if a.get("speak_ratio") is not None:
+
+            def pct(v: float | None) -> str:
+                return "-" if v is None else f"{100 * v:.1f}%"
+
+            console.print(
+                f"as an agent: speaks {a['speak_ratio']:.2f}x as often as people did, "
+                f"precision {pct(a['precision'])}, false interruptions "
+                f"{pct(a['false_interruption_rate'])}, missed turns {pct(a['missed_turn_rate'])}"
+                + (f", I1 recall {pct(a['i1_recall'])}" if a.get("n_I1") else ""),
+                markup=False,
+            )
 
 
 def report_command(

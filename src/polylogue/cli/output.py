@@ -1,4 +1,5 @@
-"""Small text helpers shared by the CLI modules (plain Markdown tables, progress counters).
+"""Small text helpers shared by the CLI modules (plain Markdown tables, progress counters, the
+console and the help layout).
 
 Not a command module: it has no ``register``. Everything here writes plain text that reads the
 same in a terminal, a pipe or a log file.
@@ -6,9 +7,47 @@ same in a terminal, a pipe or a log file.
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Callable, Sequence
+from typing import Any
 
+import typer.core
 from rich.console import Console
+
+#: Line width on a pipe or file: wide enough that rich never wraps (tables keep their natural
+#: width), as `grep` and `cut` expect one record per line.
+PIPE_WIDTH = 100_000
+
+
+def plain_console(*, stderr: bool = False, **options: Any) -> Console:
+    """A rich console that wraps only on a terminal.
+
+    On a pipe or a file rich would wrap at 80 columns and cut run-folder paths in two; there
+    lines stay whole (``COLUMNS`` still sets the width of tables when given).
+    """
+    console = Console(stderr=stderr, **options)
+    if not console.is_terminal:
+        console.soft_wrap = True
+        if not os.environ.get("COLUMNS"):
+            console.width = PIPE_WIDTH
+    return console
+
+
+class WholeHelpGroup(typer.core.TyperGroup):
+    """A command group whose help lists each command's first sentence whole, wrapped under its
+    name; click cuts it at the width left beside the name ("Build a turn-taking benchmark
+    (decision points,...")."""
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit=PIPE_WIDTH)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -25,11 +64,13 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def counter_progress(console: Console, label: str, every: int = 10) -> Callable[[int, int], None]:
-    """``progress(done, total)``: one line rewritten in place on a terminal; on a pipe or log, a
-    line ``label: done/total`` at every ``every``-th item and at the end (never run together)."""
+    """``progress(done, total)``: one line rewritten in place on a terminal (every ``every``-th
+    item); on a pipe or log, a line ``label: done/total`` at each tenth of the total (at least
+    ``every`` items apart) and at the end: about ten lines, never run together."""
 
     def progress(done: int, total: int) -> None:
-        if done % every and done != total:
+        step = every if console.is_terminal else max(every, math.ceil(total / 10))
+        if done % step and done != total:
             return
         if console.is_terminal:
             console.print(f"\r{label}: {done}/{total}", end="" if done != total else "\n")

@@ -60,6 +60,13 @@ def serve(
             "Origin header (every cross-site page) is refused.",
         ),
     ] = None,
+    model_dir: Annotated[
+        str | None,
+        typer.Option(
+            help="A model folder from train-default for every session (default: the shipped "
+            "model of each session's domain; the chat domain has its own)."
+        ),
+    ] = None,
     trace: Annotated[
         bool,
         typer.Option(
@@ -92,6 +99,7 @@ def serve(
         host=host,
         port=port,
         allow_origins=tuple(allow_origin or ()),
+        model_dir=model_dir,
     )
     store = settings.open_store()  # creates the SQLite table before any worker starts
     if hasattr(store, "ping"):

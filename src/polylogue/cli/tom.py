@@ -7,16 +7,16 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
-from polylogue.cli.output import counter_progress, markdown_table
+from polylogue.cli.output import WholeHelpGroup, counter_progress, markdown_table, plain_console
 
-console = Console(stderr=True)
+console = plain_console(stderr=True)
 tom_app = typer.Typer(
     name="tom",
     help="MeetingToM: validate the release, run models, score (official/strict), report tables.",
     no_args_is_help=True,
     rich_markup_mode=None,  # plain help, see polylogue.cli.app
+    cls=WholeHelpGroup,
 )
 
 DataOpt = Annotated[
@@ -254,7 +254,7 @@ def score_cmd(
 ) -> None:
     """Score run folders (strict and/or official) or an official prediction folder."""
     from polylogue.tom.records import TASK_FILES, ToMTask, load_tom_benchmark
-    from polylogue.tom.report import scores_from_run
+    from polylogue.tom.report import TASK32_NOTES, scores_from_run
     from polylogue.tom.runner import MANIFEST
     from polylogue.tom.scoring import score_official
 
@@ -278,7 +278,8 @@ def score_cmd(
             if rows:
                 header = list(rows[0])
                 table = markdown_table(header, [[r[h] for h in header] for r in rows])
-                typer.echo(f"\n{path}\n\n{table}")
+                note = f"- cons_q2_cond_acc = {TASK32_NOTES['t32']}"
+                typer.echo(f"\n{path}\n\n{table}\n\n{note}")
             if out is not None:
                 res.write_summary(out)
             results += [f.to_dict() for f in res.files]
@@ -288,17 +289,20 @@ def score_cmd(
 
 
 def run_score_table(scored: list[Any]) -> str:
-    """One row per task/metric, a column per scoring mode (%), then items and strict coverage."""
-    from polylogue.tom.report import METRICS
+    """One row per task/metric, a column per scoring mode (%), then items and strict coverage;
+    below it, what the modes and the Task 3.2 rows mean."""
+    from polylogue.tom.report import METRICS, MODE_RULES, task32_notes
 
     header = ["metric", *(f"{s.mode} %" for s in scored), "items", "coverage"]
     rows = []
+    shown = []
     for key, title in METRICS:
         values = [s.values.get(key) for s in scored]
-        if all(v is None for v in values):
-            continue
         task = key.rsplit("_", 1)[0]
         n = next((s.n[task] for s in scored if task in s.n), None)
+        if all(v is None for v in values) and n is None:
+            continue  # an empty subset (n = 0, e.g. no predicted PC) is still a row
+        shown.append(key)
         cov = next((s.coverage[task] for s in scored if task in s.coverage), None)
         rows.append(
             [
@@ -308,7 +312,11 @@ def run_score_table(scored: list[Any]) -> str:
                 "" if cov is None else f"{100 * cov:.0f}%",
             ]
         )
-    return markdown_table(header, rows)
+    notes = [f"{s.mode} %: {MODE_RULES[s.mode]}" for s in scored]
+    if any(s.mode == "strict" for s in scored):
+        notes.append("coverage: the share of items with a valid answer (strict)")
+    notes += task32_notes(scored, shown)
+    return markdown_table(header, rows) + "\n\n" + "\n".join(f"- {n}" for n in notes)
 
 
 @tom_app.command("report")

@@ -178,11 +178,10 @@ def distill_command(
     Resumable: rerunning the same command continues where it stopped and retries failures;
     failed points are reported in failures.jsonl and never used as training targets.
     """
-    from rich.console import Console
-
+    from polylogue.cli.output import plain_console
     from polylogue.training.distill import DistillConfig, distill_from_benchmarks
 
-    console = Console(stderr=True)
+    console = plain_console(stderr=True)
     cfg = DistillConfig(
         teacher=teacher,
         data=tuple(str(d) for d in data),

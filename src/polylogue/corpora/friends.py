@@ -134,13 +134,15 @@ def read_friends(
 
     With ``source="all"`` whichever of the two files is present is read: the CSV alone is a
     valid corpus (season 10 then comes from it, without addressee notes), the JSON alone gives
-    season 10. What was skipped is reported once as a :class:`FriendsPartMissing` warning.
+    season 10. What was skipped is reported once as a :class:`FriendsPartMissing` warning (the
+    missing JSON only when the CSV does hold season 10).
     """
     if source not in ("all", "csv", "s10json"):
         raise ValueError(f"source must be 'all', 'csv' or 's10json', not {source!r}")
     root = Path(folder)
     wanted = None if seasons is None else {int(s) for s in seasons}
     csv_path, json_path = root / CSV_PATH, root / S10_JSON_PATH
+    csv_season10_warning = False  # the JSON is absent: say so if the CSV has season 10
     if source == "all":
         has_csv, has_json = csv_path.is_file(), json_path.is_file()
         if not has_csv and not has_json:
@@ -148,12 +150,7 @@ def read_friends(
                 f"{root} has no Friends transcripts: expected {CSV_PATH} and/or {S10_JSON_PATH}"
             )
         if not has_json:
-            warnings.warn(
-                f"{json_path} is absent: season 10 is read from the CSV, without the "
-                "'(to X)' addressee notes",
-                FriendsPartMissing,
-                stacklevel=2,
-            )
+            csv_season10_warning = True
             source = "csv"
         elif not has_csv:
             warnings.warn(
@@ -166,7 +163,18 @@ def read_friends(
         # With "all", season 10 comes from the annotated JSON instead of the CSV.
         exclude = {10} if source == "all" else set()
         if wanted is None or wanted - exclude:
-            yield from read_friends_csv(csv_path, seasons=wanted, exclude_seasons=exclude)
+            for conv in read_friends_csv(csv_path, seasons=wanted, exclude_seasons=exclude):
+                # Only when season 10 is read: a CSV of other seasons (a season-9 folder)
+                # loses nothing without the JSON.
+                if csv_season10_warning and conv.metadata["season"] == 10:
+                    csv_season10_warning = False
+                    warnings.warn(
+                        f"{json_path} is absent: season 10 is read from the CSV, without the "
+                        "'(to X)' addressee notes",
+                        FriendsPartMissing,
+                        stacklevel=2,
+                    )
+                yield conv
     if source in ("all", "s10json") and (wanted is None or 10 in wanted):
         yield from read_friends_s10_json(json_path)
 

@@ -7,7 +7,9 @@
 
 ``observe`` does the per-utterance work (text analysis, turn-yield score, speaker statistics)
 while the next speaker is still talking; ``decide`` only assembles one feature row from
-counters and runs the trees, so its cost does not grow with the length of the meeting.
+counters and runs the trees, so its cost does not grow with the length of the meeting. The engine
+returns probabilities only: thresholds and actions belong to the deployment
+(:mod:`polylogue.engine.deployment`) and the live policy (:mod:`polylogue.engine.live`).
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ from polylogue.engine.features import (
     new_state,
 )
 from polylogue.engine.model import TurnTakingModel, load_model
-from polylogue.turntaking.types import Decision
 
 #: Readable phrases for binary features that, when set, explain a decision.
 CUE_PHRASES: dict[str, str] = {
@@ -60,10 +61,9 @@ class EngineDecision:
     """The answer at one pause for one target."""
 
     target: str
-    #: P(take the floor) — the floor decision thresholds this.
+    #: P(take the floor); what to do with it is the deployment's choice
+    #: (:mod:`polylogue.engine.deployment`), applied by the live policy.
     p_speak: float
-    decision: Decision
-    threshold: float
     #: Readable cues that hold at this pause (see ``CUE_PHRASES``) and key quantities.
     cues: dict[str, Any]
     #: Top feature contributions to the log-odds (only when asked with ``explain=True``).
@@ -75,9 +75,6 @@ class EngineDecision:
     addressed: bool = False
     #: P(backchannel): a short acknowledgement while the speaker keeps the floor.
     p_backchannel: float = 0.0
-    #: Suggest a backchannel (P(backchannel) reached the model's backchannel threshold and the
-    #: floor decision is SILENT).
-    backchannel: bool = False
 
     @property
     def p_silent(self) -> float:
@@ -142,17 +139,8 @@ _DESCRIBE_IDX = {
 class TurnTakingEngine:
     """Streaming turn-taking decisions for one conversation."""
 
-    def __init__(
-        self,
-        model: TurnTakingModel,
-        participants: Iterable[Participant] = (),
-        threshold: float | None = None,
-        domain: str | None = None,
-    ) -> None:
+    def __init__(self, model: TurnTakingModel, participants: Iterable[Participant] = ()) -> None:
         self.model = model
-        #: An explicit threshold wins over the domain's (validation-chosen) one.
-        self.threshold = model.threshold_for(domain) if threshold is None else threshold
-        self.domain = domain
         participants = list(participants)
         self.state: ConversationState = new_state(
             model.yield_model, model.relation_model, participants
@@ -167,10 +155,10 @@ class TurnTakingEngine:
         cls,
         participants: Iterable[Participant] = (),
         model_dir: str | Path | None = None,
-        threshold: float | None = None,
         domain: str | None = None,
     ) -> TurnTakingEngine:
-        return cls(load_model(model_dir, domain), participants, threshold, domain)
+        """The engine on a model folder (None: the shipped model of ``domain``)."""
+        return cls(load_model(model_dir, domain), participants)
 
     @property
     def participants(self) -> dict[str, Participant]:
@@ -183,7 +171,7 @@ class TurnTakingEngine:
             self.chat_state.register(people)
 
     def reset(self, participants: Iterable[Participant] = ()) -> None:
-        """Start the conversation over (keeps the model and threshold)."""
+        """Start the conversation over (keeps the model)."""
         participants = list(participants)
         self.state = new_state(self.model.yield_model, self.model.relation_model, participants)
         if self.chat_state is not None:
@@ -240,8 +228,6 @@ class TurnTakingEngine:
         return EngineDecision(
             target=target,
             p_speak=p,
-            decision=Decision.SPEAK if p >= self.threshold else Decision.SILENT,
-            threshold=self.threshold,
             cues=describe_cues(x[0, :N_FEATURES]),
             contributions=contributions,
             latency_s=latency,
@@ -250,5 +236,4 @@ class TurnTakingEngine:
             else {},
             addressed=is_addressed(x[0]) or self._nick_addressed(x[0]),
             p_backchannel=p_back,
-            backchannel=p < self.threshold and p_back >= self.model.backchannel_threshold,
         )

@@ -11,9 +11,10 @@ adapters) must behave the same, so all of it lives here:
   human's speech asks for a barge-in decision: yield or continue);
 * interim (partial) transcripts, which never touch the conversation state: only the final
   transcript of an utterance is observed;
-* resets, and the policy: ``proactive`` (speak when P(speak) clears the threshold) or
-  ``addressed-only``, per-state thresholds (idle / agent speaking / agent just spoke), a
-  cooldown between unaddressed interjections, and an optional backchannel band.
+* resets, and the policy: the deployment's three-outcome rule
+  (:mod:`polylogue.engine.deployment`: operating point, domain, role) applied to the engine's
+  probabilities, per-state floor thresholds (agent speaking / agent just spoke) and a cooldown
+  between unaddressed interjections. This is the one place probabilities become actions.
 
 Times are conversation seconds taken from the events (utterance ends, event times); a stream
 without times never triggers the time-based rules.
@@ -23,23 +24,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import InitVar, dataclass, field, replace
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any
 
 from polylogue.conversation import Participant, Utterance
 from polylogue.engine.bargein import BargeInDecision, BargeInModel, load_barge_in_model
 from polylogue.engine.chat_features import chat_state_from_dict, chat_state_to_dict
+from polylogue.engine.deployment import Action, Deployment, choose_action
 from polylogue.engine.engine import EngineDecision, TurnTakingEngine
 from polylogue.engine.features import GROUP_ROLE, state_from_dict, state_to_dict
+from polylogue.engine.model import TurnTakingModel
 from polylogue.errors import PolylogueInputError
 from polylogue.turntaking.points import PointOptions, boundary_is_decision_point
-
-
-class Action(StrEnum):
-    SPEAK = "SPEAK"
-    BACKCHANNEL = "BACKCHANNEL"
-    SILENT = "SILENT"
 
 
 class AgentState(StrEnum):
@@ -52,38 +49,39 @@ class EventError(PolylogueInputError):
     """A live event that cannot be applied (unknown participant, bad times, ...)."""
 
 
+#: Policy fields of earlier versions that now belong to the deployment, and where they went.
+_MOVED_TO_DEPLOYMENT = {
+    "mode": "operating_point ('addressed-only') or role",
+    "threshold": "threshold",
+    "backchannel_threshold": "operating_point (each point has its backchannel threshold)",
+}
+
+
 @dataclass(frozen=True)
 class Policy:
-    """When the agent takes the floor. Thresholds are on calibrated P(speak)."""
+    """How the live state bends the deployment's decision (thresholds: calibrated P(speak)).
 
-    #: ``proactive``: speak whenever P(speak) clears the threshold; ``addressed-only``: only
-    #: when the words put the turn to the agent (named, or asked right after it spoke).
-    mode: Literal["proactive", "addressed-only"] = "proactive"
-    #: Threshold when the agent is idle (None: the model's tuned threshold).
-    threshold: float | None = None
-    #: Threshold while the agent is speaking (None: same as idle).
+    The operating point, domain and raw threshold are the deployment's
+    (:class:`~polylogue.engine.deployment.Deployment`); the policy only adds what depends on
+    the agent's own state and the clock.
+    """
+
+    #: Floor threshold while the agent is speaking (None: the deployment's).
     threshold_speaking: float | None = None
-    #: Threshold within ``just_spoke_s`` seconds after the agent stopped (None: same as idle).
+    #: Floor threshold within ``just_spoke_s`` seconds after the agent stopped (None: the
+    #: deployment's).
     threshold_just_spoke: float | None = None
     just_spoke_s: float = 3.0
     #: No two unaddressed interjections within this many seconds (0: no cooldown).
     cooldown_s: float = 0.0
-    #: When set, a SILENT pause whose learned P(backchannel) is at least this becomes
-    #: BACKCHANNEL ("mm-hmm"); the model's own suggestion threshold is in
-    #: ``model.backchannel_threshold`` (every decision reports ``p_backchannel``).
-    backchannel_threshold: float | None = None
     #: Warn once when the agent's name has matched nobody after this many utterances.
     warn_after: int = 20
 
     def __post_init__(self) -> None:
-        if self.mode not in ("proactive", "addressed-only"):
-            raise PolylogueInputError(f"policy mode {self.mode!r}: use proactive|addressed-only")
-        for name in ("threshold", "threshold_speaking", "threshold_just_spoke"):
+        for name in ("threshold_speaking", "threshold_just_spoke"):
             v = getattr(self, name)
             if v is not None and not 0.0 <= v <= 1.0:
                 raise PolylogueInputError(f"policy {name}={v}: must be between 0 and 1")
-        if self.backchannel_threshold is not None and not 0.0 <= self.backchannel_threshold <= 1:
-            raise PolylogueInputError("policy backchannel_threshold: must be between 0 and 1")
         if self.cooldown_s < 0 or self.just_spoke_s < 0:
             raise PolylogueInputError("policy cooldown_s and just_spoke_s must be >= 0")
 
@@ -92,9 +90,16 @@ class Policy:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Policy:
+        moved = [k for k in d if k in _MOVED_TO_DEPLOYMENT]
+        if moved:
+            where = "; ".join(f"policy.{k} -> deployment {_MOVED_TO_DEPLOYMENT[k]}" for k in moved)
+            raise PolylogueInputError(f"policy field(s) moved to the deployment: {where}")
         unknown = set(d) - set(cls.__dataclass_fields__)
         if unknown:
-            raise PolylogueInputError(f"unknown policy field(s): {', '.join(sorted(unknown))}")
+            raise PolylogueInputError(
+                f"unknown policy field(s): {', '.join(sorted(unknown))} "
+                f"(known: {', '.join(cls.__dataclass_fields__)})"
+            )
         return cls(**d)
 
 
@@ -104,20 +109,29 @@ class LiveDecision:
 
     index: int
     speaker: str
+    #: What the agent does now (an observer's is always SILENT; None: not a decision point).
     action: Action | None
     reason: str
     agent_state: AgentState
     p_speak: float | None = None
+    #: The floor threshold applied (the deployment's, or the policy's for the agent's state).
     threshold: float | None = None
     engine: EngineDecision | None = None
     #: Set when the utterance was spoken while the agent was speaking.
     barge_in: BargeInDecision | None = None
+    #: What the rule says before a role that never speaks (observer) silences it.
+    suggested: Action | None = None
+
+    @property
+    def p_backchannel(self) -> float | None:
+        return None if self.engine is None else self.engine.p_backchannel
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "index": self.index,
             "speaker": self.speaker,
             "action": None if self.action is None else self.action.value,
+            "suggested": None if self.suggested is None else self.suggested.value,
             "reason": self.reason,
             "agent_state": self.agent_state.value,
             "p_speak": None if self.p_speak is None else round(self.p_speak, 4),
@@ -125,7 +139,6 @@ class LiveDecision:
         }
         if self.engine is not None:
             out["p_backchannel"] = round(self.engine.p_backchannel, 4)
-            out["backchannel_suggested"] = self.engine.backchannel
             out["cues"] = self.engine.cues
             out["addressed"] = self.engine.addressed
             out["latency_ms"] = round(self.engine.latency_s * 1000, 3)
@@ -196,7 +209,8 @@ _SPEAKING = re.compile(r"\S")
 class LiveConversation:
     """One conversation as an agent lives it: feed events, get decisions."""
 
-    engine: TurnTakingEngine
+    #: The model, domain, operating point and role (the thresholds come from here only).
+    deployment: Deployment
     agent_name: str
     policy: Policy = field(default_factory=Policy)
     barge_in_model: BargeInModel | None = None
@@ -207,7 +221,11 @@ class LiveConversation:
     #: the decision itself; the CLI shows them, a live service usually does not need them).
     explain: bool = False
 
-    def __post_init__(self) -> None:
+    #: Participants known when the conversation starts (registered, not yet present).
+    known: InitVar[Iterable[Participant]] = ()
+
+    def __post_init__(self, known: Iterable[Participant]) -> None:
+        self.engine: TurnTakingEngine = self.deployment.engine(known)
         self.names = NameBook()
         for p in self.engine.participants.values():
             self.names.add(p)
@@ -233,18 +251,21 @@ class LiveConversation:
         agent: str,
         participants: Iterable[Participant] = (),
         policy: Policy | None = None,
-        engine: TurnTakingEngine | None = None,
+        deployment: Deployment | None = None,
         roster_known: bool = True,
     ) -> LiveConversation:
         """A conversation whose ``participants`` are known up front (all present when
-        ``roster_known``), or learnt as people talk (none given)."""
+        ``roster_known``), or learnt as people talk (none given). ``deployment`` defaults to
+        the shipped model at the product operating point."""
         people = list(participants)
-        engine = engine or TurnTakingEngine.load()
-        engine.add_participants(people)
-        live = cls(engine=engine, agent_name=agent, policy=policy or Policy())
+        live = cls(deployment or Deployment.resolve(), agent, policy or Policy(), known=people)
         if people and roster_known:
             live.join(people)
         return live
+
+    def set_role(self, role: str | None) -> None:
+        """Switch the role at run time (``observer`` logs decisions and never speaks)."""
+        self.deployment = self.deployment.with_role(role)
 
     def _bind_agent(self, spec: str) -> _Agent:
         found = self.names.matches(spec)
@@ -390,19 +411,19 @@ class LiveConversation:
             everyone = len(cs.utt_count) + (agent not in cs.utt_count) == len(cs.participants)
             present = None if everyone else [*cs.utt_count, agent]
         d = self.engine.decide(agent, present=present, explain=self.explain)
-        pol = self.policy
-        base = self.engine.threshold if pol.threshold is None else pol.threshold
-        thr = {
-            AgentState.IDLE: base,
+        pol, dep = self.policy, self.deployment
+        own = {
+            AgentState.IDLE: None,
             AgentState.SPEAKING: pol.threshold_speaking,
             AgentState.JUST_SPOKE: pol.threshold_just_spoke,
         }[state]
-        thr = base if thr is None else thr
-        cues = d.cues.get("active", [])
-        if d.p_speak >= thr:
-            action, reason = Action.SPEAK, ", ".join(cues) or "P(speak) above threshold"
-            if pol.mode == "addressed-only" and not d.addressed:
-                action, reason = Action.SILENT, "not addressed (addressed-only policy)"
+        thresholds = dep.thresholds if own is None else replace(dep.thresholds, take_floor=own)
+        thr = thresholds.take_floor
+        action = choose_action(d.p_speak, d.p_backchannel, thresholds)
+        if action is Action.SPEAK:
+            reason = ", ".join(d.cues.get("active", [])) or "P(speak) above threshold"
+            if dep.addressed_only and not d.addressed:
+                action, reason = Action.SILENT, "not addressed (addressed-only)"
             elif (
                 not d.addressed
                 and pol.cooldown_s > 0
@@ -413,14 +434,16 @@ class LiveConversation:
                 action, reason = Action.SILENT, f"cooldown ({pol.cooldown_s:g} s)"
             elif not d.addressed:
                 self.last_unaddressed_speak = self.clock
+        elif action is Action.BACKCHANNEL:
+            reason = "a short acknowledgement is as likely as a floor take"
         else:
-            action, reason = Action.SILENT, "P(speak) below threshold"
-            if (
-                pol.backchannel_threshold is not None
-                and d.p_backchannel >= pol.backchannel_threshold
-            ):
-                action, reason = Action.BACKCHANNEL, "P(backchannel) above threshold"
-        return LiveDecision(index, speaker, action, reason, state, d.p_speak, thr, d, barge)
+            reason = "P(speak) below threshold"
+        suggested = action
+        if not dep.speaks:
+            action, reason = Action.SILENT, f"observer (would {suggested.value}: {reason})"
+        return LiveDecision(
+            index, speaker, action, reason, state, d.p_speak, thr, d, barge, suggested
+        )
 
     def _barge_in(self, text: str) -> BargeInDecision:
         assert self.barge_in_model is not None
@@ -488,7 +511,8 @@ class LiveConversation:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able snapshot: restoring it continues exactly where this one stands."""
         return {
-            "version": 1,
+            "version": SNAPSHOT_VERSION,
+            "deployment": self.deployment.options(),
             "agent": {
                 "spec": self.agent.spec,
                 "pid": self.agent.pid,
@@ -507,7 +531,6 @@ class LiveConversation:
             "clock": self.clock,
             "last_unaddressed_speak": self.last_unaddressed_speak,
             "index": self.index,
-            "threshold": self.engine.threshold,
             "state": state_to_dict(self.engine.state),
             **(
                 {"chat_state": chat_state_to_dict(self.engine.chat_state)}
@@ -517,16 +540,19 @@ class LiveConversation:
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any], engine: TurnTakingEngine) -> LiveConversation:
-        """Restore a snapshot onto ``engine`` (a fresh engine with the same model)."""
+    def from_dict(cls, d: dict[str, Any], deployment: Deployment) -> LiveConversation:
+        """Restore a snapshot onto ``deployment`` (rebuilt from the snapshot's options with
+        :func:`snapshot_deployment`, which may reuse an already loaded model)."""
+        check_snapshot_version(d)
+        engine = deployment.engine()
         model = engine.model
         engine.state = state_from_dict(d["state"], model.yield_model, model.relation_model)
         if engine.chat_state is not None:
             if "chat_state" not in d:
                 raise ValueError("snapshot lacks the chat state this engine's model reads")
             engine.chat_state = chat_state_from_dict(d["chat_state"])
-        engine.threshold = float(d["threshold"])
         live = cls.__new__(cls)
+        live.deployment = deployment
         live.engine = engine
         live.agent_name = d["agent"]["spec"]
         live.policy = Policy.from_dict(d["policy"])
@@ -555,3 +581,26 @@ class LiveConversation:
             a["stopped_at"],
         )
         return live
+
+
+#: Version 2: the deployment options travel with the snapshot (version 1 held one threshold).
+SNAPSHOT_VERSION = 2
+
+
+class SnapshotError(PolylogueInputError):
+    """A stored live-conversation snapshot this version cannot continue."""
+
+
+def check_snapshot_version(d: dict[str, Any]) -> None:
+    version = d.get("version")
+    if version != SNAPSHOT_VERSION:
+        raise SnapshotError(
+            f"live-conversation snapshot version {version!r}; this polylogue reads version "
+            f"{SNAPSHOT_VERSION} (a session saved by an older version: create it again)"
+        )
+
+
+def snapshot_deployment(d: dict[str, Any], model: TurnTakingModel | None = None) -> Deployment:
+    """The deployment a snapshot was taken with (``model``: an already loaded one to reuse)."""
+    check_snapshot_version(d)
+    return Deployment.from_options(d.get("deployment", {}), model=model)

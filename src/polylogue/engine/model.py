@@ -153,6 +153,10 @@ class TurnTakingModel:
     domain_thresholds: dict[str, float] = field(default_factory=dict)
     #: Extra feature blocks after the default features (``("chat",)`` for the chat model).
     feature_blocks: tuple[str, ...] = ()
+    #: Named operating points chosen on validation: ``{point: {domain or "default":
+    #: {"take_floor": t, "backchannel": b, "backchannel_margin": m}}}`` (read by
+    #: :mod:`polylogue.engine.deployment`, the one place thresholds are resolved).
+    operating_points: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     #: Both ensembles in one node table for single-row scoring, with the two it was built from
     #: (rebuilt if either is swapped).
     _stacked: tuple[TreeEnsemble, TreeEnsemble, TreeEnsemble] | None = field(
@@ -207,10 +211,6 @@ class TurnTakingModel:
         """Build the single-row scoring table now (tens of ms), not at the first pause."""
         self._live_trees().prepare_row_scoring()
 
-    def threshold_for(self, domain: str | None) -> float:
-        """The floor threshold for a deployment domain (None: the overall default)."""
-        return domain_threshold(domain, self.threshold, self.domain_thresholds)
-
     def contributions(self, row: np.ndarray) -> np.ndarray:
         """Per-feature contributions of one row to the raw log-odds (last entry: the bias).
 
@@ -238,6 +238,8 @@ class TurnTakingModel:
         }
         if self.feature_blocks:
             meta["feature_blocks"] = list(self.feature_blocks)
+        if self.operating_points:
+            meta["operating_points"] = self.operating_points
         (folder / "model.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
         return folder
 
@@ -308,6 +310,24 @@ def load_model(folder: str | Path | None = None, domain: str | None = None) -> T
         backchannel_threshold=float(meta.get("backchannel_threshold", 1.0)),
         domain_thresholds={str(k): float(v) for k, v in meta.get("domain_thresholds", {}).items()},
         feature_blocks=blocks,
+        operating_points=_operating_points(meta, paths["model.json"]),
     )
     model.prepare_live()
     return model
+
+
+def _operating_points(meta: dict[str, Any], path: Path) -> dict[str, dict[str, dict[str, float]]]:
+    """``operating_points`` of a model.json, checked (older folders have none: ``{}``)."""
+    raw = meta.get("operating_points", {})
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    try:
+        for point, per_domain in raw.items():
+            out[str(point)] = {
+                str(domain): {str(k): float(v) for k, v in values.items()}
+                for domain, values in per_domain.items()
+            }
+    except (AttributeError, TypeError, ValueError):
+        raise ModelFilesError(
+            f"{path}: operating_points is not {{point: {{domain: {{...}}}}}}"
+        ) from None
+    return out

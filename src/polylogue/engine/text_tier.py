@@ -35,7 +35,6 @@ from polylogue.engine.engine import EngineDecision, TurnTakingEngine
 from polylogue.engine.features import GROUP_ROLE
 from polylogue.engine.model import TurnTakingModel, domain_threshold, load_model
 from polylogue.errors import PolylogueInputError
-from polylogue.turntaking.types import Decision
 
 #: Marks the target's own turns (a token added to the tokenizer's vocabulary).
 TARGET_TOKEN = "[TARGET]"
@@ -284,12 +283,9 @@ class TextTurnTakingEngine(TurnTakingEngine):
         model: TurnTakingModel,
         text: TextTier,
         participants: Iterable[Participant] = (),
-        threshold: float | None = None,
-        domain: str | None = None,
     ) -> None:
-        super().__init__(model, participants, threshold, domain)
+        super().__init__(model, participants)
         self.text = text
-        self.threshold = text.threshold_for(domain) if threshold is None else threshold
         self._recent: deque[Utterance] = deque(maxlen=_KEEP_UTTERANCES)
         self._logits: dict[tuple[str, tuple[str, ...] | None], float] = {}
 
@@ -330,12 +326,9 @@ class TextTurnTakingEngine(TurnTakingEngine):
         return replace(
             fast,
             p_speak=p,
-            decision=Decision.SPEAK if p >= self.threshold else Decision.SILENT,
-            threshold=self.threshold,
             cues=cues,
             latency_s=time.perf_counter() - start,
             p_backchannel=back,
-            backchannel=p < self.threshold and back >= self.model.backchannel_threshold,
         )
 
     def decide_all(
@@ -350,8 +343,6 @@ def load_engine(
     tier: str = "fast",
     participants: Iterable[Participant] = (),
     model_dir: str | Path | None = None,
-    threshold: float | None = None,
-    domain: str | None = None,
     text_dir: str | Path | None = None,
     threads: int = 1,
 ) -> TurnTakingEngine:
@@ -360,7 +351,5 @@ def load_engine(
         raise PolylogueInputError(f"unknown tier {tier!r}; choose one of {', '.join(TIERS)}")
     model = load_model(model_dir)
     if tier == "fast":
-        return TurnTakingEngine(model, participants, threshold, domain)
-    return TextTurnTakingEngine(
-        model, TextTier.load(text_dir, threads=threads), participants, threshold, domain
-    )
+        return TurnTakingEngine(model, participants)
+    return TextTurnTakingEngine(model, TextTier.load(text_dir, threads=threads), participants)

@@ -332,6 +332,37 @@ def threshold_sweep(
     from sklearn.metrics import roc_auc_score, roc_curve
 
     n = _check_lengths(gold, p_speak, pred)
+    swept = _sweep_scores(gold, p_speak, pred)
+    if swept is None:
+        return None
+    y, scores, n_penalised = swept
+    fpr, tpr, thr = roc_curve(y, scores, drop_intermediate=False)
+    if n_penalised:  # rows beyond [0, 1] exist only because of the penalty scores
+        inside = (thr >= 0.0) & (thr <= 1.0)
+        fpr, tpr, thr = fpr[inside], tpr[inside], thr[inside]
+    thr = np.clip(thr, 0.0, 1.0)  # sklearn's first threshold is +inf ("never speak")
+    if len(thr) > max_points:  # keep the curve's shape, thin the table
+        idx = np.unique(np.linspace(0, len(thr) - 1, max_points).round().astype(int))
+        fpr, tpr, thr = fpr[idx], tpr[idx], thr[idx]
+    bal = (tpr + (1 - fpr)) / 2
+    best = int(np.argmax(bal))
+    return ThresholdSweep(
+        thresholds=[float(t) for t in thr],
+        balanced_accuracy=[float(b) for b in bal],
+        false_interruption_rate=[float(f) for f in fpr],
+        missed_turn_rate=[float(1 - t) for t in tpr],
+        coverage=len(y) / n,
+        roc_auc=float(roc_auc_score(y, scores)),
+        best_threshold=float(thr[best]),
+        best_balanced_accuracy=float(bal[best]),
+    )
+
+
+def _sweep_scores(
+    gold: Sequence[Label], p_speak: Sequence[float | None], pred: Sequence[Label | None] | None
+) -> tuple[NDArray[np.int64], NDArray[np.float64], int] | None:
+    """(1 = SPEAK gold, score, number of penalised unparseable points) over the points a
+    threshold sweep covers, or None when it covers no real probability or one class only."""
     gold_speak = _gold_codes(gold) == 0
     scores_by_point: list[float | None] = []
     n_real = n_penalised = 0
@@ -350,29 +381,41 @@ def threshold_sweep(
         return None
     keep = [i for i, sc in enumerate(scores_by_point) if sc is not None]
     y = gold_speak[keep].astype(np.int64)
-    scores = np.array([scores_by_point[i] for i in keep], dtype=np.float64)
     if y.min() == y.max():
         return None
-    fpr, tpr, thr = roc_curve(y, scores, drop_intermediate=False)
-    if n_penalised:  # rows beyond [0, 1] exist only because of the penalty scores
-        inside = (thr >= 0.0) & (thr <= 1.0)
-        fpr, tpr, thr = fpr[inside], tpr[inside], thr[inside]
-    thr = np.clip(thr, 0.0, 1.0)  # sklearn's first threshold is +inf ("never speak")
-    if len(thr) > max_points:  # keep the curve's shape, thin the table
-        idx = np.unique(np.linspace(0, len(thr) - 1, max_points).round().astype(int))
-        fpr, tpr, thr = fpr[idx], tpr[idx], thr[idx]
-    bal = (tpr + (1 - fpr)) / 2
-    best = int(np.argmax(bal))
-    return ThresholdSweep(
-        thresholds=[float(t) for t in thr],
-        balanced_accuracy=[float(b) for b in bal],
-        false_interruption_rate=[float(f) for f in fpr],
-        missed_turn_rate=[float(1 - t) for t in tpr],
-        coverage=len(keep) / n,
-        roc_auc=float(roc_auc_score(y, scores)),
-        best_threshold=float(thr[best]),
-        best_balanced_accuracy=float(bal[best]),
-    )
+    scores = np.array([scores_by_point[i] for i in keep], dtype=np.float64)
+    return y, scores, n_penalised
+
+
+@dataclass(frozen=True, slots=True)
+class SweepPoint:
+    """The threshold sweep evaluated at one threshold (fractions)."""
+
+    threshold: float
+    balanced_accuracy: float
+    false_interruption_rate: float
+    missed_turn_rate: float
+
+
+def sweep_point(
+    gold: Sequence[Label],
+    p_speak: Sequence[float | None],
+    threshold: float,
+    *,
+    pred: Sequence[Label | None] | None = None,
+) -> SweepPoint | None:
+    """:func:`threshold_sweep`'s curve at exactly ``threshold`` (``SPEAK if p >= threshold``,
+    same points and unparseable penalty), not at the nearest swept row: the sweep's table is
+    thinned to ``max_points`` rows, so its nearest row can be a different operating point."""
+    _check_lengths(gold, p_speak, pred)
+    swept = _sweep_scores(gold, p_speak, pred)
+    if swept is None:
+        return None
+    y, scores, _ = swept
+    speak = scores >= threshold
+    fir = float(speak[y == 0].mean())
+    mtr = float((~speak[y == 1]).mean())
+    return SweepPoint(float(threshold), 1.0 - (fir + mtr) / 2, fir, mtr)
 
 
 # ----------------------------------------------------------------------------- arrays
@@ -596,3 +639,185 @@ def bootstrap_warning(n_groups: int | None) -> str | None:
         f"bootstrap over only {n_groups} group{'s' if n_groups != 1 else ''} "
         f"(< {MIN_BOOTSTRAP_GROUPS}): the interval is unreliable"
     )
+
+
+# ----------------------------------------------------------------------------- agent behaviour
+
+
+def listener_minutes(
+    conversation: Sequence[Hashable], target: Sequence[Hashable], time: Sequence[float | None]
+) -> float | None:
+    """Minutes an agent would sit in: per (conversation, listener), the conversation's span.
+
+    The span is first to last pause time of the conversation's points; untimed points give
+    None. Per-10-minute rates divide by this, so they read "if the agent were one of the
+    listeners, how often per 10 minutes of meeting would it ...".
+    """
+    t = np.asarray([np.nan if v is None else float(v) for v in time], dtype=float)
+    if len(t) == 0 or np.isnan(t).any():
+        return None
+    spans: dict[Hashable, tuple[float, float]] = {}
+    for c, v in zip(conversation, t.tolist(), strict=True):
+        lo, hi = spans.get(c, (v, v))
+        spans[c] = (min(lo, v), max(hi, v))
+    pairs = set(zip(conversation, target, strict=True))
+    seconds = sum(spans[c][1] - spans[c][0] for c, _ in pairs)
+    return seconds / 60.0 if seconds > 0 else None
+
+
+def agent_metrics(
+    gold_take: Sequence[bool] | np.ndarray,
+    speak: Sequence[bool] | np.ndarray,
+    category: Sequence[str | None] | None = None,
+    minutes: float | None = None,
+) -> dict[str, Any]:
+    """What an agent acting on ``speak`` would do, against what the person did.
+
+    ``speak_ratio`` = predicted SPEAK rate / real TAKE_FLOOR rate (1.0: talks as often as
+    people did); ``precision`` = share of SPEAKs where the target did take the floor;
+    ``false_interruption_rate`` = SPEAK among the pauses where the target stayed silent (or
+    only backchannelled); ``missed_turn_rate`` = SILENT among floor takes; ``i1_recall`` =
+    SPEAK among explicitly addressed points (category I1). With ``minutes``
+    (:func:`listener_minutes`): false interjections and missed I1 turns per 10 minutes.
+    """
+    y = np.asarray(gold_take, dtype=bool)
+    s = np.asarray(speak, dtype=bool)
+    if y.shape != s.shape:
+        raise ValueError(f"gold and predictions differ in length ({len(y)} vs {len(s)})")
+    n = len(y)
+
+    def share(num: float, den: float) -> float | None:
+        return float(num / den) if den else None
+
+    real, pred = share(y.sum(), n), share(s.sum(), n)
+    out: dict[str, Any] = {
+        "n": n,
+        "real_speak_rate": real,
+        "speak_rate": pred,
+        "speak_ratio": None if not real or pred is None else pred / real,
+        "precision": share((s & y).sum(), s.sum()),
+        "false_interruption_rate": share((s & ~y).sum(), (~y).sum()),
+        "missed_turn_rate": share((~s & y).sum(), y.sum()),
+        "i1_recall": None,
+        "n_I1": 0,
+    }
+    i1 = np.zeros(n, dtype=bool)
+    if category is not None:
+        i1 = np.asarray([c == "I1" for c in category], dtype=bool)
+        out["i1_recall"] = share((s & i1).sum(), i1.sum())
+        out["n_I1"] = int(i1.sum())
+    if minutes:
+        out["minutes"] = minutes
+        out["false_interjections_per_10min"] = float((s & ~y).sum() / minutes * 10)
+        out["missed_addressed_per_10min"] = float((~s & i1).sum() / minutes * 10)
+    return out
+
+
+def backchannel_metrics(
+    gold_backchannel: Sequence[bool] | np.ndarray, suggested: Sequence[bool] | np.ndarray
+) -> dict[str, Any]:
+    """Backchannel suggestions against the points whose outcome was BACKCHANNEL."""
+    y = np.asarray(gold_backchannel, dtype=bool)
+    s = np.asarray(suggested, dtype=bool)
+    n = len(y)
+    tp = float((s & y).sum())
+    real = float(y.mean()) if n else None
+    rate = float(s.mean()) if n else None
+    return {
+        "n": n,
+        "real_rate": real,
+        "rate": rate,
+        "rate_ratio": None if not real or rate is None else rate / real,
+        "suggested": int(s.sum()),
+        "precision": tp / s.sum() if s.any() else None,
+        "recall": tp / y.sum() if y.any() else None,
+    }
+
+
+THRESHOLD_GRID = np.round(np.arange(0.01, 1.0, 0.01), 2)
+
+
+def _log_rate_gap(pred_rate: float, real_rate: float) -> float:
+    if real_rate <= 0:
+        return 0.0 if pred_rate <= 0 else float("inf")
+    if pred_rate <= 0:
+        return float("inf")
+    return abs(float(np.log(pred_rate / real_rate)))
+
+
+def rate_matched_threshold(y: np.ndarray, p: np.ndarray, groups: np.ndarray) -> float:
+    """The threshold whose SPEAK rate is closest to the real rate, in log ratio, averaged
+    over ``groups`` (corpora), so a small corpus counts as much as a big one."""
+    y, p, groups = np.asarray(y, bool), np.asarray(p, float), np.asarray(groups)
+    names = sorted(set(groups.tolist()))
+    best, best_gap = float(THRESHOLD_GRID[0]), float("inf")
+    for t in THRESHOLD_GRID:
+        gaps = [
+            _log_rate_gap(float((p[groups == g] >= t).mean()), float(y[groups == g].mean()))
+            for g in names
+        ]
+        gap = float(np.mean(gaps))
+        if gap < best_gap - 1e-12:
+            best, best_gap = float(t), gap
+    return best
+
+
+def capped_interruption_threshold(
+    y: np.ndarray, p: np.ndarray, groups: np.ndarray, cap: float = 0.05
+) -> float:
+    """The lowest threshold whose false-interruption rate is at most ``cap`` in every group."""
+    y, p, groups = np.asarray(y, bool), np.asarray(p, float), np.asarray(groups)
+    names = sorted(set(groups.tolist()))
+    for t in THRESHOLD_GRID:
+        worst = max(
+            float((p[(groups == g) & ~y] >= t).mean()) if ((groups == g) & ~y).any() else 0.0
+            for g in names
+        )
+        if worst <= cap:
+            return float(t)
+    return 1.0
+
+
+#: Margins tried for the backchannel rule (P(back) >= margin x P(take)).
+BACKCHANNEL_MARGINS = (1.0, 0.85, 0.7, 0.6, 0.5)
+
+
+def choose_backchannel_rule(
+    gold_backchannel: np.ndarray,
+    p_take: np.ndarray,
+    p_back: np.ndarray,
+    groups: np.ndarray,
+    min_precision: float = 0.30,
+    min_suggestions: int = 20,
+) -> tuple[float, float]:
+    """``(threshold, margin)`` of the backchannel rule whose suggestion rate is closest to
+    the real BACKCHANNEL rate (log ratio, averaged over groups) among the rules with pooled
+    precision >= ``min_precision`` and at least ``min_suggestions`` suggestions; ``(2.0,
+    1.0)`` (never suggest) when no rule is that precise."""
+    yb = np.asarray(gold_backchannel, bool)
+    pt, pb, groups = np.asarray(p_take, float), np.asarray(p_back, float), np.asarray(groups)
+    names = sorted(set(groups.tolist()))
+    best: tuple[float, float] = (2.0, 1.0)
+    best_key = (float("inf"), 0.0)
+    for margin in BACKCHANNEL_MARGINS:
+        for t in THRESHOLD_GRID:
+            s = (pb >= t) & (pb >= margin * pt)
+            if s.sum() < min_suggestions:
+                continue
+            precision = float((s & yb).sum() / s.sum())
+            if precision < min_precision:
+                continue
+            gap = float(
+                np.mean(
+                    [
+                        _log_rate_gap(float(s[groups == g].mean()), float(yb[groups == g].mean()))
+                        for g in names
+                        if yb[groups == g].any()
+                    ]
+                    or [float("inf")]
+                )
+            )
+            key = (gap, -precision)
+            if key < best_key:
+                best, best_key = (float(t), float(margin)), key
+    return best

@@ -27,8 +27,10 @@ from polylogue.evaluation.metrics import (
     MIN_BOOTSTRAP_GROUPS,
     OUTCOME_LABELS,
     OUTCOME_PRED_LABELS,
+    SweepPoint,
     bootstrap_warning,
     outcome_metrics,
+    sweep_point,
 )
 from polylogue.evaluation.runner import RUN_KIND, metrics_from_records, read_predictions
 
@@ -356,40 +358,100 @@ def threshold_plot(runs: Sequence[RunSummary]) -> str | None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.4))
+    # Fixed 0-100 axes (as the category bars): plots of different reports compare by eye.
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 4.2), layout="constrained")
     names = legend_names([r for r, _ in sweeps])
+    handles: list[Any] = []
     labelled: set[float] = set()
-    for (run, s), name in zip(sweeps, names, strict=True):
-        (line,) = a.plot(s["thresholds"], [100 * v for v in s["balanced_accuracy"]], label=name)
-        fir = [100 * v for v in s["false_interruption_rate"]]
-        mtr = [100 * v for v in s["missed_turn_rate"]]
-        b.plot(fir, mtr, label=name, color=line.get_color())
+    for i, ((run, s), name) in enumerate(zip(sweeps, names, strict=True)):
+        color = f"C{i % 10}"
+        if zero_one_scores(s):
+            # A 0/1 P(SPEAK) has one operating point, not a curve: a line from it to the
+            # corners would cross every real curve. A marker, and its BalAcc in the legend.
+            pt = threshold_marker(run, 0.5)
+            handles += b.plot(
+                [100 * pt.false_interruption_rate],
+                [100 * pt.missed_turn_rate],
+                "s",
+                color=color,
+                clip_on=False,  # often a corner (never or always speaks): drawn whole
+                zorder=3,
+                label=f"{name} (0/1 scores: one operating point, "
+                f"BalAcc {100 * pt.balanced_accuracy:.1f}% at every threshold)",
+            )
+            continue
+        handles += a.plot(
+            s["thresholds"], [100 * v for v in s["balanced_accuracy"]], color=color, label=name
+        )
+        b.plot(
+            [100 * v for v in s["false_interruption_rate"]],
+            [100 * v for v in s["missed_turn_rate"]],
+            color=color,
+        )
         t = run.threshold
         if t is not None:  # the run's own decision threshold, on both curves
-            k = sweep_index(s["thresholds"], t)
-            a.axvline(t, color=line.get_color(), ls=":", lw=1)
-            a.plot([t], [100 * s["balanced_accuracy"][k]], "o", color=line.get_color())
-            b.plot([fir[k]], [mtr[k]], "o", color=line.get_color())
+            pt = threshold_marker(run, t)
+            a.axvline(t, color=color, ls=":", lw=1)
+            a.plot([t], [100 * pt.balanced_accuracy], "o", color=color)
+            b.plot(
+                [100 * pt.false_interruption_rate], [100 * pt.missed_turn_rate], "o", color=color
+            )
             if round(t, 2) not in labelled:  # runs of one model share it: label it once
                 labelled.add(round(t, 2))
                 a.annotate(f" t={t:.2f}", (t, 0.03), xycoords=a.get_xaxis_transform(), fontsize=7)
+    if any(r.threshold is not None and not zero_one_scores(s) for r, s in sweeps):
+        handles.append(
+            Line2D([], [], marker="o", ls="none", color="black", label="decision threshold")
+        )
+    a.set_xlim(0, 1)
+    a.set_ylim(0, 100)
+    b.set_xlim(0, 100)
+    b.set_ylim(0, 100)
     a.set_xlabel("threshold on P(SPEAK)")
     a.set_ylabel("balanced accuracy %")
     a.set_title("Balanced accuracy vs threshold")
     b.set_xlabel("false interruptions % (of SILENT points)")
     b.set_ylabel("missed turns % (of SPEAK points)")
     b.set_title("Interruption vs missed-turn trade-off")
-    a.legend(fontsize=7)
-    b.text(
-        0.98, 0.98, "● decision threshold", transform=b.transAxes, ha="right", va="top", fontsize=7
-    )
+    # Below both plots, so it never covers a curve.
+    fig.legend(handles=handles, loc="outside lower center", fontsize=7, ncol=1)
     return _png(fig)
 
 
-def sweep_index(thresholds: Sequence[float], t: float) -> int:
-    """Index of the swept threshold closest to ``t``."""
-    return min(range(len(thresholds)), key=lambda i: abs(float(thresholds[i]) - t))
+def zero_one_scores(sweep: dict[str, Any]) -> bool:
+    """Whether a run's swept thresholds are only 0 and 1 (a constant or hard 0/1 predictor)."""
+    return all(float(t) in (0.0, 1.0) for t in sweep["thresholds"])
+
+
+def threshold_marker(run: RunSummary, t: float) -> SweepPoint:
+    """The run's threshold curve at exactly ``t``, from its predictions (``SPEAK if p >= t``, as
+    the run decided, so the dot matches the table); without predictions, the swept row that
+    gives the same decisions as ``t`` (exact unless the sweep was thinned)."""
+    path = run.folder / "predictions.jsonl"
+    records = read_predictions(path) if path.is_file() else []
+    if records:
+        pt = sweep_point(
+            [r["gold"] for r in records],
+            [r.get("p_speak") for r in records],
+            t,
+            pred=[r.get("decision") for r in records],
+        )
+        if pt is not None:
+            return pt
+    s = run.metrics["threshold_sweep"]
+    k = sweep_row(s["thresholds"], t)
+    return SweepPoint(
+        t, s["balanced_accuracy"][k], s["false_interruption_rate"][k], s["missed_turn_rate"][k]
+    )
+
+
+def sweep_row(thresholds: Sequence[float], t: float) -> int:
+    """Row of a sweep (thresholds falling) whose decisions ``p >= threshold`` are those of ``t``:
+    the last row with threshold >= ``t`` (the first row when ``t`` is above them all)."""
+    rows = [i for i, x in enumerate(thresholds) if float(x) >= t]
+    return rows[-1] if rows else 0
 
 
 # ----------------------------------------------------------------------------- html
@@ -434,7 +496,8 @@ def write_report(
     md = f"# {title}\n\n" + markdown_table(rows)
     if refs:
         md += "\nReference runs:\n\n" + markdown_table(table_rows(refs))
-    outcomes = outcome_markdown([*runs, *refs])
+    sections = outcome_sections([*runs, *refs])
+    outcomes = agent_markdown([*runs, *refs]) + outcome_markdown(sections)
     if outcomes:
         md += "\n" + outcomes
     (out / "report.md").write_text(md, encoding="utf-8")
@@ -458,6 +521,7 @@ def write_report(
         "table{border-collapse:collapse;font-size:14px}"
         "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}"
         "td:first-child,td:nth-child(2),td:nth-child(3){text-align:left}img{margin:6px}"
+        "table.outcomes td:nth-child(n+2){text-align:right}"
     )
     figures = "".join(
         f"<h2>{html.escape(t)}</h2><img alt='{html.escape(t)}' src='data:image/png;base64,{b}'>"
@@ -468,12 +532,83 @@ def write_report(
         f'<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
         f"<style>{style}</style></head><body>\n<h1>{html.escape(title)}</h1>"
         f"{_html_table(rows)}<ul>{notes}</ul>\n{ref_table}\n"
-        + (f"<pre>{html.escape(outcomes)}</pre>\n" if outcomes else "")
+        + f"{agent_html([*runs, *refs])}{outcome_html(sections)}\n"
         + f"{figures}\n"
         f"<h2>Confusion matrices</h2><div>{confusions}</div></body></html>\n"
     )
     (out / "report.html").write_text(page, encoding="utf-8")
     return [out / "report.md", out / "report.csv", out / "report.html"]
+
+
+# ----------------------------------------------------------------------------- agent behaviour
+
+
+AGENT_HEAD = (
+    "Run", "Data", "Speak ratio", "Precision", "False interr.", "Missed turns", "I1 recall",
+    "False interj./10 min", "Missed I1/10 min",
+)  # fmt: skip
+AGENT_NOTE = (
+    "Speak ratio = predicted SPEAK rate / real rate (1.0: as often as people did); "
+    "per-10-minute figures count one listener's view of the conversation."
+)
+
+
+def agent_rows(runs: Sequence[RunSummary]) -> list[list[str]]:
+    """What each run's decisions would make an agent do (``metrics.json`` ``agent``): how
+    often it speaks against people, how often it is right when it does, what it misses."""
+
+    def num(v: float | None, digits: int = 2) -> str:
+        return "–" if v is None else f"{v:.{digits}f}"
+
+    out = []
+    for run in runs:
+        a = run.metrics.get("agent")
+        if not a:
+            continue
+        out.append(
+            [
+                run.label,
+                f"{run.dataset}/{run.split}",
+                num(a.get("speak_ratio")),
+                _pct(a.get("precision")),
+                _pct(a.get("false_interruption_rate")),
+                _pct(a.get("missed_turn_rate")),
+                f"{_pct(a.get('i1_recall'))} (n={a.get('n_I1', 0)})",
+                num(a.get("false_interjections_per_10min"), 1),
+                num(a.get("missed_addressed_per_10min"), 1),
+            ]
+        )
+    return out
+
+
+def agent_markdown(runs: Sequence[RunSummary]) -> str:
+    rows = agent_rows(runs)
+    if not rows:
+        return ""
+    lines = [
+        "## Agent behaviour",
+        "",
+        AGENT_NOTE,
+        "",
+        "| " + " | ".join(AGENT_HEAD) + " |",
+        "|---|---|" + "---:|" * (len(AGENT_HEAD) - 2),
+        *("| " + " | ".join(r) + " |" for r in rows),
+    ]
+    return "\n".join(lines) + "\n\n"
+
+
+def agent_html(runs: Sequence[RunSummary]) -> str:
+    rows = agent_rows(runs)
+    if not rows:
+        return ""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in AGENT_HEAD)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows
+    )
+    return (
+        f"<h2>Agent behaviour</h2><p>{html.escape(AGENT_NOTE)}</p>"
+        f'<table class="outcomes"><tr>{head}</tr>{body}</table>\n'
+    )
 
 
 # ----------------------------------------------------------------------------- three outcomes
@@ -509,47 +644,105 @@ def run_outcomes(run: RunSummary) -> dict[str, Any] | None:
             for p in bench.points(str(ds.get("split")))
             if p.gold.outcome is not None
         }
+    # A three-way model records its action (SPEAK / BACKCHANNEL / SILENT) beside the floor
+    # decision; a binary one only the decision.
     pairs = [
-        (gold[str(r["point_id"])], r.get("decision")) for r in records if str(r["point_id"]) in gold
+        (gold[str(r["point_id"])], (r.get("extra") or {}).get("action") or r.get("decision"))
+        for r in records
+        if str(r["point_id"]) in gold
     ]
     if not pairs:
         return None
     return outcome_metrics([g for g, _ in pairs], [p for _, p in pairs])
 
 
-def outcome_markdown(runs: Sequence[RunSummary]) -> str:
+@dataclass(frozen=True)
+class OutcomeSection:
+    """One run's three-outcome table: cells as text, shared by the Markdown and HTML pages."""
+
+    title: str
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    notes: tuple[str, ...]
+
+
+OUTCOMES_TITLE = "Three outcomes (benchmark v2)"
+
+
+def outcome_sections(runs: Sequence[RunSummary]) -> list[OutcomeSection]:
     """Per run: confusion of gold outcomes vs predictions, per-outcome and floor recall."""
-    parts: list[str] = []
+    sections: list[OutcomeSection] = []
     for run in runs:
         om = run_outcomes(run)
         if om is None:
             continue
-        head = ["Gold \\ predicted", *OUTCOME_PRED_LABELS, "Recall", "Floor recall"]
-        lines = [
-            f"### {run.label} — {run.dataset}/{run.split}",
-            "",
-            "| " + " | ".join(head) + " |",
-            "|---|" + "---:|" * (len(head) - 1),
-        ]
+        rows = []
         for g in OUTCOME_LABELS:
             row = om["confusion"][g]
-            lines.append(
-                f"| {g} | "
-                + " | ".join(f"{row[p]:,}" for p in OUTCOME_PRED_LABELS)
-                + f" | {_pct(om['recall'][g])} | {_pct(om['floor_recall'][g])} |"
+            rows.append(
+                (
+                    g,
+                    *(f"{row[p]:,}" for p in OUTCOME_PRED_LABELS),
+                    _pct(om["recall"][g]),
+                    _pct(om["floor_recall"][g]),
+                )
             )
-        lines += [
-            "",
-            f"- Floor-decision BalAcc: {_pct(om['floor_balanced_accuracy'])} "
+        notes = [
+            f"Floor-decision BalAcc: {_pct(om['floor_balanced_accuracy'])} "
             f"(TAKE_FLOOR vs BACKCHANNEL+SILENT); took the floor at "
-            f"{_pct(om['backchannel_floor_take_rate'])}% of BACKCHANNEL points.",
+            f"{_pct(om['backchannel_floor_take_rate'])}% of BACKCHANNEL points."
         ]
         if not om["three_way"]:
-            lines.append(
-                "- Binary model (SPEAK = TAKE_FLOOR): it never predicts BACKCHANNEL, so that "
+            notes.append(
+                "Binary model (SPEAK = TAKE_FLOOR): it never predicts BACKCHANNEL, so that "
                 "recall is 0; its floor recall is what counts."
             )
+        sections.append(
+            OutcomeSection(
+                f"{run.label} — {run.dataset}/{run.split}",
+                ("Gold \\ predicted", *OUTCOME_PRED_LABELS, "Recall", "Floor recall"),
+                tuple(rows),
+                tuple(notes),
+            )
+        )
+    return sections
+
+
+def outcome_markdown(sections: Sequence[OutcomeSection]) -> str:
+    """The three-outcome sections as Markdown (``report.md``); empty when there are none."""
+    parts: list[str] = []
+    for sec in sections:
+        lines = [
+            f"### {sec.title}",
+            "",
+            "| " + " | ".join(sec.header) + " |",
+            "|---|" + "---:|" * (len(sec.header) - 1),
+            *("| " + " | ".join(r) + " |" for r in sec.rows),
+            "",
+            *(f"- {n}" for n in sec.notes),
+        ]
         parts.append("\n".join(lines) + "\n")
     if not parts:
         return ""
-    return "## Three outcomes (benchmark v2)\n\n" + "\n".join(parts)
+    return f"## {OUTCOMES_TITLE}\n\n" + "\n".join(parts)
+
+
+def outcome_html(sections: Sequence[OutcomeSection]) -> str:
+    """The same sections as HTML tables (``report.html``); empty when there are none."""
+    if not sections:
+        return ""
+    out = [f"<h2>{html.escape(OUTCOMES_TITLE)}</h2>"]
+    for sec in sections:
+        out += [
+            f"<h3>{html.escape(sec.title)}</h3>",
+            '<table class="outcomes"><thead><tr>',
+            *(f"<th>{html.escape(h)}</th>" for h in sec.header),
+            "</tr></thead><tbody>",
+            *(
+                "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
+                for r in sec.rows
+            ),
+            "</tbody></table>",
+            "<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in sec.notes) + "</ul>",
+        ]
+    return "".join(out)

@@ -114,6 +114,9 @@ def _record(pred: Prediction, point: DecisionPoint) -> dict[str, Any]:
             "group": point.group,
             "corpus": point.input.corpus,
             "conversation_id": point.input.conversation_id,
+            "target": point.input.target.id,
+            "outcome": None if point.gold.outcome is None else point.gold.floor_outcome.value,
+            "pause_time": point.gold.pause_time,
         }
     )
     return rec
@@ -125,10 +128,10 @@ def _record(pred: Prediction, point: DecisionPoint) -> dict[str, Any]:
 def metrics_from_records(
     records: Sequence[dict[str, Any]], *, n_boot: int = 1000, seed: int = 0
 ) -> dict[str, Any]:
-    from polylogue.evaluation.metrics import compute_metrics
+    from polylogue.evaluation.metrics import agent_metrics, compute_metrics, listener_minutes
 
     probs = [r.get("p_speak") for r in records]
-    return compute_metrics(
+    metrics = compute_metrics(
         [r["gold"] for r in records],
         [r.get("decision") for r in records],
         [r.get("category") for r in records],
@@ -137,6 +140,21 @@ def metrics_from_records(
         n_boot=n_boot,
         seed=seed,
     )
+    # What an agent acting on these decisions would do (rate and precision beside accuracy).
+    minutes = None
+    if all("target" in r and r.get("pause_time") is not None for r in records):
+        minutes = listener_minutes(
+            [r["conversation_id"] for r in records],
+            [r["target"] for r in records],
+            [r["pause_time"] for r in records],
+        )
+    metrics["agent"] = agent_metrics(
+        [r["gold"] == "SPEAK" for r in records],
+        [r.get("decision") == "SPEAK" for r in records],
+        [r.get("category") for r in records],
+        minutes,
+    )
+    return metrics
 
 
 # ----------------------------------------------------------------------------- the run

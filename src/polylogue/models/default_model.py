@@ -12,30 +12,34 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from polylogue.engine.engine import describe_cues
+from polylogue.engine.deployment import Action, Deployment
+from polylogue.engine.engine import describe_cues, is_addressed
 from polylogue.engine.extract import FeatureExtractor
 from polylogue.engine.features import N_FEATURES
-from polylogue.engine.model import TurnTakingModel, load_model, model_dir_for
 from polylogue.models.base import ModelSpecError, Prediction
 from polylogue.turntaking.types import Decision, DecisionInput
 
 
 class DefaultPredictor:
-    """Batch predictions for decision inputs; conversation state is reused across calls."""
+    """Batch predictions for decision inputs; conversation state is reused across calls.
 
-    def __init__(
-        self, model: TurnTakingModel, threshold: float | None = None, model_dir: Path | None = None
-    ) -> None:
-        self.model = model
-        self.threshold = model.threshold if threshold is None else float(threshold)
-        self.model_dir = model_dir or model_dir_for(None)
-        self._extractor = FeatureExtractor.for_model(model)
+    ``decision`` is the floor decision (SPEAK only when the deployment's rule says SPEAK); the
+    three-way action (SPEAK / BACKCHANNEL / SILENT) is in ``extra["action"]``, with
+    ``p_backchannel``, so ``eval`` scores both views.
+    """
+
+    def __init__(self, deployment: Deployment) -> None:
+        self.deployment = deployment
+        self.model = deployment.model
+        self._extractor = FeatureExtractor.for_model(self.model)
 
     @property
     def name(self) -> str:
         return "default"
+
+    @property
+    def threshold(self) -> float:
+        return self.deployment.take_floor_threshold
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -46,6 +50,7 @@ class DefaultPredictor:
                 k: v.get("data_hash") for k, v in self.model.metadata.get("trained_on", {}).items()
             },
             "threshold": self.threshold,
+            "deployment": self.deployment.to_dict(),
         }
         if self.model.feature_blocks:
             out["feature_blocks"] = list(self.model.feature_blocks)
@@ -56,20 +61,27 @@ class DefaultPredictor:
         # at once, so each prediction's latency is its share of the batch.
         start = time.perf_counter()
         x = self._extractor.features(inputs)
-        p = self.model.proba(x) if len(inputs) else np.empty(0)
+        outcomes = self.model.outcomes(x) if len(inputs) else None
         latency = (time.perf_counter() - start) / max(len(inputs), 1)
+        if outcomes is None:
+            return []
         out: list[Prediction] = []
-        for inp, row, prob in zip(inputs, x, p.tolist(), strict=True):
-            decision = Decision.SPEAK if prob >= self.threshold else Decision.SILENT
+        dep = self.deployment
+        for inp, row, p_take, p_back in zip(
+            inputs, x, outcomes.take_floor.tolist(), outcomes.backchannel.tolist(), strict=True
+        ):
+            action = dep.choose(p_take, p_back, is_addressed(row))
+            decision = Decision.SPEAK if action is Action.SPEAK else Decision.SILENT
             out.append(
                 Prediction(
                     point_id=inp.point_id,
                     decision=decision,
-                    p_speak=prob,
+                    p_speak=p_take,
                     reasoning=None,
-                    raw_output=f"{decision.value} p={prob:.3f}",
+                    raw_output=f"{action.value} p={p_take:.3f} p_back={p_back:.3f}",
                     latency_s=latency,
                     cues=describe_cues(row[:N_FEATURES]),
+                    extra={"action": action.value, "p_backchannel": round(p_back, 6)},
                 )
             )
         return out
@@ -79,21 +91,24 @@ def load_default_predictor(
     threshold: float | None = None,
     model_dir: str | Path | None = None,
     domain: str | None = None,
+    operating_point: str | None = None,
     **unknown: Any,
 ) -> DefaultPredictor:
     """The shipped model (or a model folder written by ``polylogue train-default``).
 
-    Options: ``threshold`` (decision threshold on calibrated P(SPEAK)), ``model_dir``,
-    ``domain`` (meeting, tv, earnings, chat: that domain's shipped model, ``chat`` has its own,
-    and its validation-chosen threshold unless ``threshold`` is given).
+    Options: ``model_dir``, ``domain`` (meeting, tv, earnings, chat: that domain's shipped
+    model, ``chat`` has its own), ``operating_point`` (balanced, matched, polite,
+    addressed-only; default ``matched``) and a raw ``threshold`` on calibrated P(SPEAK) that
+    overrides the point's floor threshold; resolved by
+    :class:`~polylogue.engine.deployment.Deployment`, as in every other front end.
     """
     if unknown:
         raise ModelSpecError(
             f"unknown option(s) for the default model: {', '.join(sorted(unknown))} "
-            "(known: threshold, model_dir, domain)"
+            "(known: threshold, model_dir, domain, operating_point)"
         )
-    folder = Path(model_dir) if model_dir is not None else model_dir_for(domain)
-    model = load_model(folder)
-    if threshold is None and domain is not None:
-        threshold = model.threshold_for(domain)
-    return DefaultPredictor(model, threshold=threshold, model_dir=folder)
+    return DefaultPredictor(
+        Deployment.resolve(
+            model_dir=model_dir, domain=domain, operating_point=operating_point, threshold=threshold
+        )
+    )

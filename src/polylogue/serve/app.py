@@ -3,9 +3,11 @@
 Protocol (JSON; with a server token, HTTP routes need ``Authorization: Bearer TOKEN``, the
 WebSocket upgrade that header or ``?token=``, since browsers cannot set headers on sockets):
 
-* ``POST /v1/sessions`` ``{"agent": "Dave", "participants": [...], "policy": {...}}`` ->
-  201 ``{"session_id": ...}``, answered only once the session is stored (``participants``
-  optional: without them the roster is learnt).
+* ``POST /v1/sessions`` ``{"agent": "Dave", "participants": [...], "deployment": {"domain"?,
+  "operating_point"?, "threshold"?, "role"?}, "policy": {...}}`` -> 201 ``{"session_id": ...,
+  "deployment": {...}}``, answered only once the session is stored (``participants``
+  optional: without them the roster is learnt; a bad deployment option is a 400 naming the
+  option and its valid values).
 * ``POST /v1/sessions/{id}/events`` one event or a list -> ``{"results": [...]}``.
 * ``WS /v1/sessions/{id}/stream``: send events, receive one result per event, in order.
 * ``GET /v1/sessions/{id}`` (includes ``last_seq``), ``DELETE /v1/sessions/{id}``,
@@ -13,9 +15,10 @@ WebSocket upgrade that header or ``?token=``, since browsers cannot set headers 
 
 Events: ``{"type": "utterance", "speaker", "text", "start"?, "end"?, "final"?: true}``,
 ``{"type": "join", "participants": [...]}``, ``{"type": "leave", "participant"}``,
-``{"type": "agent_speech", "speaking": bool, "time"?, "text"?}``, ``{"type": "reset"}``; any
-event may carry an integer ``"seq"``: echoed back, and an event whose ``seq`` is not above
-the session's ``last_seq`` is a resend and is not applied again (``"duplicate": true``). A
+``{"type": "agent_speech", "speaking": bool, "time"?, "text"?}``, ``{"type": "reset"}``,
+``{"type": "role", "role": "observer" | "assistant" | "facilitator" | null}``; any event may
+carry an integer ``"seq"``: echoed back, and an event whose ``seq`` is not above the
+session's ``last_seq`` is a resend and is not applied again (``"duplicate": true``). A
 result is ``{"ok": true, "seq", "decision"?, "barge_in"?}`` or ``{"ok": false, "seq",
 "error"}``; a bad event (or frame) never closes the socket and never touches another session.
 See docs/serve.md for the resume protocol and the status codes.
@@ -45,9 +48,9 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from polylogue.conversation import Participant, Utterance
-from polylogue.engine.engine import TurnTakingEngine
-from polylogue.engine.live import LiveConversation, Policy
-from polylogue.engine.model import TurnTakingModel, load_model
+from polylogue.engine.deployment import Deployment, DeploymentError
+from polylogue.engine.live import LiveConversation, Policy, snapshot_deployment
+from polylogue.engine.model import TurnTakingModel, load_model, model_dir_for
 from polylogue.errors import PolylogueInputError
 from polylogue.serve.guard import RequestGuard, bound_hosts, is_loopback, token_problem
 from polylogue.serve.metrics import Metrics
@@ -178,8 +181,16 @@ class ResetEvent(_Strict):
     seq: Seq | None = None
 
 
+class RoleEvent(_Strict):
+    """Switch the session's role at run time (``observer``: decisions logged, never spoken)."""
+
+    type: Literal["role"]
+    seq: Seq | None = None
+    role: str | None = None
+
+
 Event = Annotated[
-    UtteranceEvent | JoinEvent | LeaveEvent | AgentSpeechEvent | ResetEvent,
+    UtteranceEvent | JoinEvent | LeaveEvent | AgentSpeechEvent | ResetEvent | RoleEvent,
     Field(discriminator="type"),
 ]
 _EVENT = TypeAdapter(Event)
@@ -189,6 +200,9 @@ class SessionIn(_Strict):
     agent: str = Field(min_length=1, max_length=200)
     participants: list[ParticipantIn] = Field(default_factory=list, max_length=MAX_PARTICIPANTS)
     policy: dict[str, Any] = Field(default_factory=dict)
+    #: Deployment options (``domain``, ``operating_point``, ``threshold``, ``role``); the
+    #: model folder is the server's (``serve --model-dir``), never a request's.
+    deployment: dict[str, Any] = Field(default_factory=dict)
     session_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{1,64}$")
 
 
@@ -248,28 +262,49 @@ class Sessions:
     def __init__(
         self,
         store: SessionStore,
-        model: TurnTakingModel,
+        model: TurnTakingModel | None,
         metrics: Metrics,
         idle_s: float = 1800.0,
         max_sessions: int = 10_000,
         max_cached: int = 2_000,
     ) -> None:
         self.store = store
+        #: The server's own model (``--model-dir``) for every session; None: each session gets
+        #: the shipped model of its domain (the chat domain has its own).
         self.model = model
+        self._models: dict[str, TurnTakingModel] = {}
         self.metrics = metrics
         self.idle_s = idle_s
         self.max_sessions = max_sessions
         self.max_cached = max_cached
         self.cache: OrderedDict[str, _Cached] = OrderedDict()
 
-    def _engine(self) -> TurnTakingEngine:
-        return TurnTakingEngine(self.model)
+    def _model_for(self, domain: Any) -> TurnTakingModel:
+        """The loaded model a session of ``domain`` runs on (each folder loaded once)."""
+        if self.model is not None:
+            return self.model
+        folder = model_dir_for(domain if isinstance(domain, str) else None)
+        model = self._models.get(str(folder))
+        if model is None:
+            model = self._models[str(folder)] = load_model(folder)
+        return model
+
+    def deployment(self, options: dict[str, Any]) -> Deployment:
+        """A session's deployment from its request/snapshot options (validated: 400 if bad)."""
+        if "model_dir" in options:
+            raise DeploymentError(
+                "deployment.model_dir", "a session cannot choose a model folder; start "
+                "`polylogue serve --model-dir DIR` instead",
+            )  # fmt: skip
+        return Deployment.from_options(options, model=self._model_for(options.get("domain")))
 
     def _start(self, spec: SessionIn) -> LiveConversation:
         """The one place a session's live conversation is built from its creation body."""
         policy = Policy.from_dict(spec.policy)
         participants = [p.to_participant() for p in spec.participants]
-        return LiveConversation.start(spec.agent, participants, policy, self._engine())
+        return LiveConversation.start(
+            spec.agent, participants, policy, self.deployment(spec.deployment)
+        )
 
     @staticmethod
     def _snapshot(c: _Cached) -> dict[str, Any]:
@@ -308,7 +343,9 @@ class Sessions:
             raise SessionNotFound(f"no session {sid!r} (never created, deleted or expired)")
         version, snap = loaded
         last_seq = snap.pop(_LAST_SEQ, None)
-        c = _Cached(version, LiveConversation.from_dict(snap, self._engine()), last_seq)
+        domain = (snap.get("deployment") or {}).get("domain")
+        deployment = snapshot_deployment(snap, self._model_for(domain))
+        c = _Cached(version, LiveConversation.from_dict(snap, deployment), last_seq)
         self._remember(sid, c)
         return c
 
@@ -416,6 +453,7 @@ class Sessions:
             "participants": [p.to_dict() for p in live.engine.participants.values()],
             "present": list(live.present),
             "policy": live.policy.to_dict(),
+            "deployment": live.deployment.to_dict(),
             "version": c.version,
             "last_seq": c.last_seq,
         }
@@ -468,6 +506,9 @@ def _apply(live: LiveConversation, e: Event) -> dict[str, Any]:
         live.leave(e.participant)
     elif isinstance(e, AgentSpeechEvent):
         live.agent_speech(e.speaking, e.time, e.text)
+    elif isinstance(e, RoleEvent):
+        live.set_role(e.role)
+        return {"deployment": live.deployment.to_dict()}
     else:
         live.reset()
     return {}
@@ -496,6 +537,8 @@ class ServeSettings:
     port: int | None = None
     #: origins (``scheme://host:port``) whose web pages may call the service; ``*``: any
     allow_origins: tuple[str, ...] = ()
+    #: Every session's model folder (None: the shipped model of each session's domain).
+    model_dir: str | None = None
 
     def to_json(self) -> str:
         return json.dumps(self.__dict__)
@@ -522,6 +565,7 @@ class ServeSettings:
             allowed_hosts=bound_hosts(self.host),
             port=self.port,
             allow_origins=self.allow_origins,
+            model=None if self.model_dir is None else load_model(self.model_dir),
         )
 
 
@@ -566,7 +610,7 @@ def create_app(
     """
     metrics = Metrics()
     pid = os.getpid()  # in traces: which process answered (--workers)
-    sessions = Sessions(store, model or load_model(), metrics, idle_s, max_sessions)
+    sessions = Sessions(store, model, metrics, idle_s, max_sessions)
 
     def offered_token(headers: Any) -> str:
         auth = str(headers.get("authorization", ""))
@@ -624,6 +668,7 @@ def create_app(
                 "session_id": sid,
                 "agent": live.agent.pid,
                 "agent_resolved": not live.agent.provisional,
+                "deployment": live.deployment.to_dict(),
             },
             status_code=201,
         )

@@ -56,7 +56,7 @@ class CounterMetric:
 
 #: Label values every series starts with (``none``: no decision point, e.g. a filler).
 ACTIONS = ("SPEAK", "BACKCHANNEL", "SILENT", "none")
-EVENT_TYPES = ("utterance", "join", "leave", "agent_speech", "reset")
+EVENT_TYPES = ("utterance", "join", "leave", "agent_speech", "reset", "role")
 #: The usual kinds; others (an exception's class name) appear when they first happen.
 ERROR_KINDS = (
     "NotJSON",

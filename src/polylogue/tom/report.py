@@ -53,6 +53,22 @@ METRICS: tuple[tuple[str, str], ...] = (
     ("t32pc_acc", "Task 3.2 strict: gold PC"),
     ("t32pred_acc", "Task 3.2 strict: predicted PC"),
 )
+#: What the scoring modes and the Task 3.2 columns mean, printed under every table that shows
+#: them (``tom score``, ``tom report``): the official 3.2 rewards never predicting
+#: PSEUDO_CONSENSUS, which a bare "Task 3.2 Acc. 100.00" does not say.
+MODE_RULES: dict[str, str] = {
+    "official": "missing answers are dropped from n, as in the official evaluator",
+    "strict": "every gold item counts; missing/invalid answers count as wrong",
+}
+TASK32_NOTES: dict[str, str] = {
+    "t32": "Task 3.2 (official definition): dissenter accuracy over the CONSENSUS items whose "
+    "Q1 the model got right; a model that never predicts PSEUDO_CONSENSUS keeps only gold-NONE "
+    "items there and scores 100%.",
+    "t32pc": "Task 3.2 strict: gold PC: dissenter accuracy over the items whose gold Q1 is "
+    "PSEUDO_CONSENSUS, whatever the model's Q1 (missing = wrong); a never-PC model scores 0.",
+    "t32pred": "Task 3.2 strict: predicted PC: dissenter accuracy over the items where the model "
+    "answered PSEUDO_CONSENSUS (right only if gold agrees); no value (n = 0) when it never does.",
+}
 #: Accuracy and macro-F1 of the five questions (the ablation tables).
 ACC_MACRO = (
     "t1_acc",
@@ -275,11 +291,7 @@ def _n_note(runs: Sequence[RunScores]) -> str:
     if not runs:
         return ""
     mode = runs[0].mode
-    rule = (
-        "missing/invalid answers count as wrong"
-        if mode == "strict"
-        else "missing answers are dropped from n, as in the official evaluator"
-    )
+    rule = MODE_RULES[mode]
 
     def fmt(r: RunScores) -> str:
         ns = ", ".join(f"{k}={v}" for k, v in sorted(r.n.items()))
@@ -293,6 +305,28 @@ def _n_note(runs: Sequence[RunScores]) -> str:
         return f"\n\n_Scoring: {mode} ({rule}); n: {texts.pop()}._"
     per_run = "; ".join(f"{r.model} [{r.options.name}]: {fmt(r)}" for r in runs)
     return f"\n\n_Scoring: {mode} ({rule}); n: {per_run}._"
+
+
+def task32_notes(runs: Sequence[RunScores], columns: Sequence[str]) -> list[str]:
+    """Footnotes for the Task 3.2 columns among ``columns`` (metric keys such as ``t32_acc``),
+    and a line per run that scored the official 3.2 without ever predicting PSEUDO_CONSENSUS."""
+    shown = {c.rsplit("_", 1)[0] for c in columns}
+    notes = [text for key, text in TASK32_NOTES.items() if key in shown]
+    if "t32" in shown:
+        for r in runs:
+            v = r.values.get("t32_acc")
+            if v is not None and r.n.get("t32pred") == 0:
+                notes.append(
+                    f"{r.model} [{r.options.name}] never predicted PSEUDO_CONSENSUS: its Task 3.2 "
+                    f"of {_pct(v)} is over gold-NONE items only and says nothing about finding "
+                    "dissenters (see gold PC)."
+                )
+    return list(dict.fromkeys(notes))  # one line per model and variant, whatever the modes
+
+
+def _notes_block(runs: Sequence[RunScores], columns: Sequence[str]) -> str:
+    notes = task32_notes(runs, columns)
+    return "\n\n" + "\n".join(f"- {n}" for n in notes) if notes else ""
 
 
 BASE = ToMPromptOptions()
@@ -349,6 +383,7 @@ def tom_table1(
         "Table 1. Overall performance\n\n"
         + _table(["Model", *_HEADERS.values()], rows)
         + _n_note(used)
+        + _notes_block(used, [k for k, _ in METRICS])
     )
 
 
@@ -382,7 +417,7 @@ def _ablation(
     if leak is not None and "t21_acc" in columns:  # the floor under every Task 2.1 number
         rows.insert(0, [LEAK_ROW, "–", *(_pct(leak.get(c)) for c in columns)])
     header = ["Model", first_col, *(_HEADERS[c] for c in columns)]
-    return f"{title}\n\n" + _table(header, rows) + _n_note(used)
+    return f"{title}\n\n" + _table(header, rows) + _n_note(used) + _notes_block(used, columns)
 
 
 def _modality(modality: str) -> dict[str, Any]:

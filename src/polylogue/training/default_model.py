@@ -46,6 +46,7 @@ from polylogue.evaluation.metrics import (
     best_mean_balanced_accuracy_threshold,
     expected_calibration_error,
 )
+from polylogue.training.operating_points import ScoredSplit, choose_operating_points
 from polylogue.turntaking.dataset import Benchmark
 from polylogue.turntaking.types import Decision, DecisionPoint, Outcome
 
@@ -449,6 +450,12 @@ def train_default_model(
     back_trees, back_calibration, back_threshold, bbooster = back
     pb_val = _backchannel_proba(bbooster, back_calibration, val.x, p_val, opts.threads)
     log(f"backchannel booster ({time.perf_counter() - t0:.0f}s)")
+    operating_points = choose_operating_points(
+        ScoredSplit(
+            np.asarray(val.corpus), val.y == 1, val.backchannel == 1, p_val, np.asarray(pb_val)
+        )
+    )
+    log(f"operating points {operating_points}")
 
     metrics: dict[str, Any] = {
         "validation": metric_table(val, p_val, threshold),
@@ -487,6 +494,7 @@ def train_default_model(
         backchannel_threshold=back_threshold,
         domain_thresholds=domain_thresholds,
         feature_blocks=blocks,
+        operating_points=operating_points,
     )
     log(
         f"threshold {threshold:.2f}, backchannel {back_threshold:.2f}; "

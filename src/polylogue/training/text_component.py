@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from polylogue.engine.deployment import balanced_threshold
 from polylogue.engine.text_tier import MAX_TOKENS, render_point
 from polylogue.turntaking.dataset import Benchmark, load_benchmark
 from polylogue.turntaking.types import Decision, DecisionPoint
@@ -444,7 +445,7 @@ def stage_fuse(work: Path) -> dict[str, Any]:
     report: dict[str, Any] = {"corpora": {}}
     for c in sorted(set(corpus.tolist())):
         m = corpus == c
-        thr_trees = shipped.threshold_for(domain_of_corpus(c))
+        thr_trees = balanced_threshold(shipped, domain_of_corpus(c))
         preds = {
             "fused": pred_fused[m],
             "text_alone": pred_text[m],
@@ -508,7 +509,7 @@ def stage_test(work: Path) -> dict[str, Any]:
         d = domain_of_corpus(c)
         preds = {
             "fused": (fused[m] >= val["final_thresholds"].get(d or "", 0.5)).astype(np.int8),
-            "trees": (s["p_trees"][m] >= shipped.threshold_for(d)).astype(np.int8),
+            "trees": (s["p_trees"][m] >= balanced_threshold(shipped, d)).astype(np.int8),
             "baseline": s["baseline"][m],
         }
         row: dict[str, Any] = {"n": int(m.sum()), "speak_rate": float(y[m].mean())}

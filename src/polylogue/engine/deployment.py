@@ -1,0 +1,313 @@
+"""The deployment layer: which model, which domain, which operating point, resolved once.
+
+The engine returns probabilities (P(take floor), P(backchannel)); what an agent *does* with them
+is a deployment choice, and every front end (``polylogue decide``, ``eval``, ``tune-threshold``,
+``serve`` sessions, the LiveKit and Pipecat adapters) builds one :class:`Deployment` from the same
+options, so the same stream gets the same actions everywhere:
+
+* the model folder: the shipped general model, the shipped chat model (``domain="chat"``), or a
+  folder written by ``polylogue train-default``;
+* the deployment domain (``meeting``, ``tv``, ``earnings``, ``chat``; None: the overall one);
+* the operating point, a named set of thresholds chosen on validation and stored in the model's
+  ``model.json`` (see :data:`OPERATING_POINTS`), or a raw ``threshold`` that overrides the floor
+  threshold of the chosen point;
+* the role (``observer``, ``assistant``, ``facilitator``): a preset over the operating point and
+  whether the agent may speak at all.
+
+One rule turns the three calibrated probabilities into one action (:meth:`Deployment.choose`):
+
+1. BACKCHANNEL when P(backchannel) >= ``backchannel`` and P(backchannel) >=
+   ``backchannel_margin`` x P(take floor): a short acknowledgement is about as likely as a floor
+   take, and far cheaper to get wrong than an interruption;
+2. otherwise SPEAK when P(take floor) >= ``take_floor``;
+3. otherwise SILENT.
+
+A point whose backchannel threshold is above 1 never suggests one (its validation precision
+was too low to be worth saying).
+
+    >>> dep = Deployment.resolve(domain="meeting")              # doctest: +SKIP
+    >>> dep.operating_point, dep.take_floor_threshold          # doctest: +SKIP
+    ('matched', 0.3)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from polylogue.conversation import Participant
+from polylogue.engine.engine import TurnTakingEngine
+from polylogue.engine.model import DOMAINS, TurnTakingModel, load_model, model_dir_for
+from polylogue.errors import PolylogueInputError
+
+
+class Action(StrEnum):
+    SPEAK = "SPEAK"
+    BACKCHANNEL = "BACKCHANNEL"
+    SILENT = "SILENT"
+
+
+#: The named operating points (stored per domain in ``model.json``):
+#:
+#: * ``balanced`` maximises balanced accuracy (the paper's metric; kept for paper-style tables:
+#:   it speaks at about twice the real rate);
+#: * ``matched`` speaks as often as people did (predicted SPEAK rate = real TAKE_FLOOR rate);
+#: * ``polite`` keeps the false-interruption rate at or below 5%;
+#: * ``addressed-only`` speaks only when the words put the turn to the agent (named, or asked
+#:   right after it spoke), at the ``balanced`` floor threshold.
+OPERATING_POINTS: tuple[str, ...] = ("balanced", "matched", "polite", "addressed-only")
+#: What ``decide``, ``serve`` and the adapters use unless told otherwise (see the model card).
+DEFAULT_OPERATING_POINT = "matched"
+#: The key of the thresholds used when no domain is given.
+OVERALL = "default"
+
+
+@dataclass(frozen=True)
+class Role:
+    """A preset over the operating point and whether the agent may speak."""
+
+    name: str
+    #: The operating point the role uses unless one is given explicitly.
+    operating_point: str
+    #: May the agent's decisions be acted on (False: decisions are logged, the action is SILENT).
+    speaks: bool
+    description: str
+
+
+ROLES: dict[str, Role] = {
+    "observer": Role(
+        "observer",
+        DEFAULT_OPERATING_POINT,
+        speaks=False,
+        description="listens and logs every decision (what it would do), never speaks",
+    ),
+    "assistant": Role(
+        "assistant",
+        "addressed-only",
+        speaks=True,
+        description="answers when addressed by name or asked right after it spoke",
+    ),
+    "facilitator": Role(
+        "facilitator",
+        "balanced",
+        speaks=True,
+        description="proactive: steps into open floors (speaks at the balanced point)",
+    ),
+}
+
+
+class DeploymentError(PolylogueInputError):
+    """A deployment option with a value that cannot be used (names the option and the choices)."""
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(f"{option}: {message}")
+        self.option = option
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """One operating point in one domain."""
+
+    take_floor: float
+    #: Above 1: never suggest a backchannel.
+    backchannel: float = 2.0
+    backchannel_margin: float = 1.0
+
+    def to_dict(self) -> dict[str, float]:
+        return {
+            "take_floor": self.take_floor,
+            "backchannel": self.backchannel,
+            "backchannel_margin": self.backchannel_margin,
+        }
+
+
+def choose_action(p_take: float, p_back: float, thresholds: Thresholds) -> Action:
+    """The three-outcome rule (module docstring) for one pause."""
+    if p_back >= thresholds.backchannel and p_back >= thresholds.backchannel_margin * p_take:
+        return Action.BACKCHANNEL
+    if p_take >= thresholds.take_floor:
+        return Action.SPEAK
+    return Action.SILENT
+
+
+def balanced_threshold(model: TurnTakingModel, domain: str | None) -> float:
+    """The ``balanced`` floor threshold of a domain (paper-style tables and comparisons)."""
+    return Deployment.resolve(
+        model=model, domain=domain, operating_point="balanced"
+    ).take_floor_threshold
+
+
+def model_operating_points(model: TurnTakingModel) -> dict[str, dict[str, dict[str, float]]]:
+    """The model's stored points; a folder from before they existed has ``balanced`` only."""
+    if model.operating_points:
+        return model.operating_points
+    legacy = {OVERALL: model.threshold, **model.domain_thresholds}
+    return {
+        "balanced": {
+            d: {"take_floor": t, "backchannel": model.backchannel_threshold}
+            for d, t in legacy.items()
+        }
+    }
+
+
+def _check_choice(option: str, value: str | None, choices: Iterable[str]) -> None:
+    choices = list(choices)
+    if value is not None and value not in choices:
+        raise DeploymentError(
+            option, f"unknown value {value!r}; choose one of {', '.join(choices)}"
+        )
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A model with its domain, operating point and role resolved into one decision rule."""
+
+    model: TurnTakingModel
+    #: None when the model was handed over in memory.
+    model_dir: Path | None
+    domain: str | None
+    operating_point: str
+    thresholds: Thresholds
+    #: Speak only when addressed (the ``addressed-only`` point, or the ``assistant`` role).
+    addressed_only: bool
+    role: str | None = None
+    #: The raw ``threshold`` option when one was given (it replaced the point's floor threshold).
+    threshold_override: float | None = None
+
+    @classmethod
+    def resolve(
+        cls,
+        model_dir: str | Path | None = None,
+        domain: str | None = None,
+        operating_point: str | None = None,
+        threshold: float | None = None,
+        role: str | None = None,
+        model: TurnTakingModel | None = None,
+    ) -> Deployment:
+        """Check every option, load the model (unless given) and pick its thresholds."""
+        _check_choice("domain", domain, DOMAINS)
+        _check_choice("operating point", operating_point, OPERATING_POINTS)
+        _check_choice("role", role, ROLES)
+        if threshold is not None:
+            if isinstance(threshold, bool) or not isinstance(threshold, int | float):
+                raise DeploymentError("threshold", f"{threshold!r} is not a number")
+            if not 0.0 <= float(threshold) <= 1.0:
+                raise DeploymentError("threshold", f"{threshold} is outside [0, 1]")
+        point = operating_point or (ROLES[role].operating_point if role else None)
+        point = point or DEFAULT_OPERATING_POINT
+        folder: Path | None
+        if model is None:
+            folder = Path(model_dir) if model_dir is not None else model_dir_for(domain)
+            model = load_model(folder)
+        else:
+            folder = Path(model_dir) if model_dir is not None else None
+        points = model_operating_points(model)
+        # addressed-only is the balanced floor threshold behind the address gate.
+        stored = "balanced" if point == "addressed-only" else point
+        if stored not in points:
+            where = folder if folder is not None else "the model"
+            raise DeploymentError(
+                "operating point",
+                f"{where} has no {point!r} point (it has: {', '.join(sorted(points))}); "
+                "run `polylogue operating-points` on it",
+            )
+        per_domain = points[stored]
+        values = per_domain.get(domain or OVERALL) or per_domain.get(OVERALL)
+        if values is None:
+            raise DeploymentError(
+                "domain", f"the {stored!r} point has no thresholds for {domain or OVERALL!r}"
+            )
+        base = Thresholds(
+            take_floor=float(values["take_floor"]),
+            backchannel=float(values.get("backchannel", 2.0)),
+            backchannel_margin=float(values.get("backchannel_margin", 1.0)),
+        )
+        if threshold is not None:
+            base = Thresholds(float(threshold), base.backchannel, base.backchannel_margin)
+        return cls(
+            model=model,
+            model_dir=folder,
+            domain=domain,
+            operating_point=point,
+            thresholds=base,
+            addressed_only=point == "addressed-only",
+            role=role,
+            threshold_override=None if threshold is None else float(threshold),
+        )
+
+    @classmethod
+    def from_options(
+        cls, options: Mapping[str, Any], model: TurnTakingModel | None = None
+    ) -> Deployment:
+        """From a JSON-like mapping (a ``serve`` request, a snapshot): unknown keys are errors."""
+        known = ("model_dir", "domain", "operating_point", "threshold", "role")
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise DeploymentError(
+                "deployment", f"unknown option(s) {', '.join(unknown)}; known: {', '.join(known)}"
+            )
+        for key in ("model_dir", "domain", "operating_point", "role"):
+            v = options.get(key)
+            if v is not None and not isinstance(v, str):
+                raise DeploymentError(key.replace("_", " "), f"{v!r} is not a string")
+        return cls.resolve(model=model, **{k: options.get(k) for k in known})
+
+    @property
+    def take_floor_threshold(self) -> float:
+        return self.thresholds.take_floor
+
+    @property
+    def speaks(self) -> bool:
+        """False for the observer role: decisions are made and logged, never acted on."""
+        return self.role is None or ROLES[self.role].speaks
+
+    def choose(self, p_take: float, p_back: float, addressed: bool) -> Action:
+        """The action the rule gives at one pause (before a role silences it)."""
+        action = choose_action(p_take, p_back, self.thresholds)
+        if action is Action.SPEAK and self.addressed_only and not addressed:
+            return Action.SILENT
+        return action
+
+    def with_role(self, role: str | None) -> Deployment:
+        """The same deployment with another role (the operating point stays as resolved)."""
+        _check_choice("role", role, ROLES)
+        return Deployment(
+            self.model,
+            self.model_dir,
+            self.domain,
+            self.operating_point,
+            self.thresholds,
+            self.addressed_only,
+            role,
+            self.threshold_override,
+        )
+
+    def options(self) -> dict[str, Any]:
+        """The options that rebuild this deployment (``from_options``), for snapshots."""
+        out: dict[str, Any] = {
+            "domain": self.domain,
+            "operating_point": self.operating_point,
+            "threshold": self.threshold_override,
+            "role": self.role,
+        }
+        if self.model_dir is not None and self.model_dir != model_dir_for(self.domain):
+            out["model_dir"] = str(self.model_dir)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """What the deployment is, for output headers, run manifests and ``serve`` replies."""
+        return {
+            **self.options(),
+            "model": str(self.model_dir) if self.model_dir is not None else None,
+            "feature_blocks": list(self.model.feature_blocks),
+            "thresholds": self.thresholds.to_dict(),
+            "addressed_only": self.addressed_only,
+            "speaks": self.speaks,
+        }
+
+    def engine(self, participants: Iterable[Participant] = ()) -> TurnTakingEngine:
+        """A fresh engine (probabilities only) on this deployment's model."""
+        return TurnTakingEngine(self.model, participants)

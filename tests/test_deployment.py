@@ -1,0 +1,283 @@
+"""The deployment layer: one resolution of model, domain, operating point and role; the same
+action for the same stream from every front end (decide file and stdin, serve, LiveKit,
+Pipecat); one clear error for a bad option in each of them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from servers import polylogue_serve
+from typer.testing import CliRunner
+
+from polylogue.cli import app
+from polylogue.conversation import Conversation, Utterance
+from polylogue.corpora import load_corpus
+from polylogue.engine.deployment import (
+    DEFAULT_OPERATING_POINT,
+    OPERATING_POINTS,
+    Action,
+    Deployment,
+    DeploymentError,
+    choose_action,
+)
+from polylogue.engine.live import LiveConversation
+from polylogue.engine.model import DEFAULT_MODEL_DIR, DOMAINS, load_model, model_dir_for
+
+N = 120
+
+
+@pytest.fixture(scope="module")
+def meeting() -> Conversation:
+    """The first shared AMI meeting (four speakers), untimed: LiveKit and Pipecat carry no
+    times, so every front end sees exactly the same stream."""
+    conv = next(iter(load_corpus("ami")))
+    assert len({u.speaker for u in conv.utterances}) >= 4
+    return conv
+
+
+def _lines(conv: Conversation) -> list[dict]:
+    return [{"speaker": u.speaker, "text": u.text} for u in conv.utterances[:N]]
+
+
+# ----------------------------------------------------------------------------- resolution
+
+
+def test_shipped_models_carry_every_point_for_every_domain() -> None:
+    for folder in {model_dir_for(None), model_dir_for("chat")}:
+        model = load_model(folder)
+        for point in OPERATING_POINTS:
+            for domain in (None, *DOMAINS):
+                dep = Deployment.resolve(model=model, domain=domain, operating_point=point)
+                assert 0.0 < dep.take_floor_threshold < 1.0
+                assert dep.addressed_only == (point == "addressed-only")
+    general = load_model()
+    for domain in DOMAINS:
+        pts = {
+            p: general.operating_points[p][domain]["take_floor"] for p in general.operating_points
+        }
+        # Matched speaks no more than balanced; polite no more than matched.
+        assert pts["balanced"] <= pts["matched"] <= pts["polite"], (domain, pts)
+
+
+def test_default_point_domain_model_and_overrides() -> None:
+    dep = Deployment.resolve()
+    assert dep.operating_point == DEFAULT_OPERATING_POINT == "matched"
+    assert dep.model_dir == DEFAULT_MODEL_DIR
+    chat = Deployment.resolve(domain="chat")
+    assert chat.model.feature_blocks == ("chat",)
+    raw = Deployment.resolve(domain="tv", operating_point="polite", threshold=0.5)
+    assert raw.take_floor_threshold == 0.5 and raw.operating_point == "polite"
+    assert raw.options() == {
+        "domain": "tv",
+        "operating_point": "polite",
+        "threshold": 0.5,
+        "role": None,
+    }
+    assert Deployment.from_options(raw.options()).thresholds == raw.thresholds
+    # Roles are presets over the point: the assistant answers only when addressed.
+    assistant = Deployment.resolve(role="assistant")
+    assert assistant.operating_point == "addressed-only" and assistant.addressed_only
+    observer = Deployment.resolve(role="observer")
+    assert not observer.speaks and observer.operating_point == "matched"
+
+
+@pytest.mark.parametrize(
+    ("options", "option", "names"),
+    [
+        ({"operating_point": "loud"}, "operating point", "balanced, matched, polite"),
+        ({"domain": "podcast"}, "domain", "meeting, tv, earnings, chat"),
+        ({"threshold": 1.5}, "threshold", "outside [0, 1]"),
+        ({"threshold": -0.1}, "threshold", "outside [0, 1]"),
+        ({"role": "boss"}, "role", "observer, assistant, facilitator"),
+    ],
+)
+def test_bad_options_name_the_option_and_the_choices(options, option, names) -> None:
+    with pytest.raises(DeploymentError, match=names.replace("[", r"\[").replace("]", r"\]")) as e:
+        Deployment.resolve(**options)
+    assert e.value.option == option
+
+
+def test_a_folder_without_the_requested_point(tmp_path: Path) -> None:
+    folder = tmp_path / "model"
+    shutil.copytree(DEFAULT_MODEL_DIR, folder, ignore=shutil.ignore_patterns("chat"))
+    meta = json.loads((folder / "model.json").read_text(encoding="utf-8"))
+    del meta["operating_points"]  # a folder written before operating points existed
+    (folder / "model.json").write_text(json.dumps(meta), encoding="utf-8")
+    # It still has the balanced point (its old thresholds) ...
+    old = Deployment.resolve(model_dir=folder, domain="tv", operating_point="balanced")
+    assert old.take_floor_threshold == meta["domain_thresholds"]["tv"]
+    # ... and asking for another is one error naming the folder and what it has.
+    with pytest.raises(DeploymentError, match=r"has no 'matched' point \(it has: balanced\)"):
+        Deployment.resolve(model_dir=folder)
+    result = CliRunner().invoke(
+        app, ["decide", "examples/standup.jsonl", "--as", "Dave", "--model-dir", str(folder)]
+    )
+    assert result.exit_code == 2 and "--operating-point" in result.output
+
+
+def test_every_cli_front_end_refuses_a_bad_option_with_exit_2(tmp_path: Path) -> None:
+    runner = CliRunner()
+    cases = [
+        ["decide", "examples/standup.jsonl", "--as", "Dave", "--operating-point", "loud"],
+        ["decide", "examples/standup.jsonl", "--as", "Dave", "--threshold", "2"],
+        ["decide", "examples/standup.jsonl", "--as", "Dave", "--domain", "podcast"],
+        ["decide", "examples/standup.jsonl", "--as", "Dave", "--role", "boss"],
+        ["tune-threshold", "--data", str(tmp_path), "--operating-point", "loud"],
+        ["eval", "--data", str(tmp_path), "--operating-point", "loud"],
+    ]
+    for args in cases:
+        r = runner.invoke(app, args)
+        assert r.exit_code == 2, (args, r.output)
+        assert "Traceback" not in r.output
+    r = runner.invoke(app, cases[0])
+    assert "balanced, matched, polite, addressed-only" in r.output
+
+
+# ----------------------------------------------------------------------------- one rule
+
+
+def test_the_rule_over_three_probabilities() -> None:
+    dep = Deployment.resolve(domain="meeting")
+    t = dep.thresholds
+    assert choose_action(t.take_floor, 0.0, t) is Action.SPEAK
+    assert choose_action(t.take_floor - 0.01, 0.0, t) is Action.SILENT
+    if t.backchannel <= 1.0:
+        # A likely acknowledgement wins over a floor take that is not much likelier.
+        assert (
+            choose_action(t.take_floor, max(t.backchannel, t.take_floor), t) is Action.BACKCHANNEL
+        )
+    addressed_only = Deployment.resolve(operating_point="addressed-only")
+    assert addressed_only.choose(0.99, 0.0, addressed=False) is Action.SILENT
+    assert addressed_only.choose(0.99, 0.0, addressed=True) is Action.SPEAK
+
+
+# ----------------------------------------------------------------------------- front ends
+
+
+def _cli_rows(args: list[str], stdin: str | None = None) -> list[dict]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "polylogue.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return [json.loads(x) for x in proc.stdout.splitlines() if x.strip()]
+
+
+def _actions_of(rows: list[dict]) -> list[tuple[int, str | None]]:
+    return [(r["index"], r["decision"]) for r in rows]
+
+
+def test_every_front_end_gives_the_same_actions(tmp_path: Path, meeting: Conversation) -> None:
+    lines = _lines(meeting)
+    path = tmp_path / "meeting.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+    agent, opts = "B", ["--domain", "meeting"]
+    file_rows = _cli_rows(["decide", str(path), "--as", agent, "--json", *opts])
+    want = _actions_of(file_rows)
+    decided = [a for _, a in want if a is not None]
+    assert {"SPEAK", "SILENT"} <= set(decided), "the stream should exercise both actions"
+    # stdin
+    stdin_rows = _cli_rows(["decide", "-", "--as", agent, "--json", *opts], path.read_text())
+    assert _actions_of(stdin_rows) == want
+    assert [r["p_speak"] for r in stdin_rows] == [r["p_speak"] for r in file_rows]
+    # serve: one session, the same utterances as HTTP events
+    with polylogue_serve("--state", str(tmp_path / "s.sqlite")) as url:
+        r = httpx.post(
+            f"{url}/v1/sessions", json={"agent": agent, "deployment": {"domain": "meeting"}}
+        )
+        assert r.status_code == 201, r.text
+        assert r.json()["deployment"]["operating_point"] == "matched"
+        sid = r.json()["session_id"]
+        events = [{"type": "utterance", "seq": i, **x} for i, x in enumerate(lines)]
+        res = httpx.post(f"{url}/v1/sessions/{sid}/events", json=events, timeout=60).json()
+        served = [(x["decision"]["index"], x["decision"]["action"]) for x in res["results"]]
+        # Bad deployment options: 400 with the message.
+        for bad, word in (
+            ({"operating_point": "loud"}, "matched"),
+            ({"threshold": 3}, "outside [0, 1]"),
+            ({"model_dir": "/tmp"}, "serve --model-dir"),
+        ):
+            r = httpx.post(f"{url}/v1/sessions", json={"agent": agent, "deployment": bad})
+            assert r.status_code == 400 and word in r.json()["error"], r.text
+    assert served == want
+    # The LiveKit reply gate and the Pipecat gate on the same stream.
+    assert _livekit_actions(meeting, agent) == [
+        a for u, (_, a) in zip(lines, want, strict=True) if u["speaker"] != agent
+    ]
+    assert _pipecat_actions(meeting, agent) == [
+        a for u, (_, a) in zip(lines, want, strict=True) if u["speaker"] != agent
+    ]
+
+
+def _livekit_actions(conv: Conversation, agent: str) -> list[str | None]:
+    pytest.importorskip("livekit.agents")
+    from livekit.agents import llm
+
+    from polylogue.adapters.livekit import PolylogueTurnDetector
+
+    det = PolylogueTurnDetector(agent_name=agent, deployment=Deployment.resolve(domain="meeting"))
+    ctx = llm.ChatContext()
+    out: list[str | None] = []
+    for u in conv.utterances[:N]:
+        if u.speaker == agent:
+            ctx.add_message(role="assistant", content=u.text)
+            continue
+        msg = ctx.add_message(role="user", content=u.text, extra={"speaker": u.speaker})
+        d = det.decide(ctx, msg)
+        out.append(None if d.action is None else d.action.value)
+    return out
+
+
+def _pipecat_actions(conv: Conversation, agent: str) -> list[str | None]:
+    pytest.importorskip("pipecat")
+    from pipecat.frames.frames import (
+        BotStartedSpeakingFrame,
+        BotStoppedSpeakingFrame,
+        TextType,
+        TranscriptionFrame,
+        TTSTextFrame,
+    )
+    from pipecat.pipeline.pipeline import Pipeline
+    from pipecat.tests.utils import run_test
+
+    from polylogue.adapters.pipecat import PolylogueGate
+
+    gate = PolylogueGate(agent_name=agent, deployment=Deployment.resolve(domain="meeting"))
+    frames = []
+    for u in conv.utterances[:N]:
+        if u.speaker == agent:  # the bot speaks these words (TTS), then stops
+            frames += [
+                BotStartedSpeakingFrame(),
+                TTSTextFrame(u.text, TextType.SENTENCE),
+                BotStoppedSpeakingFrame(),
+            ]
+        else:
+            frames.append(TranscriptionFrame(u.text, u.speaker, "t"))
+    asyncio.run(run_test(Pipeline([gate, gate.agent_speech_tap()]), frames_to_send=frames))
+    return [d["action"] for d in gate.decisions]
+
+
+def test_observer_logs_what_it_would_do_and_never_speaks(meeting: Conversation) -> None:
+    dep = Deployment.resolve(domain="meeting")
+    speaking = LiveConversation.start("B", deployment=dep)
+    observer = LiveConversation.start("B", deployment=dep.with_role("observer"))
+    for u in meeting.utterances[:N]:
+        a = speaking.utterance(Utterance(u.speaker, u.text))
+        b = observer.utterance(Utterance(u.speaker, u.text))
+        assert b.suggested == a.action and b.p_speak == a.p_speak
+        assert b.action in (None, Action.SILENT)
+    # Switched back at run time, it acts again.
+    observer.set_role(None)
+    d = observer.utterance(Utterance("A", "B, what do you think about the price?"))
+    assert d.action is d.suggested
