@@ -43,7 +43,6 @@ import httpx
 
 from polylogue.conversation import Conversation, Utterance
 from polylogue.corpora import load_corpus
-from polylogue.engine.engine import TurnTakingEngine
 from polylogue.engine.live import LiveConversation, Policy
 from polylogue.serve.app import MAX_MESSAGE
 from polylogue.serve.local import free_port, polylogue_serve, redis_server
@@ -112,7 +111,7 @@ def creation_kills(tmp: Path, conv: Conversation, rounds: int) -> dict[str, int]
 
 
 def _local(conv: Conversation, n: int) -> list[float | None]:
-    live = LiveConversation.start("B", conv.participants, Policy(), TurnTakingEngine.load())
+    live = LiveConversation.start("B", conv.participants, Policy())
     out = []
     for u in conv.utterances[:n]:
         d = live.utterance(Utterance(u.speaker, u.text, u.start, u.end))

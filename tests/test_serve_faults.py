@@ -21,7 +21,6 @@ from websockets.sync.client import connect
 
 from polylogue.conversation import Conversation, Utterance
 from polylogue.corpora import load_corpus
-from polylogue.engine.engine import TurnTakingEngine
 from polylogue.engine.live import LiveConversation, Policy
 
 pytestmark = pytest.mark.slow
@@ -46,7 +45,7 @@ def _write_transcript(conv: Conversation, path: Path, n: int) -> None:
 
 
 def _local(conv: Conversation, n: int, agent: str = "B") -> list[float | None]:
-    live = LiveConversation.start(agent, conv.participants, Policy(), TurnTakingEngine.load())
+    live = LiveConversation.start(agent, conv.participants, Policy())
     out = []
     for u in conv.utterances[:n]:
         d = live.utterance(Utterance(u.speaker, u.text, u.start, u.end))
