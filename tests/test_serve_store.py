@@ -99,3 +99,57 @@ def test_shared_file_refuses_a_stale_write(tmp_path: Path) -> None:
         await b.close()
 
     asyncio.run(scenario())
+
+
+def test_create_is_written_at_once_and_refuses_taken_ids_and_the_limit(tmp_path: Path) -> None:
+    import pytest
+
+    from polylogue.serve.store import SessionExistsError, SessionLimitError
+
+    path = tmp_path / "s.sqlite"
+
+    async def scenario() -> None:
+        store = SQLiteStore(path, flush_s=3600)  # write-behind never flushes by itself here
+        await store.create("a", {"n": 0}, limit=2)
+        assert _on_disk(path) == {"a": 0}  # on disk before create() returned
+        with pytest.raises(SessionExistsError):
+            await store.create("a", {"n": "again"}, limit=2)
+        await store.save("a", 1, {"n": 1})  # events stay written behind
+        assert _on_disk(path) == {"a": 0}
+        await store.create("b", {"n": 0}, limit=2)
+        with pytest.raises(SessionLimitError):
+            await store.create("c", {"n": 0}, limit=2)
+        await store.delete("b")
+        await store.create("c", {"n": 0}, limit=2)
+        assert await store.load("a") == (1, {"n": 1})
+        shared = SQLiteStore(path, shared=True)  # --workers: the same rules in one statement
+        with pytest.raises(SessionExistsError):
+            await shared.create("c", {"n": 0}, limit=5)
+        with pytest.raises(SessionLimitError):
+            await shared.create("d", {"n": 0}, limit=2)
+        await shared.close()
+        await store.close()
+
+    asyncio.run(scenario())
+
+
+def test_locking_unknown_sessions_leaves_nothing_behind(tmp_path: Path) -> None:
+    """Issue 29 item 13: a lock per unknown id (every 404) grew memory without bound."""
+    from polylogue.engine.model import load_model
+    from polylogue.serve.app import Sessions
+    from polylogue.serve.metrics import Metrics
+
+    async def scenario() -> None:
+        store = SQLiteStore(tmp_path / "s.sqlite")
+        sessions = Sessions(store, load_model(), Metrics())
+        for i in range(2000):
+            event = {"type": "utterance", "speaker": "A", "text": "hi"}
+            result = await sessions.apply(f"unknown-{i}", event)
+            assert result["ok"] is False and "no session" in result["error"]
+        assert len(store._locks) == 0
+        async with store.lock("x"), store.lock("y"):
+            assert len(store._locks) == 2
+        assert len(store._locks) == 0
+        await store.close()
+
+    asyncio.run(scenario())

@@ -22,11 +22,8 @@ browser loses nothing; several annotators (several browsers) can work at once.
 
 from __future__ import annotations
 
-import ipaddress
 import json
-import math
 import secrets
-from collections import Counter
 from collections.abc import Awaitable, Callable, Collection
 from importlib import resources
 from pathlib import Path
@@ -44,14 +41,20 @@ from polylogue.annotate.store import (
     StudyItem,
 )
 from polylogue.errors import PolylogueInputError
+from polylogue.serve.guard import (  # one home for the checks both local services make
+    ListenError,
+    bound_hosts,
+    host_allowed,
+    is_loopback,
+    listening_socket,
+    token_problem,
+)
 
 TOKEN_COOKIE = "polylogue_token"
 #: Largest request body read: answers and decisions are a few hundred bytes.
 MAX_BODY_BYTES = 64 * 1024
 #: Largest time an annotator may report for one answer (a day; the UI sends seconds).
 MAX_ANSWER_SECONDS = 86_400.0
-#: A server token must carry at least this much (character-frequency) entropy.
-MIN_TOKEN_BITS = 64.0
 _STATIC_PAGES = {
     "annotate": "annotate.html",
     "adjudicate": "adjudicate.html",
@@ -61,15 +64,6 @@ _STATIC_PAGES = {
 
 class AccessError(PolylogueInputError):
     """Refused server configuration (remote binding without flag or token)."""
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def check_binding(host: str, allow_remote: bool, token: str | None) -> None:
@@ -88,46 +82,6 @@ def check_binding(host: str, allow_remote: bool, token: str | None) -> None:
             f"Use for example {secrets.token_urlsafe(24)} and share it with the annotators "
             "together with their links"
         )
-
-
-def token_problem(token: str) -> str | None:
-    """Why ``token`` is too weak to guard a remote server, or ``None`` if it looks random.
-
-    At least 16 characters, and at least :data:`MIN_TOKEN_BITS` bits by the entropy of its
-    character frequencies (sixteen ``x`` carry 0 bits; ``secrets.token_urlsafe(24)`` ~130).
-    """
-    if len(token) < 16:
-        return f"has {len(token)} characters (needs at least 16 characters)"
-    counts = Counter(token)
-    per_char = -sum(c / len(token) * math.log2(c / len(token)) for c in counts.values())
-    if per_char * len(token) < MIN_TOKEN_BITS:
-        return f"is not random enough ({per_char * len(token):.0f} bits < {MIN_TOKEN_BITS:.0f})"
-    return None
-
-
-def host_allowed(host_header: str, allowed_hosts: Collection[str], port: int | None) -> bool:
-    """Does a request's ``Host`` header name one of ``allowed_hosts`` (and ``port``)?"""
-    value = host_header.strip().lower()
-    if value.startswith("["):  # [::1]:8765
-        name, _, rest = value[1:].partition("]")
-        given_port = rest.removeprefix(":") or None
-    else:
-        name, sep, given_port_s = value.rpartition(":")
-        if not sep:
-            name, given_port_s = value, ""
-        given_port = given_port_s or None
-    if name not in {h.lower().strip("[]") for h in allowed_hosts}:
-        return False
-    return port is None or given_port is None or given_port == str(port)
-
-
-def bound_hosts(host: str) -> set[str]:
-    """Names a client may use for a server bound to ``host``."""
-    if host in ("0.0.0.0", "::"):
-        return set()  # every interface: no single name to check (remote mode needs a token)
-    if is_loopback(host):
-        return {host, "localhost", "127.0.0.1", "::1"}
-    return {host}
 
 
 class _Guard:
@@ -475,24 +429,6 @@ def serve_study(
     config = uvicorn.Config(app, log_level=log_level, access_log=False)
     with sock:
         uvicorn.Server(config).run(sockets=[sock])
-
-
-class ListenError(PolylogueInputError):
-    """The address given to ``annotate serve`` cannot be listened on (port in use...)."""
-
-
-def listening_socket(host: str, port: int) -> Any:
-    """A TCP socket bound to ``host:port`` (``port`` 0: a free one), ready for uvicorn."""
-    import socket
-
-    try:
-        family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-        sock = socket.socket(family, kind, proto)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(addr)
-    except OSError as exc:
-        raise ListenError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    return sock
 
 
 __all__ = [

@@ -6,8 +6,6 @@ from typing import Annotated
 
 import typer
 
-MAX_WS = 256 * 1024  # largest WebSocket message (the app also refuses larger events)
-
 
 def register(app: typer.Typer) -> None:
     app.command("serve")(serve)
@@ -54,6 +52,14 @@ def serve(
             "answer.",
         ),
     ] = 1,
+    allow_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A web origin (scheme://host:port) whose pages may call the service from a "
+            "browser; repeat for more, '*' for any. Without it, every request carrying an "
+            "Origin header (every cross-site page) is refused.",
+        ),
+    ] = None,
     model_dir: Annotated[
         str | None,
         typer.Option(
@@ -77,7 +83,8 @@ def serve(
 
     import uvicorn
 
-    from polylogue.serve.app import SETTINGS_ENV, ServeSettings, check_bind
+    from polylogue.serve.app import MAX_WS_FRAME, SETTINGS_ENV, ServeSettings, check_bind
+    from polylogue.serve.guard import ListenError, listening_socket
 
     check_bind(host, token)
     settings = ServeSettings(
@@ -89,35 +96,44 @@ def serve(
         flush_s=flush_interval,
         trace=trace,
         workers=workers,
+        host=host,
+        port=port,
+        allow_origins=tuple(allow_origin or ()),
         model_dir=model_dir,
     )
     store = settings.open_store()  # creates the SQLite table before any worker starts
     if hasattr(store, "ping"):
         asyncio.run(store.ping())  # fail now, with the URL, not at the first event
         store = settings.open_store()  # a fresh client bound to uvicorn's loop
-    typer.echo(
+    try:
+        sock = listening_socket(host, port)  # bound before the banner: it tells the truth
+    except ListenError as e:
+        asyncio.run(store.close())
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(code=3) from None  # uvicorn's start-up failure code, as before
+    banner = (
         f"polylogue serve on http://{host}:{port} (state: {state or 'sqlite default'}, "
         f"{workers} process{'es' if workers > 1 else ''})"
     )
+    # No access log: a WebSocket URL may carry ?token=.
+    options = {"log_level": "warning", "access_log": False, "ws_max_size": MAX_WS_FRAME}
     if workers == 1:
-        uvicorn.run(
-            settings.app(store),
-            host=host,
-            port=port,
-            log_level="warning",
-            ws_max_size=MAX_WS,
-        )
+        config = uvicorn.Config(settings.app(store), **options)  # type: ignore[arg-type]
+        typer.echo(banner)
+        with sock:
+            uvicorn.Server(config).run(sockets=[sock])
         return
     import os
 
+    sock.close()  # uvicorn's parent process binds the port again for its workers
     asyncio.run(store.close())  # each worker opens its own
     os.environ[SETTINGS_ENV] = settings.to_json()  # read by each worker's app factory
+    typer.echo(banner)
     uvicorn.run(
         "polylogue.serve.app:app_from_env",
         factory=True,
         workers=workers,
         host=host,
         port=port,
-        log_level="warning",
-        ws_max_size=MAX_WS,
+        **options,  # type: ignore[arg-type]
     )

@@ -1,23 +1,27 @@
 """The ASGI app of ``polylogue serve``: sessions over HTTP and WebSocket, metrics, health.
 
-Protocol (JSON; every route needs ``Authorization: Bearer TOKEN`` or ``?token=`` when the
-server has a token):
+Protocol (JSON; with a server token, HTTP routes need ``Authorization: Bearer TOKEN``, the
+WebSocket upgrade that header or ``?token=``, since browsers cannot set headers on sockets):
 
 * ``POST /v1/sessions`` ``{"agent": "Dave", "participants": [...], "deployment": {"domain"?,
-  "operating_point"?, "threshold"?, "role"?}, "policy": {...}}`` -> ``{"session_id": ...,
-  "deployment": {...}}`` (``participants`` optional: without them the roster is learnt; a bad
-  deployment option is a 400 naming the option and its valid values).
+  "operating_point"?, "threshold"?, "role"?}, "policy": {...}}`` -> 201 ``{"session_id": ...,
+  "deployment": {...}}``, answered only once the session is stored (``participants``
+  optional: without them the roster is learnt; a bad deployment option is a 400 naming the
+  option and its valid values).
 * ``POST /v1/sessions/{id}/events`` one event or a list -> ``{"results": [...]}``.
 * ``WS /v1/sessions/{id}/stream``: send events, receive one result per event, in order.
-* ``GET /v1/sessions/{id}``, ``DELETE /v1/sessions/{id}``, ``GET /healthz``, ``GET /metrics``.
+* ``GET /v1/sessions/{id}`` (includes ``last_seq``), ``DELETE /v1/sessions/{id}``,
+  ``GET /healthz``, ``GET /metrics``.
 
 Events: ``{"type": "utterance", "speaker", "text", "start"?, "end"?, "final"?: true}``,
 ``{"type": "join", "participants": [...]}``, ``{"type": "leave", "participant"}``,
 ``{"type": "agent_speech", "speaking": bool, "time"?, "text"?}``, ``{"type": "reset"}``,
-``{"type": "role", "role": "observer" | "assistant" | "facilitator" | null}``; any
-event may carry ``"seq"`` (echoed back). A result is ``{"ok": true, "seq", "decision"?,
-"barge_in"?}`` or ``{"ok": false, "seq", "error"}``; a bad event never closes the socket and
-never touches another session.
+``{"type": "role", "role": "observer" | "assistant" | "facilitator" | null}``; any event may
+carry an integer ``"seq"``: echoed back, and an event whose ``seq`` is not above the
+session's ``last_seq`` is a resend and is not applied again (``"duplicate": true``). A
+result is ``{"ok": true, "seq", "decision"?, "barge_in"?}`` or ``{"ok": false, "seq",
+"error"}``; a bad event (or frame) never closes the socket and never touches another session.
+See docs/serve.md for the resume protocol and the status codes.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route, WebSocketRoute
@@ -47,13 +52,26 @@ from polylogue.engine.deployment import Deployment, DeploymentError
 from polylogue.engine.live import LiveConversation, Policy, snapshot_deployment
 from polylogue.engine.model import TurnTakingModel, load_model, model_dir_for
 from polylogue.errors import PolylogueInputError
+from polylogue.serve.guard import RequestGuard, bound_hosts, is_loopback, token_problem
 from polylogue.serve.metrics import Metrics
-from polylogue.serve.store import SessionStore
+from polylogue.serve.store import (
+    SessionExistsError,
+    SessionLimitError,
+    SessionStore,
+    StaleSessionError,
+)
 
 MAX_TEXT = 10_000
 MAX_PARTICIPANTS = 5_000
+#: Largest event (WebSocket message or HTTP body), in bytes.
 MAX_MESSAGE = 256 * 1024
-_LOOPBACK = {"127.0.0.1", "::1", "localhost"}
+#: uvicorn's own WebSocket frame limit: above the app's, so a message between the two gets
+#: the app's "message too large" result on an open socket; only past this does the socket close.
+MAX_WS_FRAME = 4 * MAX_MESSAGE
+#: ``seq`` values are integers a JSON client can hold exactly (IEEE doubles: 2**53).
+MAX_SEQ = 2**53 - 1
+#: Longest integer literal accepted in a message: nothing in the protocol needs more.
+MAX_INT_DIGITS = 20
 logger = logging.getLogger("polylogue.serve")
 
 
@@ -62,14 +80,40 @@ class ServeConfigError(PolylogueInputError):
 
 
 def check_bind(host: str, token: str | None) -> None:
-    """Loopback needs nothing; any other address needs a token of at least 16 characters."""
-    if host in _LOOPBACK:
-        return
-    if not token or len(token) < 16:
+    """Loopback needs no token; any other address needs one. A token given is never weak."""
+    problem = token_problem(token) if token else None
+    if problem:
         raise ServeConfigError(
-            f"listening on {host!r} needs a token of at least 16 characters "
-            "(--token or POLYLOGUE_SERVE_TOKEN); loopback (127.0.0.1) needs none"
+            f"the server token (--token or POLYLOGUE_SERVE_TOKEN) {problem}; use a random one, "
+            f"for example {secrets.token_urlsafe(24)}"
         )
+    if not token and not is_loopback(host):
+        raise ServeConfigError(
+            f"listening on {host!r} needs a token (random, at least 16 characters; "
+            "--token or POLYLOGUE_SERVE_TOKEN); loopback (127.0.0.1) needs none"
+        )
+
+
+class RequestTooLarge(PolylogueInputError):
+    """An HTTP body over :data:`MAX_MESSAGE` bytes (answered 413, read no further)."""
+
+
+def _bounded_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"integer with {len(digits)} digits (at most {MAX_INT_DIGITS})")
+    return int(digits)
+
+
+def load_message(data: str | bytes) -> Any:
+    """JSON of one message; ``ValueError`` for anything else (bad UTF-8, huge integers).
+
+    Integer literals are bounded here, before ``int()`` runs: Python refuses literals over
+    4,300 digits with a bare ``ValueError``, and a smaller huge one would overflow later.
+    """
+    try:
+        return json.loads(data, parse_int=_bounded_int)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
 
 
 # ----------------------------------------------------------------------------- wire models
@@ -89,6 +133,9 @@ class ParticipantIn(_Strict):
         return Participant(self.id, self.name, self.role, tuple(self.aliases))
 
 
+Seq = Annotated[int, Field(strict=True, ge=-MAX_SEQ, le=MAX_SEQ)]
+
+
 def _finite(v: float | None) -> float | None:
     if v is not None and (not math.isfinite(v) or v < 0):
         raise ValueError("times must be finite, non-negative seconds")
@@ -97,7 +144,7 @@ def _finite(v: float | None) -> float | None:
 
 class UtteranceEvent(_Strict):
     type: Literal["utterance"]
-    seq: int | None = None
+    seq: Seq | None = None
     speaker: str = Field(min_length=1, max_length=200)
     text: str = Field(max_length=MAX_TEXT)
     start: float | None = None
@@ -109,19 +156,19 @@ class UtteranceEvent(_Strict):
 
 class JoinEvent(_Strict):
     type: Literal["join"]
-    seq: int | None = None
+    seq: Seq | None = None
     participants: list[ParticipantIn] = Field(min_length=1, max_length=MAX_PARTICIPANTS)
 
 
 class LeaveEvent(_Strict):
     type: Literal["leave"]
-    seq: int | None = None
+    seq: Seq | None = None
     participant: str = Field(min_length=1, max_length=200)
 
 
 class AgentSpeechEvent(_Strict):
     type: Literal["agent_speech"]
-    seq: int | None = None
+    seq: Seq | None = None
     speaking: bool
     time: float | None = None
     text: str = Field(default="", max_length=MAX_TEXT)
@@ -131,7 +178,7 @@ class AgentSpeechEvent(_Strict):
 
 class ResetEvent(_Strict):
     type: Literal["reset"]
-    seq: int | None = None
+    seq: Seq | None = None
 
 
 class SilenceEvent(_Strict):
@@ -148,7 +195,7 @@ class RoleEvent(_Strict):
     """Switch the session's role at run time (``observer``: decisions logged, never spoken)."""
 
     type: Literal["role"]
-    seq: int | None = None
+    seq: Seq | None = None
     role: str | None = None
 
 
@@ -192,20 +239,37 @@ def parse_event(raw: Any) -> Event:
 
 # ----------------------------------------------------------------------------- sessions
 
+#: Key of the service's own fields in a stored snapshot (next to the live conversation's).
+_LAST_SEQ = "serve_last_seq"
+
 
 @dataclass
 class _Cached:
     version: int
     live: LiveConversation
+    #: the highest ``seq`` applied so far (stored with the snapshot): resends are skipped
+    last_seq: int | None = None
     used: float = field(default_factory=time.monotonic)
-
-
-class SessionLimitError(PolylogueInputError):
-    pass
 
 
 class SessionNotFound(PolylogueInputError):
     pass
+
+
+def _echo_seq(raw: Any) -> int | None:
+    """The ``seq`` to echo in a result: only an integer that JSON clients can hold."""
+    seq = raw.get("seq") if isinstance(raw, dict) else None
+    if isinstance(seq, int) and not isinstance(seq, bool) and abs(seq) <= MAX_SEQ:
+        return seq
+    return None
+
+
+@dataclass(frozen=True)
+class EventOutcome:
+    """One event's result object and the HTTP status a lone event of that kind gets."""
+
+    status: int
+    result: dict[str, Any]
 
 
 class Sessions:
@@ -250,22 +314,27 @@ class Sessions:
             )  # fmt: skip
         return Deployment.from_options(options, model=self._model_for(options.get("domain")))
 
-    async def create(self, spec: SessionIn) -> tuple[str, LiveConversation]:
-        sid = spec.session_id or secrets.token_urlsafe(12)
-        if await self.store.version(sid) is not None:
-            raise PolylogueInputError(f"session {sid!r} already exists")
-        if len(self.cache) >= self.max_sessions or await self.store.count() >= self.max_sessions:
-            raise SessionLimitError(f"too many sessions (limit {self.max_sessions})")
+    def _start(self, spec: SessionIn) -> LiveConversation:
+        """The one place a session's live conversation is built from its creation body."""
         policy = Policy.from_dict(spec.policy)
-        live = LiveConversation.start(
-            spec.agent,
-            [p.to_participant() for p in spec.participants],
-            policy,
-            self.deployment(spec.deployment),
+        participants = [p.to_participant() for p in spec.participants]
+        return LiveConversation.start(
+            spec.agent, participants, policy, self.deployment(spec.deployment)
         )
-        await self.store.save(sid, 0, live.to_dict())
-        self._remember(sid, _Cached(0, live))
-        return sid, live
+
+    @staticmethod
+    def _snapshot(c: _Cached) -> dict[str, Any]:
+        return {**c.live.to_dict(), _LAST_SEQ: c.last_seq}
+
+    async def create(self, spec: SessionIn) -> tuple[str, LiveConversation]:
+        """A new session, written to the store before this returns (the 201 is durable)."""
+        sid = spec.session_id or secrets.token_urlsafe(12)
+        if len(self.cache) >= self.max_sessions:
+            raise SessionLimitError(f"too many sessions (limit {self.max_sessions})")
+        c = _Cached(0, self._start(spec))
+        await self.store.create(sid, self._snapshot(c), self.max_sessions)
+        self._remember(sid, c)
+        return sid, c.live
 
     def _remember(self, sid: str, c: _Cached) -> None:
         self.cache[sid] = c
@@ -289,24 +358,33 @@ class Sessions:
             self.cache.pop(sid, None)
             raise SessionNotFound(f"no session {sid!r} (never created, deleted or expired)")
         version, snap = loaded
+        last_seq = snap.pop(_LAST_SEQ, None)
         domain = (snap.get("deployment") or {}).get("domain")
         deployment = snapshot_deployment(snap, self._model_for(domain))
-        c = _Cached(version, LiveConversation.from_dict(snap, deployment))
+        c = _Cached(version, LiveConversation.from_dict(snap, deployment), last_seq)
         self._remember(sid, c)
         return c
 
     async def apply(
         self, sid: str, raw: Any, trace: dict[str, float] | None = None
     ) -> dict[str, Any]:
-        """Apply one event (already JSON-decoded) to a session; returns its result object.
+        """Apply one event (already JSON-decoded) to a session; returns its result object."""
+        return (await self.apply_event(sid, raw, trace)).result
+
+    async def apply_event(
+        self, sid: str, raw: Any, trace: dict[str, float] | None = None
+    ) -> EventOutcome:
+        """:meth:`apply` with the HTTP status of the outcome.
 
         With ``trace`` (a dict), the monotonic clock (``time.perf_counter``, comparable
         between processes on one Linux machine) is written at each step; the stream handler
         returns it for ``benchmarks/serve_load.py``'s latency breakdown.
         """
-        seq = raw.get("seq") if isinstance(raw, dict) else None
+        seq = _echo_seq(raw)
         t0 = time.perf_counter()
         touched = False
+        duplicate = False
+        result: dict[str, Any] = {}
         try:
             event = parse_event(raw)
             if trace is not None:
@@ -318,14 +396,20 @@ class Sessions:
                     c = await self._current(sid, verify=attempt > 0)
                     if trace is not None:
                         trace["locked"] = time.perf_counter()
+                    seen = c.last_seq
+                    if event.seq is not None and seen is not None and event.seq <= seen:
+                        duplicate = True  # a resend: applied before, not again
+                        break
                     touched = True
                     try:
                         result = _apply(c.live, event)
                         c.version += 1
+                        if event.seq is not None:
+                            c.last_seq = event.seq
                         c.used = time.monotonic()
                         if trace is not None:
                             trace["decided"] = time.perf_counter()
-                        snapshot = c.live.to_dict()
+                        snapshot = self._snapshot(c)
                         if trace is not None:
                             trace["snapshot"] = time.perf_counter()
                         await self.store.save(sid, c.version, snapshot)
@@ -337,28 +421,41 @@ class Sessions:
                     if trace is not None:
                         trace["saved"] = time.perf_counter()
                     break
+        except SessionNotFound as e:
+            self.metrics.errors.inc(kind="SessionNotFound")
+            return EventOutcome(404, {"ok": False, "seq": seq, "error": str(e)})
+        except StaleSessionError as e:
+            self.cache.pop(sid, None)
+            self.metrics.errors.inc(kind="StaleSession")
+            return EventOutcome(409, {"ok": False, "seq": seq, "error": str(e)})
         except (PolylogueInputError, ValueError) as e:
             # The event may have been half applied: the stored snapshot (the state after the
             # last good event) is the truth, so reload it next time.
             if touched:
                 self.cache.pop(sid, None)
             self.metrics.errors.inc(kind=type(e).__name__)
-            return {"ok": False, "seq": seq, "error": str(e)}
+            return EventOutcome(400, {"ok": False, "seq": seq, "error": str(e)})
         except TimeoutError as e:
             self.metrics.errors.inc(kind="LockTimeout")
-            return {"ok": False, "seq": seq, "error": str(e)}
+            return EventOutcome(503, {"ok": False, "seq": seq, "error": str(e)})
         except Exception as e:  # a bug must not take the socket or other sessions down
             self.cache.pop(sid, None)
             self.metrics.errors.inc(kind="InternalError")
             logger.exception("session %s: event failed", sid)
-            return {"ok": False, "seq": seq, "error": f"internal error: {type(e).__name__}"}
+            error = f"internal error: {type(e).__name__}"
+            return EventOutcome(500, {"ok": False, "seq": seq, "error": error})
         dt = time.perf_counter() - t0
+        if duplicate:
+            self.metrics.duplicates.inc()
+            return EventOutcome(200, {"ok": True, "seq": seq, "duplicate": True})
         self.metrics.events.inc(type=event.type)
         if "decision" in result:
             action = result["decision"]["action"] or "none"
             self.metrics.decisions.inc(action=action)
             self.metrics.latency.observe(dt)
-        return {"ok": True, "seq": seq, **result, "server_ms": round(dt * 1000, 3)}
+        return EventOutcome(
+            200, {"ok": True, "seq": seq, **result, "server_ms": round(dt * 1000, 3)}
+        )
 
     async def summary(self, sid: str) -> dict[str, Any]:
         c = await self._current(sid)
@@ -374,6 +471,7 @@ class Sessions:
             "policy": live.policy.to_dict(),
             "deployment": live.deployment.to_dict(),
             "version": c.version,
+            "last_seq": c.last_seq,
         }
 
     async def delete(self, sid: str) -> None:
@@ -395,13 +493,23 @@ class Sessions:
 
 def _apply(live: LiveConversation, e: Event) -> dict[str, Any]:
     if isinstance(e, UtteranceEvent):
+        # Someone the roster does not list is added as they speak (late dial-ins are common);
+        # the result says so, since a typo in a speaker id would do the same.
+        if live.roster_known and not live.names.matches(e.speaker):
+            live.warnings.append(
+                f"speaker {e.speaker[:60]!r} is not on the roster: added as a participant "
+                "(a join event also marks them present)"
+            )
+        out: dict[str, Any] = {}
         if not e.final:
             b = live.interim_utterance(e.speaker, e.text, e.end or e.start)
-            return {} if b is None else {"barge_in": b.to_dict()}
-        d = live.utterance(Utterance(e.speaker, e.text, e.start, e.end))
-        out: dict[str, Any] = {"decision": d.to_dict()}
-        if d.barge_in is not None:
-            out["barge_in"] = d.barge_in.to_dict()
+            if b is not None:
+                out["barge_in"] = b.to_dict()
+        else:
+            d = live.utterance(Utterance(e.speaker, e.text, e.start, e.end))
+            out["decision"] = d.to_dict()
+            if d.barge_in is not None:
+                out["barge_in"] = d.barge_in.to_dict()
         if live.warnings:
             out["warnings"] = list(live.warnings)
             live.warnings.clear()
@@ -443,6 +551,11 @@ class ServeSettings:
     flush_s: float = 0.05
     trace: bool = False
     workers: int = 1
+    #: the bound address and port: requests must name them in ``Host``
+    host: str = "127.0.0.1"
+    port: int | None = None
+    #: origins (``scheme://host:port``) whose web pages may call the service; ``*``: any
+    allow_origins: tuple[str, ...] = ()
     #: Every session's model folder (None: the shipped model of each session's domain).
     model_dir: str | None = None
 
@@ -451,7 +564,9 @@ class ServeSettings:
 
     @classmethod
     def from_json(cls, text: str) -> ServeSettings:
-        return cls(**json.loads(text))
+        d = json.loads(text)
+        d["allow_origins"] = tuple(d.get("allow_origins", ()))
+        return cls(**d)
 
     def open_store(self) -> SessionStore:
         from polylogue.serve.store import open_store
@@ -466,15 +581,32 @@ class ServeSettings:
             max_sessions=self.max_sessions,
             sweep_s=self.sweep_s,
             trace=self.trace,
+            allowed_hosts=bound_hosts(self.host),
+            port=self.port,
+            allow_origins=self.allow_origins,
             model=None if self.model_dir is None else load_model(self.model_dir),
         )
 
 
 def app_from_env() -> Starlette:
     """The app of one ``--workers`` process (uvicorn factory), from ``SETTINGS_ENV``."""
-    import os
-
     return ServeSettings.from_json(os.environ[SETTINGS_ENV]).app()
+
+
+async def read_body(request: Request, limit: int = MAX_MESSAGE) -> bytes:
+    """The body, counted while it arrives: a client announcing or sending more than ``limit``
+    bytes is refused at that point, without the rest being read into memory."""
+    length = request.headers.get("content-length")
+    if length is not None and (not length.isdigit() or int(length) > limit):
+        raise RequestTooLarge(f"request body over {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise RequestTooLarge(f"request body over {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def create_app(
@@ -485,45 +617,59 @@ def create_app(
     model: TurnTakingModel | None = None,
     sweep_s: float = 30.0,
     trace: bool = False,
+    allowed_hosts: set[str] | None = None,
+    port: int | None = None,
+    allow_origins: tuple[str, ...] = (),
 ) -> Starlette:
-    """The service. ``trace`` adds per-step timestamps (``"trace"``) to each stream result."""
+    """The service. ``trace`` adds per-step timestamps (``"trace"``) to each stream result.
+
+    ``allowed_hosts`` (see :func:`~polylogue.serve.guard.bound_hosts`) and ``port`` restrict
+    the ``Host`` header (default: the loopback names, any port); web pages of other origins
+    than ``allow_origins`` are refused (:class:`~polylogue.serve.guard.RequestGuard`).
+    """
     metrics = Metrics()
     pid = os.getpid()  # in traces: which process answered (--workers)
     sessions = Sessions(store, model, metrics, idle_s, max_sessions)
 
-    def authorised(headers: Any, query: Any) -> bool:
-        if token is None:
-            return True
-        given = ""
-        auth = headers.get("authorization", "")
-        if auth.lower().startswith("bearer "):
-            given = auth[7:].strip()
-        given = given or query.get("token", "")
+    def offered_token(headers: Any) -> str:
+        auth = str(headers.get("authorization", ""))
+        return auth[7:].strip() if auth.lower().startswith("bearer ") else ""
+
+    def authorised(given: str) -> bool:
         # Constant-time comparison on bytes of equal meaning (no early exit on a prefix).
-        return hmac.compare_digest(given.encode(), token.encode())
+        return token is None or hmac.compare_digest(given.encode(), token.encode())
 
     def error(status: int, msg: str) -> JSONResponse:
         return JSONResponse({"ok": False, "error": msg}, status_code=status)
 
     async def body(request: Request) -> Any:
-        raw = await request.body()
-        if len(raw) > MAX_MESSAGE:
-            raise PolylogueInputError(f"request body over {MAX_MESSAGE} bytes")
+        raw = await read_body(request)
         try:
-            return json.loads(raw or b"{}")
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+            return load_message(raw or b"{}")
+        except ValueError as e:  # also bad UTF-8 and integers too long to read
             raise PolylogueInputError(f"body is not JSON: {e}") from None
 
     def guarded(handler: Any) -> Any:
         async def run(request: Request) -> Response:
-            if not authorised(request.headers, request.query_params):
+            if token is not None and not authorised(offered_token(request.headers)):
+                if "token" in request.query_params:
+                    # The query string ends up in logs and histories: sockets only.
+                    return error(
+                        401,
+                        "send the token as 'Authorization: Bearer ...'; "
+                        "?token= is accepted on the WebSocket upgrade only",
+                    )
                 return error(401, "missing or wrong token")
             try:
                 return await handler(request)
             except SessionNotFound as e:
                 return error(404, str(e))
+            except SessionExistsError as e:
+                return error(409, str(e))
             except SessionLimitError as e:
                 return error(503, str(e))
+            except RequestTooLarge as e:
+                return error(413, str(e))
             except PolylogueInputError as e:
                 return error(400, str(e))
             except ValidationError as e:
@@ -549,14 +695,19 @@ def create_app(
     async def events(request: Request) -> Response:
         sid = request.path_params["sid"]
         payload = await body(request)
-        batch = payload if isinstance(payload, list) else [payload]
-        if len(batch) > 1000:
-            raise PolylogueInputError("at most 1000 events per request")
-        results = [await sessions.apply(sid, e) for e in batch]
-        missing = [r for r in results if not r["ok"] and "no session" in r["error"]]
-        if missing:
-            return error(404, missing[0]["error"])
-        return JSONResponse({"results": results})
+        if isinstance(payload, list):
+            if len(payload) > 1000:
+                raise PolylogueInputError("at most 1000 events per request")
+            outcomes = [await sessions.apply_event(sid, e) for e in payload]
+            # A batch is applied in order, a bad event does not stop the rest: 200 with one
+            # result per event, unless the session does not exist.
+            status = 404 if any(o.status == 404 for o in outcomes) else 200
+        else:
+            outcomes = [await sessions.apply_event(sid, payload)]
+            status = outcomes[0].status  # a lone event: its own status (400 when refused)
+        if status == 404:
+            return error(404, next(o.result["error"] for o in outcomes if o.status == 404))
+        return JSONResponse({"results": [o.result for o in outcomes]}, status_code=status)
 
     async def show(request: Request) -> Response:
         return JSONResponse(await sessions.summary(request.path_params["sid"]))
@@ -572,10 +723,44 @@ def create_app(
         metrics.sessions.set(len(sessions.cache))
         return PlainTextResponse(metrics.render(), media_type="text/plain; version=0.0.4")
 
+    async def frame_result(ws: WebSocket, message: Any) -> dict[str, Any]:
+        """The result of one received message: a bad frame is an error result, never a crash."""
+        text = message.get("text")
+        if text is None:
+            metrics.errors.inc(kind="BinaryFrame")
+            return {
+                "ok": False,
+                "seq": None,
+                "error": "binary frame: send each event as a JSON text message",
+            }
+        received = time.perf_counter()
+        # len() counts characters; a message may be up to 4 bytes per character.
+        if len(text) > MAX_MESSAGE or (
+            len(text) > MAX_MESSAGE // 4
+            and len(text.encode("utf-8", "surrogatepass")) > MAX_MESSAGE
+        ):
+            metrics.errors.inc(kind="MessageTooLarge")
+            return {"ok": False, "seq": None, "error": f"message over {MAX_MESSAGE} bytes"}
+        try:
+            raw = load_message(text)
+        except ValueError as e:
+            metrics.errors.inc(kind="NotJSON")
+            return {"ok": False, "seq": None, "error": f"not JSON: {e}"}
+        sid = ws.path_params["sid"]
+        if not trace:
+            return await sessions.apply(sid, raw)
+        steps = {"received": received, "json": time.perf_counter()}
+        result = await sessions.apply(sid, raw, steps)
+        steps["gc_s"] = metrics.gc_seconds()
+        steps["pid"] = pid
+        steps["reply"] = time.perf_counter()
+        return {**result, "trace": steps}
+
     async def stream(ws: WebSocket) -> None:
         # Accept first so a refused client is told why (close code 4401/4404 and a reason).
         await ws.accept()
-        if not authorised(ws.headers, ws.query_params):
+        given = offered_token(ws.headers) or ws.query_params.get("token", "")
+        if not authorised(given):
             await ws.close(code=4401, reason="missing or wrong token")
             return
         sid = ws.path_params["sid"]
@@ -587,26 +772,20 @@ def create_app(
         metrics.sockets.inc()
         try:
             while True:
-                msg = await ws.receive_text()
-                received = time.perf_counter()
-                if len(msg) > MAX_MESSAGE:
-                    await ws.send_json({"ok": False, "seq": None, "error": "message too large"})
-                    continue
+                message = await ws.receive()
+                if message["type"] == "websocket.disconnect":
+                    break
                 try:
-                    raw = json.loads(msg)
-                except (json.JSONDecodeError, RecursionError) as e:
-                    metrics.errors.inc(kind="NotJSON")
-                    await ws.send_json({"ok": False, "seq": None, "error": f"not JSON: {e}"})
-                    continue
-                if not trace:
-                    await ws.send_json(await sessions.apply(sid, raw))
-                    continue
-                steps = {"received": received, "json": time.perf_counter()}
-                result = await sessions.apply(sid, raw, steps)
-                steps["gc_s"] = metrics.gc_seconds()
-                steps["pid"] = pid
-                steps["reply"] = time.perf_counter()
-                await ws.send_json({**result, "trace": steps})
+                    result = await frame_result(ws, message)
+                except Exception as e:  # a bug must not take the socket down
+                    metrics.errors.inc(kind="InternalError")
+                    logger.exception("session %s: message failed", sid)
+                    result = {
+                        "ok": False,
+                        "seq": None,
+                        "error": f"internal error: {type(e).__name__}",
+                    }
+                await ws.send_json(result)
         except WebSocketDisconnect:
             pass
         finally:
@@ -635,6 +814,7 @@ def create_app(
             task.cancel()
             await store.close()
 
+    hosts = bound_hosts("127.0.0.1") if allowed_hosts is None else allowed_hosts
     app = Starlette(
         routes=[
             Route("/healthz", guarded(healthz)),
@@ -644,6 +824,9 @@ def create_app(
             Route("/v1/sessions/{sid}", guarded(delete), methods=["DELETE"]),
             Route("/v1/sessions/{sid}/events", guarded(events), methods=["POST"]),
             WebSocketRoute("/v1/sessions/{sid}/stream", stream),
+        ],
+        middleware=[
+            Middleware(RequestGuard, allowed_hosts=hosts, port=port, allowed_origins=allow_origins)
         ],
         lifespan=lifespan,
     )

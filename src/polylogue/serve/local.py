@@ -45,20 +45,27 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 @contextmanager
 def polylogue_serve(
-    *args: str, token: str | None = None, pids: list[int] | None = None, timeout_s: float = 60.0
+    *args: str,
+    token: str | None = None,
+    pids: list[int] | None = None,
+    timeout_s: float = 60.0,
+    port: int | None = None,
+    output: Path | None = None,
 ) -> Iterator[str]:
-    """``polylogue serve ARGS`` on a free loopback port; yields its base URL.
+    """``polylogue serve ARGS`` on a free loopback port (or ``port``); yields its base URL.
 
     ``POLYLOGUE_SERVE_TOKEN`` from the environment is not passed on (only ``token``). The
-    process id is appended to ``pids`` when given (to read its memory).
+    process id is appended to ``pids`` when given (to read its memory, or to kill it).
+    ``output``: a file that receives the server's stdout and stderr (appended).
     """
-    port = free_port()
+    port = port or free_port()
     env = dict(os.environ)
     env.pop("POLYLOGUE_SERVE_TOKEN", None)
     cmd = [POLYLOGUE, "serve", "--port", str(port), *args]
     if token:
         cmd += ["--token", token]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    log = open(output, "ab") if output is not None else None  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(cmd, env=env, stdout=log or subprocess.PIPE, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
@@ -66,6 +73,8 @@ def polylogue_serve(
         while True:
             if proc.poll() is not None:
                 out = proc.stdout.read().decode() if proc.stdout else ""
+                if output is not None:
+                    out = output.read_text(errors="replace")
                 raise LocalServerError(f"polylogue serve exited: {out}")
             try:
                 if httpx.get(f"{url}/healthz", headers=headers, timeout=1).status_code == 200:
@@ -80,6 +89,8 @@ def polylogue_serve(
         yield url
     finally:
         _stop(proc)
+        if log is not None:
+            log.close()
 
 
 def redis_available() -> bool:

@@ -15,9 +15,25 @@ def _labels(labels: dict[str, str]) -> str:
 
 
 class CounterMetric:
-    def __init__(self, name: str, help_: str, kind: str = "counter") -> None:
+    """A counter or gauge; ``seed`` (label name, values): series shown at 0 before use.
+
+    Prometheus' ``rate()`` and alerts need a series to exist before its first increment, so
+    every label value the service can produce is present from the start.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        help_: str,
+        kind: str = "counter",
+        seed: tuple[str, tuple[str, ...]] | None = None,
+    ) -> None:
         self.name, self.help, self.kind = name, help_, kind
         self.values: dict[tuple[tuple[str, str], ...], float] = {}
+        if seed is not None:
+            label, values = seed
+            for v in values:
+                self.values[((label, v),)] = 0.0
 
     def inc(self, n: float = 1, **labels: str) -> None:
         key = tuple(sorted(labels.items()))
@@ -36,6 +52,23 @@ class CounterMetric:
         if not self.values:
             out.append(f"{self.name} 0")
         return out
+
+
+#: Label values every series starts with (``none``: no decision point, e.g. a filler).
+ACTIONS = ("SPEAK", "BACKCHANNEL", "SILENT", "none")
+EVENT_TYPES = ("utterance", "join", "leave", "agent_speech", "reset", "role")
+#: The usual kinds; others (an exception's class name) appear when they first happen.
+ERROR_KINDS = (
+    "NotJSON",
+    "BinaryFrame",
+    "MessageTooLarge",
+    "PolylogueInputError",
+    "EventError",
+    "SessionNotFound",
+    "StaleSession",
+    "LockTimeout",
+    "InternalError",
+)
 
 
 class Histogram:
@@ -91,9 +124,18 @@ class GcClock:
 class Metrics:
     def __init__(self) -> None:
         self.gc = GcClock()
-        self.decisions = CounterMetric("polylogue_decisions_total", "Decisions by action")
-        self.events = CounterMetric("polylogue_events_total", "Events applied, by type")
-        self.errors = CounterMetric("polylogue_event_errors_total", "Rejected events, by error")
+        self.decisions = CounterMetric(
+            "polylogue_decisions_total", "Decisions by action", seed=("action", ACTIONS)
+        )
+        self.events = CounterMetric(
+            "polylogue_events_total", "Events applied, by type", seed=("type", EVENT_TYPES)
+        )
+        self.errors = CounterMetric(
+            "polylogue_event_errors_total", "Rejected events, by error", seed=("kind", ERROR_KINDS)
+        )
+        self.duplicates = CounterMetric(
+            "polylogue_events_duplicate_total", "Resent events (seq already applied), skipped"
+        )
         self.latency = Histogram(
             "polylogue_decision_latency_seconds", "Server time to apply an utterance and decide"
         )
@@ -103,6 +145,7 @@ class Metrics:
 
     def render(self) -> str:
         parts: list[CounterMetric | Histogram] = [self.decisions, self.events, self.errors]
+        parts.append(self.duplicates)
         parts += [self.latency, self.sessions, self.sockets, self.expired]
         gc_pause = CounterMetric(
             "polylogue_gc_pause_seconds_total", "Time spent in Python's garbage collector"

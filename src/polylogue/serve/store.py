@@ -29,10 +29,62 @@ class SessionStoreError(PolylogueInputError):
     """A state location that cannot be used (bad URL, unreachable Redis, ...)."""
 
 
+class SessionExistsError(PolylogueInputError):
+    """A session id that is already taken (``session_id`` given twice)."""
+
+
+class SessionLimitError(PolylogueInputError):
+    """The store holds ``--max-sessions`` sessions already."""
+
+
+class KeyedLocks:
+    """One :class:`asyncio.Lock` per key while a coroutine holds or waits for it.
+
+    Nothing is kept for a key nobody uses, so locking unknown session ids (every 404) leaves
+    no state behind.
+    """
+
+    def __init__(self) -> None:
+        #: key -> (lock, coroutines holding or waiting for it)
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    def __len__(self) -> int:
+        return len(self._locks)
+
+    @asynccontextmanager
+    async def hold(self, key: str, timeout_s: float = 10.0) -> AsyncIterator[None]:
+        lock, users = self._locks.get(key) or (asyncio.Lock(), 0)
+        self._locks[key] = (lock, users + 1)
+        try:
+            try:
+                async with asyncio.timeout(timeout_s):  # no extra task, unlike wait_for
+                    await lock.acquire()
+            except TimeoutError:
+                raise TimeoutError(f"session {key}: still busy after {timeout_s:g} s") from None
+            try:
+                yield
+            finally:
+                lock.release()
+        finally:
+            lock, users = self._locks[key]
+            if users > 1:
+                self._locks[key] = (lock, users - 1)
+            else:
+                del self._locks[key]
+
+
 class SessionStore(Protocol):
     #: True when no other process writes this store (cached sessions are always current);
     #: otherwise :meth:`save` raises :class:`StaleSessionError` over a newer version.
     exclusive: bool
+
+    async def create(self, sid: str, snapshot: dict[str, Any], limit: int) -> None:
+        """Write a new session's first snapshot (version 0) before returning.
+
+        Atomic: raises :class:`SessionExistsError` if ``sid`` is taken and
+        :class:`SessionLimitError` if ``limit`` sessions are stored already.
+        """
+        ...
 
     async def version(self, sid: str) -> int | None: ...
     async def load(self, sid: str) -> tuple[int, dict[str, Any]] | None: ...
@@ -40,7 +92,7 @@ class SessionStore(Protocol):
     async def delete(self, sid: str) -> None: ...
     async def expire(self, idle_s: float) -> list[str]: ...
     async def count(self) -> int: ...
-    def lock(self, sid: str) -> Any: ...
+    def lock(self, sid: str, timeout_s: float = 10.0) -> Any: ...
     async def close(self) -> None: ...
 
 
@@ -56,8 +108,10 @@ class SQLiteStore:
     transaction, in a worker thread, every ``flush_s`` seconds, keeping only each session's
     newest snapshot. Reads see queued snapshots first, so this process never goes back in
     time. Durability: a graceful stop (SIGTERM/SIGINT, :meth:`close`) writes everything; a
-    crash (SIGKILL, power loss) loses at most the events of the last ``flush_s`` seconds plus
-    one write. ``flush_s=0`` writes every snapshot before answering its event.
+    crash (SIGKILL) loses at most the events of the last ``flush_s`` seconds plus one write.
+    ``flush_s=0`` writes every snapshot before answering its event. A new session
+    (:meth:`create`) is always written before the call returns, so a session whose creation
+    was answered survives a crash (``synchronous=NORMAL``: a process crash, not a power cut).
 
     ``shared=True`` is for several service processes on one file (``polylogue serve
     --workers N``): every snapshot is written before its event is answered, as a
@@ -79,7 +133,7 @@ class SQLiteStore:
         )
         #: the flush thread's own connection (a connection is used by one thread at a time)
         self._writer = self._connect()
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks = KeyedLocks()
         #: sid -> (version, snapshot JSON, time): saved but not written yet
         self._pending: dict[str, tuple[int, str, float]] = {}
         #: rows the flush thread is writing now (still visible to reads until committed)
@@ -100,6 +154,35 @@ class SQLiteStore:
 
     def _queued(self, sid: str) -> tuple[int, str, float] | None:
         return self._pending.get(sid) or self._inflight.get(sid)
+
+    async def create(self, sid: str, snapshot: dict[str, Any], limit: int) -> None:
+        row = (sid, 0, json.dumps(snapshot, separators=(",", ":")), time.time(), limit)
+        if self.shared:
+            written = self._insert_new(self.db, row)
+        else:
+            if self._queued(sid) is not None:
+                raise SessionExistsError(f"session {sid!r} already exists")
+            if await self.count() >= limit:  # sessions saved but not written yet count too
+                raise SessionLimitError(f"too many sessions (limit {limit})")
+            # On the flush thread, after any flush in progress (one thread: in order).
+            loop = asyncio.get_running_loop()
+            written = await loop.run_in_executor(
+                self._executor, self._insert_new, self._writer, row
+            )
+        if not written:
+            if await self.version(sid) is not None:
+                raise SessionExistsError(f"session {sid!r} already exists")
+            raise SessionLimitError(f"too many sessions (limit {limit})")
+
+    @staticmethod
+    def _insert_new(db: sqlite3.Connection, row: tuple[str, int, str, float, int]) -> bool:
+        """One statement: insert unless the id exists or the table holds ``limit`` rows."""
+        cur = db.execute(
+            "INSERT INTO sessions(id, version, snapshot, updated) SELECT ?,?,?,? "
+            "WHERE (SELECT COUNT(*) FROM sessions) < ? ON CONFLICT(id) DO NOTHING",
+            row,
+        )
+        return cur.rowcount == 1
 
     async def version(self, sid: str) -> int | None:
         if (q := self._queued(sid)) is not None:
@@ -182,15 +265,12 @@ class SQLiteStore:
         self._unwritten.discard(sid)
         await self.flush()
         self.db.execute("DELETE FROM sessions WHERE id=?", (sid,))
-        self._locks.pop(sid, None)
 
     async def expire(self, idle_s: float) -> list[str]:
         await self.flush()
         cutoff = time.time() - idle_s
         ids = [r[0] for r in self.db.execute("SELECT id FROM sessions WHERE updated<?", (cutoff,))]
         self.db.execute("DELETE FROM sessions WHERE updated<?", (cutoff,))
-        for sid in ids:
-            self._locks.pop(sid, None)
         return ids
 
     async def count(self) -> int:
@@ -201,8 +281,9 @@ class SQLiteStore:
         stored = int(self.db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0])
         return stored + len(self._unwritten)
 
-    def lock(self, sid: str) -> asyncio.Lock:
-        return self._locks.setdefault(sid, asyncio.Lock())
+    def lock(self, sid: str, timeout_s: float = 10.0) -> Any:
+        """Orders this process's events on one session (no state kept for unused ids)."""
+        return self._locks.hold(sid, timeout_s)
 
     async def close(self) -> None:
         if self._flusher is not None:
@@ -215,16 +296,31 @@ class SQLiteStore:
 
 # Writes a snapshot only over the version it was derived from (compare-and-set): a process
 # whose cached session was stale (another process moved it on) cannot overwrite the newer
-# state; it reloads and applies its event again.
+# state; it reloads and applies its event again. KEYS: version, snapshot, index;
+# ARGV: version, snapshot, ttl ms, deadline (ms since the epoch), session id.
 _SAVE = """
 local v = redis.call('get', KEYS[1])
 local want = tonumber(ARGV[1]) - 1
 if (v == false and want < 0) or (v ~= false and tonumber(v) == want) then
   redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[3])
   redis.call('set', KEYS[2], ARGV[2], 'PX', ARGV[3])
+  redis.call('zadd', KEYS[3], ARGV[4], ARGV[5])
   return 1
 end
 return 0
+"""
+
+# A new session: refused if the id exists (-1) or the index holds ``limit`` live sessions
+# (-2). The index (a sorted set scored by expiry deadline) counts sessions without a SCAN
+# over every key. KEYS: version, snapshot, index; ARGV: snapshot, ttl ms, now ms, limit, id.
+_CREATE = """
+redis.call('zremrangebyscore', KEYS[3], '-inf', ARGV[3])
+if redis.call('exists', KEYS[1]) == 1 then return -1 end
+if redis.call('zcard', KEYS[3]) >= tonumber(ARGV[4]) then return -2 end
+redis.call('set', KEYS[1], '0', 'PX', ARGV[2])
+redis.call('set', KEYS[2], ARGV[1], 'PX', ARGV[2])
+redis.call('zadd', KEYS[3], tonumber(ARGV[3]) + tonumber(ARGV[2]), ARGV[5])
+return 1
 """
 
 
@@ -245,11 +341,26 @@ class RedisStore:
         self.prefix = prefix
         self.ttl_ms = max(int(idle_s * 1000), 1000)
         self._save = self.r.register_script(_SAVE)
-        #: sid -> (lock, coroutines using it); dropped when the last one is done
-        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+        self._create = self.r.register_script(_CREATE)
+        #: sorted set: session id -> expiry deadline (ms since the epoch), for count()
+        self.index = f"{prefix}index"
+        self._locks = KeyedLocks()
 
     def _k(self, sid: str, kind: str) -> str:
         return f"{self.prefix}{kind}:{sid}"
+
+    def _keys(self, sid: str) -> list[str]:
+        return [self._k(sid, "v"), self._k(sid, "s"), self.index]
+
+    async def create(self, sid: str, snapshot: dict[str, Any], limit: int) -> None:
+        data = json.dumps(snapshot, separators=(",", ":"))
+        now_ms = int(time.time() * 1000)
+        args: list[str | int] = [data, self.ttl_ms, now_ms, limit, sid]
+        done = await self._create(keys=self._keys(sid), args=args)
+        if done == -1:
+            raise SessionExistsError(f"session {sid!r} already exists")
+        if done == -2:
+            raise SessionLimitError(f"too many sessions (limit {limit})")
 
     async def ping(self) -> None:
         try:
@@ -270,44 +381,32 @@ class RedisStore:
     async def save(self, sid: str, version: int, snapshot: dict[str, Any]) -> None:
         """Compare-and-set: write ``version`` only over ``version - 1`` (one round trip)."""
         data = json.dumps(snapshot, separators=(",", ":"))
-        keys = [self._k(sid, "v"), self._k(sid, "s")]
-        if not await self._save(keys=keys, args=[version, data, self.ttl_ms]):
+        deadline = int(time.time() * 1000) + self.ttl_ms
+        args: list[str | int] = [version, data, self.ttl_ms, deadline, sid]
+        if not await self._save(keys=self._keys(sid), args=args):
             raise StaleSessionError(f"session {sid}: changed by another process; resend")
 
     async def delete(self, sid: str) -> None:
-        await self.r.delete(self._k(sid, "s"), self._k(sid, "v"))
+        async with self.r.pipeline(transaction=True) as pipe:
+            pipe.delete(self._k(sid, "s"), self._k(sid, "v"))
+            pipe.zrem(self.index, sid)
+            await pipe.execute()
 
     async def expire(self, idle_s: float) -> list[str]:
         return []  # keys carry their own TTL
 
     async def count(self) -> int:
-        n = 0
-        async for _ in self.r.scan_iter(match=f"{self.prefix}v:*", count=1000):
-            n += 1
-        return n
+        """Live sessions, from the index (expired entries dropped first): no key SCAN."""
+        async with self.r.pipeline(transaction=True) as pipe:
+            pipe.zremrangebyscore(self.index, "-inf", int(time.time() * 1000))
+            pipe.zcard(self.index)
+            _, n = await pipe.execute()
+        return int(n)
 
-    @asynccontextmanager
-    async def lock(self, sid: str, timeout_s: float = 10.0) -> AsyncIterator[None]:
+    def lock(self, sid: str, timeout_s: float = 10.0) -> Any:
         """Orders this process's events on a session; other processes are kept consistent by
         the compare-and-set write, not by a lock (a lock would cost two more round trips)."""
-        lock, users = self._locks.get(sid) or (asyncio.Lock(), 0)
-        self._locks[sid] = (lock, users + 1)
-        try:
-            try:
-                async with asyncio.timeout(timeout_s):  # no extra task, unlike wait_for
-                    await lock.acquire()
-            except TimeoutError:
-                raise TimeoutError(f"session {sid}: still busy after {timeout_s:g} s") from None
-            try:
-                yield
-            finally:
-                lock.release()
-        finally:
-            lock, users = self._locks[sid]
-            if users > 1:
-                self._locks[sid] = (lock, users - 1)
-            else:
-                del self._locks[sid]  # nobody waits: keep no per-session state
+        return self._locks.hold(sid, timeout_s)
 
     async def close(self) -> None:
         await self.r.aclose()
