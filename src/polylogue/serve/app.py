@@ -185,7 +185,7 @@ class SilenceEvent(_Strict):
     """Nobody has spoken up to ``time``: a facilitator steps into a long silence."""
 
     type: Literal["silence"]
-    seq: int | None = None
+    seq: Seq | None = None
     time: float
 
     _times = field_validator("time")(_finite)
