@@ -28,6 +28,16 @@ from polylogue.errors import PolylogueInputError
 #: of a second), so a gap of 0 means "any measurable silence", not "every touching word boundary".
 #: Shared by the AMI reader's IPU split and the turn-taking timeline.
 MIN_SILENCE_S = 0.005
+#: Default silence (s) that makes a pause: the turn-taking timeline's decision points and the
+#: AMI reader's IPU split (see docs/benchmark.md for 0/200/500 ms counts).
+DEFAULT_GAP_S = 0.2
+
+
+def effective_gap(gap: float) -> float:
+    """The silence a gap of ``gap`` s asks for: at least :data:`MIN_SILENCE_S`, less a hair so
+    that times stored in hundredths compare as written."""
+    return max(gap, MIN_SILENCE_S) - 1e-9
+
 
 #: First words that make a multi-word name a description ("The Teacher", "Big Bully"), whose
 #: first word is not what anybody is called.
@@ -53,6 +63,11 @@ class ConversationFormatError(PolylogueInputError):
         self.message = message
         loc = f"{self.path}:{where}" if where else self.path
         super().__init__(f"{loc}: {message}")
+
+
+#: Participant role of a pseudo-speaker ("several people at once"): never a target, not a
+#: person present.
+GROUP_ROLE = "group"
 
 
 @dataclass(frozen=True, slots=True)

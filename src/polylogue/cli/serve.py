@@ -6,8 +6,6 @@ from typing import Annotated
 
 import typer
 
-MAX_WS = 256 * 1024  # largest WebSocket message (the app also refuses larger events)
-
 
 def register(app: typer.Typer) -> None:
     app.command("serve")(serve)
@@ -77,7 +75,7 @@ def serve(
 
     import uvicorn
 
-    from polylogue.serve.app import SETTINGS_ENV, ServeSettings, check_bind
+    from polylogue.serve.app import MAX_MESSAGE, SETTINGS_ENV, ServeSettings, check_bind
 
     check_bind(host, token)
     settings = ServeSettings(
@@ -105,7 +103,7 @@ def serve(
             host=host,
             port=port,
             log_level="warning",
-            ws_max_size=MAX_WS,
+            ws_max_size=MAX_MESSAGE,
         )
         return
     import os
@@ -119,5 +117,5 @@ def serve(
         host=host,
         port=port,
         log_level="warning",
-        ws_max_size=MAX_WS,
+        ws_max_size=MAX_MESSAGE,
     )

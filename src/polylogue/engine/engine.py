@@ -22,11 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from polylogue.conversation import Participant, Utterance
+from polylogue.conversation import GROUP_ROLE, Participant, Utterance
 from polylogue.engine.chat_features import CHAT_FEATURE_NAMES, ChatState, new_chat_state
 from polylogue.engine.features import (
     FEATURE_NAMES,
-    GROUP_ROLE,
     N_FEATURES,
     ConversationState,
     new_state,

@@ -26,13 +26,10 @@ from typing import Any, cast
 
 import numpy as np
 
-from polylogue.conversation import Participant, Utterance
+from polylogue.conversation import GROUP_ROLE, Participant, Utterance
 from polylogue.engine.names import NameIndex
 from polylogue.engine.text import TextFacts, hash_keys, text_facts
 from polylogue.turntaking.cues import UtteranceCues, is_cased, utterance_cues
-
-#: Participant role of pseudo-speakers ("several people"): never a target, not a person present.
-GROUP_ROLE = "group"
 
 #: A linear model over hashed vocabulary ids -> logit (see polylogue.engine.model).
 HashedScorer = Callable[[tuple[int, ...]], float]

@@ -28,12 +28,12 @@ from dataclasses import InitVar, dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from polylogue.conversation import Participant, Utterance
+from polylogue.conversation import GROUP_ROLE, Participant, Utterance
 from polylogue.engine.bargein import BargeInDecision, BargeInModel, load_barge_in_model
 from polylogue.engine.chat_features import chat_state_from_dict, chat_state_to_dict
 from polylogue.engine.deployment import Action, Deployment, choose_action
 from polylogue.engine.engine import EngineDecision, TurnTakingEngine
-from polylogue.engine.features import GROUP_ROLE, state_from_dict, state_to_dict
+from polylogue.engine.features import state_from_dict, state_to_dict
 from polylogue.engine.model import TurnTakingModel
 from polylogue.errors import PolylogueInputError
 from polylogue.turntaking.points import PointOptions, boundary_is_decision_point
