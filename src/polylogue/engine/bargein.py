@@ -26,49 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from polylogue.errors import PolylogueInputError
-from polylogue.turntaking.cues import FILLER_WORDS
+from polylogue.turntaking.cues import is_lexical_backchannel
 
 BARGE_IN_MODEL_PATH = Path(__file__).resolve().parent / "bargein.json"
 _WORD = re.compile(r"[\w'-]+")
-
-#: Words that make up a backchannel or acknowledgement ("yeah", "mm-hmm", "okay"): the
-#: lexical baseline continues when an interjection is made of these only.
-BACKCHANNEL_WORDS = frozenset(
-    {
-        *FILLER_WORDS,
-        "yeah",
-        "yes",
-        "yep",
-        "yup",
-        "ok",
-        "okay",
-        "right",
-        "sure",
-        "alright",
-        "uh-huh",
-        "mm-hmm",
-        "mhm",
-        "hmm",
-        "oh",
-        "ah",
-        "wow",
-        "cool",
-        "great",
-        "nice",
-        "good",
-        "true",
-        "exactly",
-        "indeed",
-        "really",
-        "i",
-        "see",
-        "got",
-        "it",
-        "totally",
-        "absolutely",
-        "definitely",
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -92,8 +53,9 @@ def interjection_words(text: str) -> list[str]:
 
 
 def lexical_backchannel(words: Sequence[str]) -> bool:
-    """The lexical baseline: every word is a backchannel/acknowledgement word."""
-    return bool(words) and all(w in BACKCHANNEL_WORDS for w in words)
+    """The lexical baseline: an acknowledgement by the benchmark's one rule
+    (:func:`polylogue.turntaking.cues.is_lexical_backchannel`)."""
+    return is_lexical_backchannel(" ".join(words))
 
 
 def barge_in_features(text: str, agent_speaking_s: float | None = None) -> dict[str, float]:
