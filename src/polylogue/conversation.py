@@ -20,7 +20,7 @@ import math
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from polylogue.errors import PolylogueInputError
 
@@ -79,6 +79,9 @@ class Participant:
     (used for vocative / reference detection); ``aliases`` adds further names or nicknames.
     """
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> Self:
+        return self  # immutable all the way down: a copy may share it (live forks do)
+
     id: str
     name: str | None = None
     role: str | None = None
@@ -104,6 +107,9 @@ class Participant:
 @dataclass(frozen=True, slots=True)
 class Utterance:
     """One unit of talk: a dialogue act, a speaker turn, or a transcript line."""
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Self:
+        return self  # immutable all the way down: a copy may share it (live forks do)
 
     speaker: str
     text: str
