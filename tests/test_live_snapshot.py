@@ -140,3 +140,20 @@ def test_serve_answers_an_unreadable_stored_session_clearly(
         assert "snapshot version 1" in str(e.value)
         r = httpx.post(f"{url}/v1/sessions/{upgraded}/events", json=events[3:])
         assert all(x["ok"] for x in r.json()["results"]), r.text
+
+
+def test_chat_model_forks_and_restores_with_its_chat_state() -> None:
+    from polylogue.engine.deployment import Deployment
+
+    conv = next(iter(load_corpus("irc")))
+    dep = Deployment.resolve(domain="chat")
+    target = conv.utterances[1].speaker
+    live = LiveConversation(dep, target)
+    restored = LiveConversation(dep, target)
+    for u in conv.utterances[:80]:
+        probe = _decision(live.fork().utterance(_utt(u)))
+        a = _decision(live.utterance(_utt(u)))
+        snap = json.loads(json.dumps(restored.to_dict()))
+        assert "chat_state" in snap
+        restored = LiveConversation.from_dict(snap, dep)
+        assert probe == a == _decision(restored.utterance(_utt(u)))
