@@ -27,6 +27,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import Field, InitVar, dataclass, field, fields, replace
 from enum import StrEnum
+from functools import cache
 from typing import Any
 
 from polylogue.conversation import GROUP_ROLE, Participant, Utterance
@@ -209,7 +210,7 @@ class _Agent:
     stopped_at: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)} | {"state": self.state.value}
+        return {n: getattr(self, n) for n in _AGENT_FIELDS} | {"state": self.state.value}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> _Agent:
@@ -221,6 +222,9 @@ class _Agent:
             d["started_at"],
             d["stopped_at"],
         )
+
+
+_AGENT_FIELDS = tuple(f.name for f in fields(_Agent))
 
 
 def _same(v: Any) -> Any:
@@ -243,16 +247,20 @@ def _saved(
     return {"snapshot": _Saved(key, encode, decode)}
 
 
+_POINT_OPTION_FIELDS = tuple(f.name for f in fields(PointOptions))
+
+
 def _point_options_to_dict(o: PointOptions) -> dict[str, Any]:
-    return {f.name: getattr(o, f.name) for f in fields(o)}
+    return {n: getattr(o, n) for n in _POINT_OPTION_FIELDS}
 
 
 def _point_options_from_dict(d: dict[str, Any]) -> PointOptions:
     return PointOptions(**d)
 
 
-def _saved_fields(cls: type) -> list[tuple[Field[Any], _Saved]]:
-    return [(f, f.metadata["snapshot"]) for f in fields(cls) if "snapshot" in f.metadata]
+@cache  # read on every event (serve stores a snapshot after each)
+def _saved_fields(cls: type) -> tuple[tuple[Field[Any], _Saved], ...]:
+    return tuple((f, f.metadata["snapshot"]) for f in fields(cls) if "snapshot" in f.metadata)
 
 
 _SPEAKING = re.compile(r"\S")
