@@ -27,7 +27,6 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import Field, InitVar, dataclass, field, fields, replace
 from enum import StrEnum
-from functools import cache
 from typing import Any
 
 from polylogue.conversation import GROUP_ROLE, Participant, Utterance
@@ -258,7 +257,6 @@ def _point_options_from_dict(d: dict[str, Any]) -> PointOptions:
     return PointOptions(**d)
 
 
-@cache  # read on every event (serve stores a snapshot after each)
 def _saved_fields(cls: type) -> tuple[tuple[Field[Any], _Saved], ...]:
     return tuple((f, f.metadata["snapshot"]) for f in fields(cls) if "snapshot" in f.metadata)
 
@@ -336,7 +334,7 @@ class LiveConversation:
         if snapshot is None:
             self.agent = self._bind_agent(self.agent_name)
         else:
-            for f, saved in _saved_fields(type(self)):
+            for f, saved in _LIVE_FIELDS:
                 if not f.init:
                     setattr(self, f.name, _read(snapshot, saved))
         if self.barge_in_model is None:
@@ -613,7 +611,7 @@ class LiveConversation:
             "version": SNAPSHOT_VERSION,
             "deployment": self.deployment.options(),
         }
-        for f, saved in _saved_fields(type(self)):
+        for f, saved in _LIVE_FIELDS:
             out[saved.key] = saved.encode(getattr(self, f.name))
         out["state"] = state_to_dict(self.engine.state)
         if self.engine.chat_state is not None:
@@ -626,7 +624,7 @@ class LiveConversation:
         :func:`snapshot_deployment`, which may reuse an already loaded model). A snapshot of
         an older version is upgraded, or refused with :class:`SnapshotError`."""
         d = upgrade_snapshot(d)
-        options = {f.name: _read(d, saved) for f, saved in _saved_fields(cls) if f.init}
+        options = {f.name: _read(d, saved) for f, saved in _LIVE_FIELDS if f.init}
         agent = _read(d, _Saved("agent", decode=_Agent.from_dict))
         return cls(deployment, agent.spec, **options, snapshot=d)
 
@@ -639,10 +637,14 @@ class LiveConversation:
         new.engine = self.engine.fork()
         new.names = copy.deepcopy(self.names)
         new.warnings = list(self.warnings)
-        for f, _ in _saved_fields(type(self)):
+        for f, _ in _LIVE_FIELDS:
             if not f.init:  # each holds only immutable values: one level is a full copy
                 setattr(new, f.name, copy.copy(getattr(self, f.name)))
         return new
+
+
+#: The snapshot's declarations, read once (serve writes a snapshot after every event).
+_LIVE_FIELDS = _saved_fields(LiveConversation)
 
 
 def _read(d: dict[str, Any], saved: _Saved) -> Any:
