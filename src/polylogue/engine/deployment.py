@@ -66,7 +66,7 @@ OVERALL = "default"
 
 
 @dataclass(frozen=True)
-class Role:
+class AgentRole:
     """A preset over the operating point and whether the agent may speak."""
 
     name: str
@@ -77,20 +77,20 @@ class Role:
     description: str
 
 
-ROLES: dict[str, Role] = {
-    "observer": Role(
+ROLES: dict[str, AgentRole] = {
+    "observer": AgentRole(
         "observer",
         DEFAULT_OPERATING_POINT,
         speaks=False,
         description="listens and logs every decision (what it would do), never speaks",
     ),
-    "assistant": Role(
+    "assistant": AgentRole(
         "assistant",
         "addressed-only",
         speaks=True,
         description="answers when addressed by name or asked right after it spoke",
     ),
-    "facilitator": Role(
+    "facilitator": AgentRole(
         "facilitator",
         "balanced",
         speaks=True,
