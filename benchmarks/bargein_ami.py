@@ -15,17 +15,15 @@ import argparse
 import json
 from collections import Counter, defaultdict
 
-from polylogue.engine.bargein import (
-    BARGE_IN_MODEL_PATH,
+from polylogue.engine.bargein import BARGE_IN_MODEL_PATH, interjection_words, lexical_backchannel
+from polylogue.paths import data_root
+from polylogue.training.bargein import (
     Overlap,
-    ami_meetings,
+    dialogue_act_meetings,
     fit_barge_in_model,
     held_out_meeting,
-    interjection_words,
-    lexical_backchannel,
     meeting_overlaps,
 )
-from polylogue.paths import data_root
 
 
 def _scores(y: list[bool], pred: list[bool]) -> dict[str, float]:
@@ -45,7 +43,7 @@ def main() -> None:
     ap.add_argument("--write", action="store_true", help="write the shipped model file")
     args = ap.parse_args()
     root = data_root() / "ami" / "ami_public_manual_1.6.2"
-    meetings = ami_meetings(root)
+    meetings = dialogue_act_meetings(root)
     train: list[Overlap] = []
     test: list[Overlap] = []
     for m in meetings:

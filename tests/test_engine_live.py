@@ -15,19 +15,13 @@ import pytest
 
 from polylogue.conversation import Conversation, Participant, Utterance
 from polylogue.corpora import load_corpus
-from polylogue.engine.bargein import (
-    ami_meetings,
-    held_out_meeting,
-    interjection_words,
-    lexical_backchannel,
-    load_barge_in_model,
-    meeting_overlaps,
-)
+from polylogue.engine.bargein import interjection_words, lexical_backchannel, load_barge_in_model
 from polylogue.engine.deployment import Deployment, Thresholds, choose_action
 from polylogue.engine.engine import TurnTakingEngine
 from polylogue.engine.features import state_from_dict, state_to_dict
 from polylogue.engine.live import Action, AgentState, EventError, LiveConversation, Policy
 from polylogue.engine.model import load_model
+from polylogue.training.bargein import dialogue_act_meetings, held_out_meeting, meeting_overlaps
 from polylogue.turntaking.cues import build_matchers, utterance_cues
 
 POLYLOGUE = str(Path(sys.executable).parent / "polylogue")
@@ -297,7 +291,7 @@ def _barge(o):  # type: ignore[no-untyped-def]
 
 def test_barge_in_model_beats_baselines_on_held_out_ami(data_root) -> None:
     root = data_root / "ami" / "ami_public_manual_1.6.2"
-    held = [m for m in ami_meetings(root) if held_out_meeting(m)][:6]
+    held = [m for m in dialogue_act_meetings(root) if held_out_meeting(m)][:6]
     overlaps = [o for m in held for o in meeting_overlaps(root, m)]
     assert len(overlaps) > 500
     model = load_barge_in_model()

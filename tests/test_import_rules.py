@@ -106,6 +106,19 @@ def test_nothing_imports_the_cli_and_models_never_import_evaluation() -> None:
     assert bad == []
 
 
+def test_the_runtime_never_reads_a_corpus() -> None:
+    """``engine/`` runs at decision time: corpus readers (and what is built from them, such as
+    the barge-in overlaps) belong to ``training/``, benchmarks and tests."""
+    bad = [
+        f"{path.relative_to(SRC)}:{line} imports {mod}"
+        for path in all_modules()
+        if layer(module_name(path)) == "engine"
+        for line, mod in imports(path)
+        if layer(mod) == "corpora"
+    ]
+    assert bad == []
+
+
 def test_no_import_circles_between_modules() -> None:
     graph: dict[str, set[str]] = {}
     for path in all_modules():

@@ -13,7 +13,8 @@ import pytest
 
 from polylogue.conversation import Participant, Utterance
 from polylogue.corpora import load_corpus
-from polylogue.engine.text_tier import (
+from polylogue.errors import PolylogueInputError
+from polylogue.training.text_tier import (
     CURRENT_WORDS,
     EARLIER_WORDS,
     MAX_TURNS,
@@ -25,7 +26,6 @@ from polylogue.engine.text_tier import (
     recent_turns,
     render_point,
 )
-from polylogue.errors import PolylogueInputError
 
 
 @pytest.fixture(scope="module")
@@ -114,3 +114,6 @@ def test_fast_tier_is_the_default_engine() -> None:
 def test_a_folder_without_a_text_tier_fails_clearly(tmp_path) -> None:
     with pytest.raises(TextTierUnavailable, match="no text tier here"):
         TextTier.load(tmp_path)
+    # None is shipped: asking for the text tier without a folder says so.
+    with pytest.raises(TextTierUnavailable, match="no text tier is shipped"):
+        load_engine(tier="text")

@@ -20,7 +20,7 @@ import math
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from polylogue.errors import PolylogueInputError
 
@@ -28,6 +28,16 @@ from polylogue.errors import PolylogueInputError
 #: of a second), so a gap of 0 means "any measurable silence", not "every touching word boundary".
 #: Shared by the AMI reader's IPU split and the turn-taking timeline.
 MIN_SILENCE_S = 0.005
+#: Default silence (s) that makes a pause: the turn-taking timeline's decision points and the
+#: AMI reader's IPU split (see docs/benchmark.md for 0/200/500 ms counts).
+DEFAULT_GAP_S = 0.2
+
+
+def effective_gap(gap: float) -> float:
+    """The silence a gap of ``gap`` s asks for: at least :data:`MIN_SILENCE_S`, less a hair so
+    that times stored in hundredths compare as written."""
+    return max(gap, MIN_SILENCE_S) - 1e-9
+
 
 #: First words that make a multi-word name a description ("The Teacher", "Big Bully"), whose
 #: first word is not what anybody is called.
@@ -55,6 +65,11 @@ class ConversationFormatError(PolylogueInputError):
         super().__init__(f"{loc}: {message}")
 
 
+#: Participant role of a pseudo-speaker ("several people at once"): never a target, not a
+#: person present.
+GROUP_ROLE = "group"
+
+
 @dataclass(frozen=True, slots=True)
 class Participant:
     """A person (or agent) in a conversation.
@@ -63,6 +78,9 @@ class Participant:
     a Friends character name, an Earnings-21 speaker number). ``name`` is what people call them
     (used for vocative / reference detection); ``aliases`` adds further names or nicknames.
     """
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Self:
+        return self  # immutable all the way down: a copy may share it (live forks do)
 
     id: str
     name: str | None = None
@@ -89,6 +107,9 @@ class Participant:
 @dataclass(frozen=True, slots=True)
 class Utterance:
     """One unit of talk: a dialogue act, a speaker turn, or a transcript line."""
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Self:
+        return self  # immutable all the way down: a copy may share it (live forks do)
 
     speaker: str
     text: str

@@ -41,7 +41,7 @@ from polylogue.adapters import start_live
 from polylogue.adapters.room import DECISION_TIMEOUT_S, Heard, RoomTracker, decision_row, log
 from polylogue.conversation import Participant, Utterance
 from polylogue.engine.deployment import Deployment
-from polylogue.engine.live import Action, LiveConversation, LiveDecision, Policy
+from polylogue.engine.live import Action, LiveDecision, Policy
 from polylogue.engine.model import TurnTakingModel
 
 SPEAKER_KEYS = ("speaker", "speaker_id", "participant_identity")
@@ -136,7 +136,7 @@ class PolylogueTurnDetector:
         self.sync(chat_ctx, pending=last)
         if last is None:
             return 1.0
-        probe = LiveConversation.from_dict(self.live.to_dict(), self.live.deployment)
+        probe = self.live.fork()
         speaker, text = message_speaker(last, self.room)
         d = probe.utterance(Utterance(speaker, text))
         self.last_decision = d

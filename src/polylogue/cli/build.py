@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from polylogue.cli.output import plain_console
-from polylogue.conversation import Conversation
+from polylogue.conversation import DEFAULT_GAP_S, Conversation
 
 console = plain_console(stderr=True)
 
@@ -94,7 +94,7 @@ def build(
         typer.Option(
             help="Silence in seconds after speech that makes a pause (timed corpora).", min=0.0
         ),
-    ] = 0.2,
+    ] = DEFAULT_GAP_S,
     protocol: Annotated[
         str,
         typer.Option(

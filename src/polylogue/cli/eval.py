@@ -89,11 +89,7 @@ def eval_command(
     from rich.markup import escape
 
     from polylogue.evaluation.runner import load_points, run_evaluation
-    from polylogue.models.base import (
-        default_model_available,
-        load_predictor,
-        parse_model_spec,
-    )
+    from polylogue.models.base import load_predictor, parse_model_spec
     from polylogue.prompts.builder import PromptOptions
 
     console = Console(stderr=True, soft_wrap=True)
@@ -101,11 +97,6 @@ def eval_command(
     if model is None and adapter_meta.get("model_spec"):
         model = str(adapter_meta["model_spec"])
     if model is None:
-        if not default_model_available():
-            raise typer.BadParameter(
-                "no default model is installed; pass --model (e.g. baseline:explicit-address)",
-                param_hint="--model",
-            )
         model = "default"
     try:
         prompt = PromptOptions(

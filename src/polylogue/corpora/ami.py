@@ -31,11 +31,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from polylogue.conversation import (
-    MIN_SILENCE_S,
+    DEFAULT_GAP_S,
     Conversation,
     ConversationFormatError,
     Participant,
     Utterance,
+    effective_gap,
     merge_turns,
 )
 from polylogue.corpora._detokenize import detokenize, has_word, is_punctuation
@@ -69,7 +70,7 @@ _WORDS_FILE = re.compile(r"^(?P<meeting>[^.]+)\.(?P<speaker>[A-Z])\.words\.xml$"
 Unit = Literal["da", "turn", "ipu"]
 
 #: Default silence (s) between one speaker's words that splits a dialogue act (``unit="ipu"``).
-DEFAULT_IPU_GAP = 0.2
+DEFAULT_IPU_GAP = DEFAULT_GAP_S
 
 
 # ----------------------------------------------------------------------------- public types
@@ -559,7 +560,7 @@ def split_dialogue_act(da: _Da, gap: float) -> list[_Da]:
             not punct
             and start is not None
             and last_end is not None
-            and start - last_end >= max(gap, MIN_SILENCE_S) - 1e-9
+            and start - last_end >= effective_gap(gap)
             and any(not p for _, p, _, _ in pieces[-1])
         ):
             pieces.append([])

@@ -14,6 +14,7 @@ returns probabilities only: thresholds and actions belong to the deployment
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -22,11 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from polylogue.conversation import Participant, Utterance
+from polylogue.conversation import GROUP_ROLE, Participant, Utterance
 from polylogue.engine.chat_features import CHAT_FEATURE_NAMES, ChatState, new_chat_state
 from polylogue.engine.features import (
     FEATURE_NAMES,
-    GROUP_ROLE,
     N_FEATURES,
     ConversationState,
     new_state,
@@ -176,6 +176,13 @@ class TurnTakingEngine:
         self.state = new_state(self.model.yield_model, self.model.relation_model, participants)
         if self.chat_state is not None:
             self.chat_state = new_chat_state(participants)
+
+    def fork(self) -> TurnTakingEngine:
+        """A copy to observe and decide on without changing this engine (the model is shared)."""
+        new = copy.copy(self)
+        new.state = self.state.fork()
+        new.chat_state = copy.deepcopy(self.chat_state)
+        return new
 
     def observe(self, utterance: Utterance) -> float:
         """Take in an utterance that just ended; returns the seconds the cached work took."""

@@ -16,23 +16,21 @@ are matched through one incrementally updated index (:mod:`polylogue.engine.name
 from __future__ import annotations
 
 import bisect
+import copy
 import itertools
 import math
 import re
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, cast
 
 import numpy as np
 
-from polylogue.conversation import Participant, Utterance
+from polylogue.conversation import GROUP_ROLE, Participant, Utterance
 from polylogue.engine.names import NameIndex
 from polylogue.engine.text import TextFacts, hash_keys, text_facts
 from polylogue.turntaking.cues import UtteranceCues, is_cased, utterance_cues
-
-#: Participant role of pseudo-speakers ("several people"): never a target, not a person present.
-GROUP_ROLE = "group"
 
 #: A linear model over hashed vocabulary ids -> logit (see polylogue.engine.model).
 HashedScorer = Callable[[tuple[int, ...]], float]
@@ -252,6 +250,21 @@ class ConversationState:
     _n_people: int = 0
     #: sorted latest-utterance indices of people who have spoken (recency rank in O(log n))
     _recency: list[int] = field(default_factory=list)
+
+    def fork(self) -> ConversationState:
+        """A copy that observing more utterances does not share with this one (a live probe).
+
+        Containers are copied one level: what they hold (per-utterance records, participants,
+        counts, cue caches) is never changed in place. The name index changes in place, so it
+        is copied whole; the scorers are the model's and shared.
+        """
+        new = copy.copy(self)
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, dict | list | set | deque):
+                setattr(new, f.name, copy.copy(v))
+        new._names = copy.deepcopy(self._names)
+        return new
 
     # ------------------------------------------------------------------ participants & names
 

@@ -22,18 +22,19 @@ without times never triggers the time-based rules.
 
 from __future__ import annotations
 
+import copy
 import re
-from collections.abc import Iterable
-from dataclasses import InitVar, dataclass, field, replace
+from collections.abc import Callable, Iterable
+from dataclasses import Field, InitVar, dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any
 
-from polylogue.conversation import Participant, Utterance
+from polylogue.conversation import GROUP_ROLE, Participant, Utterance
 from polylogue.engine.bargein import BargeInDecision, BargeInModel, load_barge_in_model
 from polylogue.engine.chat_features import chat_state_from_dict, chat_state_to_dict
 from polylogue.engine.deployment import Action, Deployment, choose_action
 from polylogue.engine.engine import EngineDecision, TurnTakingEngine
-from polylogue.engine.features import GROUP_ROLE, state_from_dict, state_to_dict
+from polylogue.engine.features import state_from_dict, state_to_dict
 from polylogue.engine.model import TurnTakingModel
 from polylogue.errors import PolylogueInputError
 from polylogue.turntaking.points import PointOptions, boundary_is_decision_point
@@ -171,6 +172,12 @@ class NameBook:
         self._exact: dict[str, str] = {}
         self._by_key: dict[str, set[str]] = {}
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> NameBook:
+        new = NameBook()
+        new._exact = dict(self._exact)
+        new._by_key = {k: set(v) for k, v in self._by_key.items()}
+        return new
+
     def add(self, p: Participant) -> None:
         self._exact[p.id] = p.id
         for k in _name_keys(p):
@@ -201,45 +208,135 @@ class _Agent:
     started_at: float | None = None
     stopped_at: float | None = None
 
+    def to_dict(self) -> dict[str, Any]:
+        return {n: getattr(self, n) for n in _AGENT_FIELDS} | {"state": self.state.value}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> _Agent:
+        return cls(
+            str(d["spec"]),
+            str(d["pid"]),
+            bool(d["provisional"]),
+            AgentState(d["state"]),
+            d["started_at"],
+            d["stopped_at"],
+        )
+
+
+_AGENT_FIELDS = tuple(f.name for f in fields(_Agent))
+
+
+def _same(v: Any) -> Any:
+    return v
+
+
+@dataclass(frozen=True)
+class _Saved:
+    """How one attribute of a live conversation goes into a snapshot and comes back."""
+
+    key: str
+    encode: Callable[[Any], Any] = _same
+    decode: Callable[[Any], Any] = _same
+
+
+def _saved(
+    key: str, encode: Callable[[Any], Any] = _same, decode: Callable[[Any], Any] = _same
+) -> dict[str, _Saved]:
+    """Field metadata: the snapshot carries this attribute under ``key``."""
+    return {"snapshot": _Saved(key, encode, decode)}
+
+
+_POINT_OPTION_FIELDS = tuple(f.name for f in fields(PointOptions))
+
+
+def _point_options_to_dict(o: PointOptions) -> dict[str, Any]:
+    return {n: getattr(o, n) for n in _POINT_OPTION_FIELDS}
+
+
+def _point_options_from_dict(d: dict[str, Any]) -> PointOptions:
+    return PointOptions(**d)
+
+
+def _saved_fields(cls: type) -> tuple[tuple[Field[Any], _Saved], ...]:
+    return tuple((f, f.metadata["snapshot"]) for f in fields(cls) if "snapshot" in f.metadata)
+
 
 _SPEAKING = re.compile(r"\S")
 
 
 @dataclass
 class LiveConversation:
-    """One conversation as an agent lives it: feed events, get decisions."""
+    """One conversation as an agent lives it: feed events, get decisions.
+
+    Every attribute a snapshot carries is declared once below with :func:`_saved` (its key
+    and, where it is not plain JSON, how it is written and read); :meth:`to_dict` and
+    :meth:`from_dict` loop over those declarations. The engine's state is saved by the engine's
+    own functions; the deployment as its options (:func:`snapshot_deployment`).
+    """
 
     #: The model, domain, operating point and role (the thresholds come from here only).
     deployment: Deployment
     agent_name: str
-    policy: Policy = field(default_factory=Policy)
+    policy: Policy = field(
+        default_factory=Policy, metadata=_saved("policy", Policy.to_dict, Policy.from_dict)
+    )
+    #: Not saved: a restored conversation uses the shipped barge-in model.
     barge_in_model: BargeInModel | None = None
-    point_options: PointOptions = field(default_factory=PointOptions)
+    point_options: PointOptions = field(
+        default_factory=PointOptions,
+        metadata=_saved("point_options", _point_options_to_dict, _point_options_from_dict),
+    )
     #: With a known roster, is an unknown speaker an error (True) or a newcomer (False)?
-    strict_roster: bool = False
+    strict_roster: bool = field(default=False, metadata=_saved("strict_roster", decode=bool))
     #: Also compute the top feature contributions of each decision (costs about as much as
     #: the decision itself; the CLI shows them, a live service usually does not need them).
-    explain: bool = False
+    explain: bool = field(default=False, metadata=_saved("explain", decode=bool))
+
+    # The state as events move it on (not constructor arguments).
+    #: the agent: its name, participant, own speech state
+    agent: _Agent = field(init=False, metadata=_saved("agent", _Agent.to_dict, _Agent.from_dict))
+    #: participants who joined and have not left (roster mode), in join order
+    present: dict[str, None] = field(
+        init=False, default_factory=dict, metadata=_saved("present", list, dict.fromkeys)
+    )
+    roster_known: bool = field(
+        init=False, default=False, metadata=_saved("roster_known", decode=bool)
+    )
+    #: the "agent's name matched nobody" warning was given
+    _warned: bool = field(init=False, default=False, metadata=_saved("warned", decode=bool))
+    #: latest interim text per speaker (never observed by the engine)
+    interim: dict[str, str] = field(
+        init=False, default_factory=dict, metadata=_saved("interim", dict, dict)
+    )
+    clock: float | None = field(init=False, default=None, metadata=_saved("clock"))
+    last_unaddressed_speak: float | None = field(
+        init=False, default=None, metadata=_saved("last_unaddressed_speak")
+    )
+    index: int = field(init=False, default=0, metadata=_saved("index", decode=int))
+    #: warnings not yet shown (a front end drains them; not saved)
+    warnings: list[str] = field(init=False, default_factory=list)
+    engine: TurnTakingEngine = field(init=False)
+    names: NameBook = field(init=False)
 
     #: Participants known when the conversation starts (registered, not yet present).
     known: InitVar[Iterable[Participant]] = ()
+    #: A snapshot to continue from (:meth:`from_dict`; already upgraded to this version).
+    snapshot: InitVar[dict[str, Any] | None] = None
 
-    def __post_init__(self, known: Iterable[Participant]) -> None:
-        self.engine: TurnTakingEngine = self.deployment.engine(known)
+    def __post_init__(self, known: Iterable[Participant], snapshot: dict[str, Any] | None) -> None:
+        if snapshot is None:
+            self.engine = self.deployment.engine(known)
+        else:
+            self.engine = _restored_engine(snapshot, self.deployment)
         self.names = NameBook()
         for p in self.engine.participants.values():
             self.names.add(p)
-        #: participants who joined and have not left (roster mode), in join order
-        self.present: dict[str, None] = {}
-        self.roster_known = False
-        self.warnings: list[str] = []
-        self._warned = False
-        #: latest interim text per speaker (never observed by the engine)
-        self.interim: dict[str, str] = {}
-        self.clock: float | None = None
-        self.last_unaddressed_speak: float | None = None
-        self.index = 0
-        self.agent = self._bind_agent(self.agent_name)
+        if snapshot is None:
+            self.agent = self._bind_agent(self.agent_name)
+        else:
+            for f, saved in _LIVE_FIELDS:
+                if not f.init:
+                    setattr(self, f.name, _read(snapshot, saved))
         if self.barge_in_model is None:
             self.barge_in_model = load_barge_in_model()
 
@@ -539,97 +636,112 @@ class LiveConversation:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able snapshot: restoring it continues exactly where this one stands."""
-        return {
+        out: dict[str, Any] = {
             "version": SNAPSHOT_VERSION,
             "deployment": self.deployment.options(),
-            "agent": {
-                "spec": self.agent.spec,
-                "pid": self.agent.pid,
-                "provisional": self.agent.provisional,
-                "state": self.agent.state.value,
-                "started_at": self.agent.started_at,
-                "stopped_at": self.agent.stopped_at,
-            },
-            "policy": self.policy.to_dict(),
-            "present": list(self.present),
-            "roster_known": self.roster_known,
-            "strict_roster": self.strict_roster,
-            "explain": self.explain,
-            "warned": self._warned,
-            "interim": self.interim,
-            "clock": self.clock,
-            "last_unaddressed_speak": self.last_unaddressed_speak,
-            "index": self.index,
-            "state": state_to_dict(self.engine.state),
-            **(
-                {"chat_state": chat_state_to_dict(self.engine.chat_state)}
-                if self.engine.chat_state is not None
-                else {}
-            ),
         }
+        for f, saved in _LIVE_FIELDS:
+            out[saved.key] = saved.encode(getattr(self, f.name))
+        out["state"] = state_to_dict(self.engine.state)
+        if self.engine.chat_state is not None:
+            out["chat_state"] = chat_state_to_dict(self.engine.chat_state)
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], deployment: Deployment) -> LiveConversation:
         """Restore a snapshot onto ``deployment`` (rebuilt from the snapshot's options with
-        :func:`snapshot_deployment`, which may reuse an already loaded model)."""
-        check_snapshot_version(d)
-        engine = deployment.engine()
-        model = engine.model
-        engine.state = state_from_dict(d["state"], model.yield_model, model.relation_model)
-        if engine.chat_state is not None:
-            if "chat_state" not in d:
-                raise ValueError("snapshot lacks the chat state this engine's model reads")
+        :func:`snapshot_deployment`, which may reuse an already loaded model). A snapshot of
+        an older version is upgraded, or refused with :class:`SnapshotError`."""
+        d = upgrade_snapshot(d)
+        options = {f.name: _read(d, saved) for f, saved in _LIVE_FIELDS if f.init}
+        agent = _read(d, _Saved("agent", decode=_Agent.from_dict))
+        return cls(deployment, agent.spec, **options, snapshot=d)
+
+    def fork(self) -> LiveConversation:
+        """An independent copy to try an event on without touching this conversation (the
+        LiveKit adapter's probe of a growing transcript). The engine forks itself; the
+        attributes a snapshot carries are copied (they are small); the deployment, model,
+        barge-in model and options never change in place and are shared."""
+        new = copy.copy(self)
+        new.engine = self.engine.fork()
+        new.names = copy.deepcopy(self.names)
+        new.warnings = list(self.warnings)
+        for f, _ in _LIVE_FIELDS:
+            if not f.init:  # each holds only immutable values: one level is a full copy
+                setattr(new, f.name, copy.copy(getattr(self, f.name)))
+        return new
+
+
+#: The snapshot's declarations, read once (serve writes a snapshot after every event).
+_LIVE_FIELDS = _saved_fields(LiveConversation)
+
+
+def _read(d: dict[str, Any], saved: _Saved) -> Any:
+    """One attribute of a snapshot, or one error naming the key."""
+    if saved.key not in d:
+        raise SnapshotError(f"live-conversation snapshot lacks {saved.key!r}")
+    try:
+        return saved.decode(d[saved.key])
+    except (KeyError, TypeError, ValueError, PolylogueInputError) as e:
+        raise SnapshotError(f"live-conversation snapshot: bad {saved.key!r} ({e})") from None
+
+
+def _restored_engine(d: dict[str, Any], deployment: Deployment) -> TurnTakingEngine:
+    engine = deployment.engine()
+    model = engine.model
+    state = _read(d, _Saved("state"))
+    try:
+        engine.state = state_from_dict(state, model.yield_model, model.relation_model)
+    except (KeyError, TypeError, ValueError) as e:
+        raise SnapshotError(f"live-conversation snapshot: bad 'state' ({e!r})") from None
+    if engine.chat_state is not None:
+        if "chat_state" not in d:
+            raise SnapshotError("snapshot lacks the chat state this engine's model reads")
+        try:
             engine.chat_state = chat_state_from_dict(d["chat_state"])
-        live = cls.__new__(cls)
-        live.deployment = deployment
-        live.engine = engine
-        live.agent_name = d["agent"]["spec"]
-        live.policy = Policy.from_dict(d["policy"])
-        live.barge_in_model = load_barge_in_model()
-        live.point_options = PointOptions()
-        live.strict_roster = bool(d.get("strict_roster", False))
-        live.explain = bool(d.get("explain", False))
-        live.names = NameBook()
-        for p in engine.participants.values():
-            live.names.add(p)
-        live.present = dict.fromkeys(d["present"])
-        live.roster_known = bool(d["roster_known"])
-        live.warnings = []
-        live._warned = bool(d["warned"])
-        live.interim = dict(d["interim"])
-        live.clock = d["clock"]
-        live.last_unaddressed_speak = d["last_unaddressed_speak"]
-        live.index = int(d["index"])
-        a = d["agent"]
-        live.agent = _Agent(
-            a["spec"],
-            a["pid"],
-            bool(a["provisional"]),
-            AgentState(a["state"]),
-            a["started_at"],
-            a["stopped_at"],
-        )
-        return live
+        except (KeyError, TypeError, ValueError) as e:
+            raise SnapshotError(f"live-conversation snapshot: bad 'chat_state' ({e!r})") from None
+    return engine
 
 
-#: Version 2: the deployment options travel with the snapshot (version 1 held one threshold).
-SNAPSHOT_VERSION = 2
+#: The snapshot format written now. Version 3 saves the decision-point options; version 2
+#: (the deployment's options travel with the snapshot) is upgraded on reading; version 1
+#: (one threshold, before the deployment layer) is refused.
+SNAPSHOT_VERSION = 3
 
 
 class SnapshotError(PolylogueInputError):
     """A stored live-conversation snapshot this version cannot continue."""
 
 
-def check_snapshot_version(d: dict[str, Any]) -> None:
+def _v2_to_v3(d: dict[str, Any]) -> dict[str, Any]:
+    # Version 2 always ran with the default decision-point options.
+    return {**d, "version": 3, "point_options": _point_options_to_dict(PointOptions())}
+
+
+#: version -> the step to the next version (applied until SNAPSHOT_VERSION).
+_UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {2: _v2_to_v3}
+
+
+def upgrade_snapshot(d: dict[str, Any]) -> dict[str, Any]:
+    """``d`` in the current snapshot version, or :class:`SnapshotError` naming its version."""
+    if not isinstance(d, dict):
+        raise SnapshotError(f"live-conversation snapshot is a {type(d).__name__}, not an object")
     version = d.get("version")
-    if version != SNAPSHOT_VERSION:
-        raise SnapshotError(
-            f"live-conversation snapshot version {version!r}; this polylogue reads version "
-            f"{SNAPSHOT_VERSION} (a session saved by an older version: create it again)"
-        )
+    while version != SNAPSHOT_VERSION:
+        step = _UPGRADES.get(version) if isinstance(version, int) else None
+        if step is None:
+            readable = ", ".join(str(v) for v in (*sorted(_UPGRADES), SNAPSHOT_VERSION))
+            raise SnapshotError(
+                f"live-conversation snapshot version {version!r}; this polylogue reads versions "
+                f"{readable} (a session saved by another version: create it again)"
+            )
+        d = step(d)
+        version = d["version"]
+    return d
 
 
 def snapshot_deployment(d: dict[str, Any], model: TurnTakingModel | None = None) -> Deployment:
     """The deployment a snapshot was taken with (``model``: an already loaded one to reuse)."""
-    check_snapshot_version(d)
+    d = upgrade_snapshot(d)
     return Deployment.from_options(d.get("deployment", {}), model=model)

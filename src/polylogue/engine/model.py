@@ -63,12 +63,17 @@ DOMAINS: dict[str, tuple[str, ...]] = {
 }
 
 
+def check_domain(domain: str | None) -> None:
+    """The one check of a deployment domain's name (None: no domain)."""
+    if domain is not None and domain not in DOMAINS:
+        raise PolylogueInputError(f"unknown domain {domain!r}; choose one of {', '.join(DOMAINS)}")
+
+
 def domain_threshold(domain: str | None, overall: float, per_domain: Mapping[str, float]) -> float:
     """The threshold for ``domain`` (None: ``overall``; a domain without its own: ``overall``)."""
     if domain is None:
         return overall
-    if domain not in DOMAINS:
-        raise PolylogueInputError(f"unknown domain {domain!r}; choose one of {', '.join(DOMAINS)}")
+    check_domain(domain)
     return per_domain.get(domain, overall)
 
 
@@ -246,8 +251,7 @@ class TurnTakingModel:
 
 def model_dir_for(domain: str | None) -> Path:
     """The shipped model folder for a deployment domain (the default one unless it has its own)."""
-    if domain is not None and domain not in DOMAINS:
-        raise PolylogueInputError(f"unknown domain {domain!r}; choose one of {', '.join(DOMAINS)}")
+    check_domain(domain)
     own = DOMAIN_MODEL_DIRS.get(domain or "")
     return own if own is not None and (own / "model.json").is_file() else DEFAULT_MODEL_DIR
 

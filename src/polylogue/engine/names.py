@@ -13,8 +13,10 @@ utterance costs work proportional to the roster. A matcher is exactly the one
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterable
+from typing import Any
 
 from polylogue.conversation import Participant
 from polylogue.turntaking.cues import _Matcher as Matcher
@@ -47,6 +49,17 @@ class NameIndex:
 
     def __contains__(self, pid: str) -> bool:
         return pid in self._terms
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> NameIndex:
+        # Matchers and term lists are replaced, never changed in place: share them; the
+        # owner sets change in place: copy them.
+        new = copy.copy(self)
+        new._compiled = dict(self._compiled)
+        new._terms = dict(self._terms)
+        new._owners = {k: set(v) for k, v in self._owners.items()}
+        new._by_word = {k: set(v) for k, v in self._by_word.items()}
+        new._unindexed = set(self._unindexed)
+        return new
 
     def add(self, people: Iterable[Participant]) -> None:
         """Register new participants; compiles only them and those whose name became shared."""

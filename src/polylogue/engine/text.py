@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import zlib
 from dataclasses import dataclass
+from typing import Any
 
 from polylogue.turntaking.cues import FILLER_WORDS, is_filler_only, looks_incomplete
 
@@ -197,6 +198,9 @@ class TextFacts:
     keys: tuple[str, ...]
     #: Content words (4+ letters, no stop words) for topic overlap between utterances.
     content: frozenset[str]
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> TextFacts:
+        return self  # immutable: a live fork shares it
 
 
 def words_of(text: str) -> list[str]:

@@ -16,7 +16,6 @@ Model specs (``polylogue eval --model SPEC``)::
 from __future__ import annotations
 
 import importlib
-import importlib.util
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -189,11 +188,6 @@ def _factory(kind: str) -> Callable[..., Predictor]:
     return factory
 
 
-def default_model_available() -> bool:
-    """True once the shipped default model module exists in this installation."""
-    return importlib.util.find_spec("polylogue.models.default_model") is not None
-
-
 def load_predictor(spec: str | ModelSpec, **options: Any) -> Predictor:
     """Build a predictor from a model spec; ``options`` go to the backend's factory.
 
@@ -202,9 +196,5 @@ def load_predictor(spec: str | ModelSpec, **options: Any) -> Predictor:
     """
     parsed = parse_model_spec(spec) if isinstance(spec, str) else spec
     if parsed.kind == "default":
-        if not default_model_available():
-            raise ModelSpecError(
-                "the shipped default model is not installed (polylogue.models.default_model)"
-            )
         return _factory("default")(**options)
     return _factory(parsed.kind)(parsed, **options)

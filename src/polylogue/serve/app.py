@@ -769,6 +769,9 @@ def create_app(
         except SessionNotFound as e:
             await ws.close(code=4404, reason=str(e)[:120])
             return
+        except PolylogueInputError as e:  # a stored session this version cannot read
+            await ws.close(code=4400, reason=str(e)[:120])
+            return
         metrics.sockets.inc()
         try:
             while True:

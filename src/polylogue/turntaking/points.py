@@ -18,7 +18,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, overload
 
-from polylogue.conversation import Conversation, Participant, Utterance
+from polylogue.conversation import (
+    DEFAULT_GAP_S,
+    GROUP_ROLE,
+    Conversation,
+    Participant,
+    Utterance,
+)
 from polylogue.turntaking.chat import chat_address_cues, present_in_window
 from polylogue.turntaking.cues import (
     UtteranceCues,
@@ -30,7 +36,6 @@ from polylogue.turntaking.cues import (
     utterance_cues,
 )
 from polylogue.turntaking.timeline import (
-    DEFAULT_GAP_S,
     Boundary,
     end_ordered,
     is_timed,
@@ -47,9 +52,6 @@ from polylogue.turntaking.types import (
 )
 
 Timing = Literal["auto", "pause", "utterance"]
-
-#: Participant role that marks a pseudo-speaker (several people at once); never a target.
-GROUP_ROLE = "group"
 
 
 @dataclass(frozen=True, slots=True)

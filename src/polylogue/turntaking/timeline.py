@@ -32,12 +32,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from polylogue.conversation import MIN_SILENCE_S, Conversation, Utterance
+from polylogue.conversation import DEFAULT_GAP_S, Conversation, Utterance, effective_gap
 from polylogue.turntaking.cues import is_lexical_backchannel
 from polylogue.turntaking.types import Outcome
 
-#: Default silence that makes a pause (seconds); see docs/benchmark.md for 0/200/500 ms counts.
-DEFAULT_GAP_S = 0.2
 #: A lexical backchannel in a timed corpus lasts at most this long.
 BACKCHANNEL_MAX_S = 1.5
 #: AMI dialogue-act type of a backchannel (``ontologies/da-types.xml``).
@@ -104,10 +102,6 @@ def backchannel_candidates(conv: Conversation, timed: bool) -> list[bool]:
     return out
 
 
-def _effective_gap(gap: float) -> float:
-    return max(gap, MIN_SILENCE_S) - 1e-9
-
-
 def pause_boundaries(
     conv: Conversation, gap: float = DEFAULT_GAP_S, backchannels: bool = True
 ) -> list[Boundary]:
@@ -122,7 +116,7 @@ def pause_boundaries(
     suffix_min[n] = float("inf")
     for i in range(n - 1, -1, -1):
         suffix_min[i] = min(starts[i], suffix_min[i + 1])
-    eff = _effective_gap(gap)
+    eff = effective_gap(gap)
     pauses = [i for i in range(n - 1) if suffix_min[i + 1] - ends[i] >= eff]
     start_order = sorted(range(n), key=lambda i: (starts[i], ends[i], utts[i].speaker, i))
     annotated = has_dialogue_act_types(conv)

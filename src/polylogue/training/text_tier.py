@@ -8,8 +8,8 @@ Its logit is fused with the trees' calibrated P(take floor) by a logistic fitted
 validation (late fusion: the trees are not retrained).
 
 **Not shipped**: on validation the fused tier was no better than the trees alone (see
-docs/model-card.md, "Learned text component"), so the package has no ``text_weights/`` folder
-and the fast tier is the only default. A folder written by
+docs/model-card.md, "Learned text component"), so it lives with the training code, not in the
+runtime (``polylogue.engine``), and the fast tier is the only engine. A folder written by
 ``python -m polylogue.training.text_component package`` loads with ``TextTier.load(folder)``
 or ``load_engine("text", text_dir=folder)``.
 
@@ -30,9 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from polylogue.conversation import Participant, Utterance
+from polylogue.conversation import GROUP_ROLE, Participant, Utterance
 from polylogue.engine.engine import EngineDecision, TurnTakingEngine
-from polylogue.engine.features import GROUP_ROLE
 from polylogue.engine.model import TurnTakingModel, domain_threshold, load_model
 from polylogue.errors import PolylogueInputError
 
@@ -118,8 +117,6 @@ def render_point(
 
 # ----------------------------------------------------------------------------- inference
 
-#: The folder shipped with the package for the text tier (absent when it is not shipped).
-DEFAULT_TEXT_DIR = Path(__file__).resolve().parent / "text_weights"
 TEXT_FORMAT = "polylogue.turntaking.text/1"
 
 
@@ -212,9 +209,9 @@ class TextTier:
     metadata: dict[str, Any]
 
     @classmethod
-    def load(cls, folder: str | Path | None = None, threads: int = 1) -> TextTier:
-        """Load a text-tier folder (the shipped one by default); needs the ``text`` extra."""
-        folder = Path(folder) if folder is not None else DEFAULT_TEXT_DIR
+    def load(cls, folder: str | Path, threads: int = 1) -> TextTier:
+        """Load a text-tier folder (none is shipped); needs the ``text`` extra."""
+        folder = Path(folder)
         meta_path = folder / "text_model.json"
         if not meta_path.is_file():
             raise TextTierUnavailable(
@@ -352,4 +349,9 @@ def load_engine(
     model = load_model(model_dir)
     if tier == "fast":
         return TurnTakingEngine(model, participants)
+    if text_dir is None:
+        raise TextTierUnavailable(
+            "no text tier is shipped: pass text_dir, a folder written by "
+            "python -m polylogue.training.text_component package"
+        )
     return TextTurnTakingEngine(model, TextTier.load(text_dir, threads=threads), participants)
