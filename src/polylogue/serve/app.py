@@ -523,8 +523,8 @@ def _apply(live: LiveConversation, e: Event) -> dict[str, Any]:
     elif isinstance(e, AgentSpeechEvent):
         live.agent_speech(e.speaking, e.time, e.text)
     elif isinstance(e, SilenceEvent):
-        d = live.silence(e.time)
-        return {} if d is None else {"decision": d.to_dict()}
+        stepped_in = live.silence(e.time)
+        return {} if stepped_in is None else {"decision": stepped_in.to_dict()}
     elif isinstance(e, RoleEvent):
         live.set_role(e.role)
         return {"deployment": live.deployment.to_dict()}
