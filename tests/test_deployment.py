@@ -289,3 +289,48 @@ def test_facilitator_steps_into_a_long_silence_once(meeting: Conversation) -> No
     # Not while the agent itself has the floor or just spoke into the silence.
     fac.agent_speech(True, time=40.0)
     assert fac.silence(60.0) is None
+
+
+def test_serve_role_switch_and_silence_events(tmp_path: Path) -> None:
+    with polylogue_serve("--state", str(tmp_path / "s.sqlite")) as url:
+        r = httpx.post(
+            f"{url}/v1/sessions", json={"agent": "Dave", "deployment": {"role": "facilitator"}}
+        )
+        assert r.status_code == 201, r.text
+        assert r.json()["deployment"]["role"] == "facilitator"
+        sid = r.json()["session_id"]
+
+        def send(*events: dict) -> list[dict]:
+            res = httpx.post(f"{url}/v1/sessions/{sid}/events", json=list(events), timeout=60)
+            assert res.status_code == 200, res.text
+            return res.json()["results"]
+
+        first = send(
+            {
+                "type": "utterance",
+                "speaker": "Alice",
+                "text": "Dave, can you check the logs?",
+                "start": 0.0,
+                "end": 2.0,
+            },
+        )[0]
+        assert first["decision"]["action"] == "SPEAK"
+        quiet, long = send({"type": "silence", "time": 4.0}, {"type": "silence", "time": 9.0})
+        assert "decision" not in quiet
+        assert long["decision"]["action"] == "SPEAK" and long["decision"]["reason"].startswith(
+            "long silence"
+        )
+        switched, heard = send(
+            {"type": "role", "role": "observer"},
+            {
+                "type": "utterance",
+                "speaker": "Alice",
+                "text": "Dave, and the nightly job?",
+                "start": 12.0,
+                "end": 14.0,
+            },
+        )
+        assert switched["deployment"]["role"] == "observer" and not switched["deployment"]["speaks"]
+        assert heard["decision"]["action"] == "SILENT" and heard["decision"]["suggested"] == "SPEAK"
+        bad = send({"type": "role", "role": "boss"})[0]
+        assert not bad["ok"] and "observer, assistant, facilitator" in bad["error"]
