@@ -34,7 +34,6 @@ Decisions (see ``docs/corpora-friends-earnings-user.md``):
 
 from __future__ import annotations
 
-import json
 import re
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
@@ -50,7 +49,7 @@ from polylogue.conversation import (
     Participant,
     Utterance,
 )
-from polylogue.corpora._text import csv_records, read_text
+from polylogue.corpora._text import csv_records, load_json_file, read_text
 
 CORPUS = "friends"
 DOMAIN = "tv"
@@ -237,13 +236,7 @@ def read_friends_s10_json(path: str | Path) -> Iterator[Conversation]:
     """Season 10 scenes from EmoryNLP character-mining, with "(to X)" addressees."""
     path = Path(path)
     try:
-        data = json.loads(read_text(path))
-    except json.JSONDecodeError as exc:
-        raise ConversationFormatError(
-            path, f"line {exc.lineno}", f"invalid JSON: {exc.msg}"
-        ) from exc
-    except RecursionError:
-        raise ConversationFormatError(path, "", "invalid JSON: nested too deeply") from None
+        data = load_json_file(path)
     except OSError as exc:
         raise ConversationFormatError(path, "", f"cannot read file: {exc}") from exc
     _check_s10_structure(data, path)
