@@ -531,6 +531,52 @@ def stream_cues(
     yield from flush()
 
 
+_EOL_BYTES = re.compile(rb"\r\n|\r|\n")
+#: The longest streamed line (bytes): a little over the longest utterance in UTF-8.
+MAX_LINE_BYTES = 4 * MAX_UTTERANCE_CHARS + 4096
+
+
+def stream_lines(
+    stream: Any, source: str | Path = "<stdin>", max_bytes: int = MAX_LINE_BYTES
+) -> Iterator[str]:
+    """Lines of a binary stream as they arrive, without their line ends.
+
+    A line ends at ``\\n``, ``\\r\\n`` or a lone ``\\r`` (each answered at once, not at the
+    end of the stream); a UTF-8 byte-order mark before the first line is dropped; bytes that are
+    not UTF-8 come through as surrogate escapes, so :func:`parse_transcript_line` reports them on
+    their own line. A line over ``max_bytes`` is a located error as soon as it is that long
+    (it is never held whole in memory).
+    """
+    read = getattr(stream, "read1", None) or stream.read
+    pending = bytearray()
+    lineno = 1
+    skip_lf = False  # the last chunk ended in \r: a \n opening the next one belongs to it
+
+    def line() -> str:
+        text = bytes(pending).decode("utf-8", "surrogateescape")
+        pending.clear()
+        return text.removeprefix("\ufeff") if lineno == 1 else text
+
+    while chunk := read(65536):
+        i = 1 if skip_lf and chunk[:1] == b"\n" else 0
+        skip_lf = False
+        for m in _EOL_BYTES.finditer(chunk, i):
+            pending += chunk[i : m.start()]
+            if len(pending) > max_bytes:
+                break
+            yield line()
+            lineno += 1
+            i = m.end()
+            skip_lf = m.group() == b"\r" and i == len(chunk)
+        pending += chunk[i:]
+        if len(pending) > max_bytes:
+            raise ConversationFormatError(
+                source, f"line {lineno}", f"line over {max_bytes:,} bytes: not a transcript line"
+            )
+    if pending:
+        yield line()
+
+
 def sniff_stream_format(first_line: str) -> str:
     """The format of a stream from its first non-blank line: vtt, srt or txt (lines)."""
     s = first_line.lstrip("\ufeff").strip()
@@ -888,11 +934,87 @@ def _resolve_addressees(r: _RawUtterance, lookup: dict[str, str], path: Path) ->
     return out
 
 
+# ----------------------------------------------------------------------------- aliases
+
+
+@dataclass(frozen=True, slots=True)
+class AliasSpec:
+    """Other names one participant is called by: ``Professor D=Morgan,Morgan Smith``."""
+
+    name: str
+    aliases: tuple[str, ...]
+
+
+def parse_alias(spec: str, source: str | Path = "--alias", where: str = "") -> AliasSpec:
+    """``NAME=ALIAS[,ALIAS...]``: NAME as the transcript labels the speaker, then what people
+    call them (what vocatives and mentions are matched against)."""
+    name, sep, rest = spec.partition("=")
+    aliases = tuple(a for a in (x.strip() for x in rest.split(",")) if a)
+    if not sep or not name.strip() or not aliases:
+        raise ConversationFormatError(
+            source,
+            where,
+            f"expected NAME=ALIAS[,ALIAS...] (e.g. 'Professor D=Morgan'), got {spec!r}",
+        )
+    return AliasSpec(
+        _name(name, source, where, "name"),
+        tuple(_name(a, source, where, "alias") for a in aliases),
+    )
+
+
+def read_alias_file(path: str | Path) -> list[AliasSpec]:
+    """A roster file of aliases: one ``NAME = ALIAS, ALIAS`` per line, ``#`` comments."""
+    out = []
+    for lineno, line in enumerate(split_lines(read_text(path)), 1):
+        s = line.strip()
+        if s and not s.startswith("#"):
+            out.append(parse_alias(s, path, f"line {lineno}"))
+    return out
+
+
+def with_aliases(
+    participants: Sequence[Participant], specs: Sequence[AliasSpec], source: str | Path
+) -> tuple[Participant, ...]:
+    """``participants`` with the aliases of ``specs`` added; a NAME that matches nobody (by id,
+    name or alias, any case) is an error listing who is there."""
+    lookup = _lookup(participants)
+    extra: dict[str, list[str]] = {}
+    for spec in specs:
+        pid = lookup.get(spec.name.lower())
+        if pid is None:
+            raise ConversationFormatError(
+                source,
+                "",
+                f"--alias names {spec.name!r}, who is not a participant "
+                f"({name_list(p.display_name for p in participants)})",
+            )
+        extra.setdefault(pid, []).extend(spec.aliases)
+    return tuple(
+        replace(p, aliases=tuple(dict.fromkeys((*p.aliases, *extra[p.id])))) if p.id in extra else p
+        for p in participants
+    )
+
+
+def name_list(names: Iterable[str], limit: int = 12) -> str:
+    """``A, B, C and 11,988 more``: a roster named in one message stays one readable line."""
+    names = list(names)
+    shown = ", ".join(
+        repr(n) if n != n.strip() or not n.isprintable() else n for n in names[:limit]
+    )
+    return f"{shown} and {len(names) - limit:,} more" if len(names) > limit else shown
+
+
 __all__ = [
     "TRANSCRIPT_FORMATS",
+    "AliasSpec",
     "infer_format",
+    "name_list",
+    "parse_alias",
     "parse_header_line",
     "parse_time",
     "parse_transcript_line",
+    "read_alias_file",
     "read_transcript",
+    "split_lines",
+    "with_aliases",
 ]
