@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import errno
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,8 +27,23 @@ class RunStopped(RuntimeError):
 
 
 def user_errors() -> tuple[type[BaseException], ...]:
-    """Exception types the CLI reports as a one-line input error (exit status 2)."""
-    return (PolylogueInputError, FileNotFoundError, IsADirectoryError, NotADirectoryError)
+    """Exception types the CLI reports as a one-line input error (exit status 2).
+
+    Permission denied is one too: rerunning cannot help until the user changes the file's
+    permissions (a full disk, exit 1, is a stopped run that a rerun resumes).
+    """
+    return (
+        PolylogueInputError,
+        FileNotFoundError,
+        IsADirectoryError,
+        NotADirectoryError,
+        PermissionError,
+    )
+
+
+#: OSError numbers that mean "this path cannot be used as given" (input errors, exit 2):
+#: a symlink loop, a name too long, not a regular file where one was expected.
+PATH_ERRNOS = frozenset({errno.ELOOP, errno.ENAMETOOLONG, errno.ENXIO, errno.ENODEV})
 
 
 class LocatedInputError(PolylogueInputError):

@@ -31,7 +31,7 @@ from polylogue.conversation import Participant, Utterance
 from polylogue.engine.bargein import BargeInDecision, BargeInModel, load_barge_in_model
 from polylogue.engine.chat_features import chat_state_from_dict, chat_state_to_dict
 from polylogue.engine.engine import EngineDecision, TurnTakingEngine
-from polylogue.engine.features import GROUP_ROLE, state_from_dict, state_to_dict
+from polylogue.engine.features import GROUP_ROLE, SPOKEN, Spoken, state_from_dict, state_to_dict
 from polylogue.errors import PolylogueInputError
 from polylogue.turntaking.points import PointOptions, boundary_is_decision_point
 
@@ -382,13 +382,14 @@ class LiveConversation:
     ) -> LiveDecision:
         cs = self.engine.state
         agent = self.agent.pid
+        present: list[str] | Spoken | None
         if self.roster_known:
             everyone = len(self.present) + (agent not in self.present) == len(cs.participants)
             present = None if everyone else [*self.present, agent]
         else:
             # Without a roster, whoever has spoken (and the agent) is present.
             everyone = len(cs.utt_count) + (agent not in cs.utt_count) == len(cs.participants)
-            present = None if everyone else [*cs.utt_count, agent]
+            present = None if everyone else SPOKEN
         d = self.engine.decide(agent, present=present, explain=self.explain)
         pol = self.policy
         base = self.engine.threshold if pol.threshold is None else pol.threshold
