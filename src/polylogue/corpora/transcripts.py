@@ -458,6 +458,7 @@ def _speaker_lines(lines: Sequence[str], path: str | Path, where: str) -> list[t
     """``(speaker, text)`` of a cue without voice spans: ``Name: text``, or one turn per
     SubRip dialogue dash (``- Alice: ...`` / ``- Bob: ...``, each on its own line)."""
     turns: list[str] = []
+    lines = [_ASS_TAG.sub("", line) for line in lines]  # {\an8}- Alice: ... is dashed too
     dashed = lines[0].lstrip().startswith("-")
     for line in lines:
         stripped = line.strip()
@@ -755,8 +756,8 @@ def _name(written: str, path: str | Path, where: str, what: str) -> str:
             "name normalised",
             path,
             where,
-            f"{what} {written.strip()!r} read as {name!r} (Unicode NFC; zero-width and other "
-            "invisible format characters removed), so both spellings are one person",
+            f"{what} {ascii(written.strip())} read as {ascii(name)} (Unicode NFC; zero-width "
+            "and other invisible format characters removed): both spellings are one person",
         )
     return name
 
