@@ -8,6 +8,7 @@ the right reading.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -278,7 +279,8 @@ def test_unicode_line_separators_inside_json_strings_keep_the_line(tmp_path: Pat
     "text",
     [
         "Alice: Bob, are you there?\nBob: yes\n",
-        "WEBVTT\n\n00:01.000 --> 00:02.000\nAlice: Bob, are you there?\n\n00:02.500 --> 00:03.000\nBob: yes\n",
+        "WEBVTT\n\n00:01.000 --> 00:02.000\nAlice: Bob, are you there?\n\n"
+        "00:02.500 --> 00:03.000\nBob: yes\n",
     ],
     ids=["txt", "vtt"],
 )
@@ -448,7 +450,8 @@ def test_subtitle_conventions_are_read(tmp_path: Path) -> None:
     vtt = tmp_path / "yt.vtt"
     vtt.write_text(
         "WEBVTT\nKind: captions\nLanguage: en\n\n"
-        "00:00:01.000 --> 00:00:02.000 align:start position:0%\n{\\an8}Alice: Bob, are you there?\n\n"
+        "00:00:01.000 --> 00:00:02.000 align:start position:0%\n"
+        "{\\an8}Alice: Bob, are you there?\n\n"
         "00:00:02.100 --> 00:00:02.400\n\n"  # an empty cue
         "00:00:02.500 --> 00:00:04.000\n- Bob: yes I am\n- Alice: good, Carol?\n\n"
         "00:00:04.500 --> 00:00:06.000\n-Carol: here\n"
@@ -511,10 +514,8 @@ def test_symlink_loops_and_unreadable_files_exit_2(tmp_path: Path) -> None:
         try:
             os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
             sys.argv = ["polylogue", "decide", str(readable), "--as", "Alice"]
-            try:
+            with contextlib.suppress(SystemExit):
                 polylogue.cli.main()
-            except SystemExit:
-                pass
             os.dup2(write_end, 2)
             sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115 (pytest replaced it)
             os.setgid(65534)
@@ -648,8 +649,8 @@ def test_aliases_connect_transcript_labels_to_the_names_people_say(tmp_path: Pat
     vtt.write_text(
         "WEBVTT\n\n"
         + "".join(
-            f"00:00:0{k}.000 --> 00:00:0{k}.900\n<v {line.split(': ')[0]}>{line.split(': ', 1)[1]}\n\n"
-            for k, line in enumerate(QMSUM.splitlines(), 1)
+            f"00:00:0{k}.000 --> 00:00:0{k}.900\n<v {who}>{said}\n\n"
+            for k, (who, said) in enumerate((x.split(": ", 1) for x in QMSUM.splitlines()), 1)
         )
     )
     roster = tmp_path / "aliases.txt"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,18 @@ def read_text(path: str | Path, encoding: str = "utf-8-sig") -> str:
             f"line {line}",
             f"not UTF-8 text: byte 0x{data[exc.start]:02x} at column {exc.start - line_start + 1}",
         ) from None
+
+
+# Any line end: \r\n, \n or a lone \r (old Mac files, some capture tools). Not what
+# str.splitlines() also splits at (U+2028, U+0085, \x1c-\x1e), which occur inside JSON strings
+# written with ensure_ascii=False and inside chat messages.
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def split_lines(content: str) -> list[str]:
+    """Lines of a text file: at ``\\n``, ``\\r\\n`` or a lone ``\\r``, nowhere else."""
+    lines = _LINE_END.split(content)
+    return lines[:-1] if lines and lines[-1] == "" else lines
 
 
 def decode_line(raw: bytes | str, source: str | Path, lineno: int) -> str:

@@ -52,7 +52,7 @@ from polylogue.conversation import (
     Participant,
     Utterance,
 )
-from polylogue.corpora._text import csv_records, read_text
+from polylogue.corpora._text import csv_records, read_text, split_lines
 
 CORPUS = "earnings21"
 DOMAIN = "earnings_call"
@@ -265,7 +265,7 @@ _RTTM_OTHER_TYPES = frozenset(
 def read_rttm_runs(path: Path) -> list[SpeakerRun]:
     """RTTM segments sorted by start, merged into runs of the same speaker."""
     segments: list[tuple[float, float, str]] = []
-    for lineno, line in enumerate(read_text(path).split("\n"), 1):
+    for lineno, line in enumerate(split_lines(read_text(path)), 1):
         parts = line.split()
         if not parts or parts[0].startswith(";;"):  # blank or an RTTM comment
             continue

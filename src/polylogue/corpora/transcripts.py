@@ -68,7 +68,7 @@ from polylogue.conversation import (
     Utterance,
     clean_name,
 )
-from polylogue.corpora._text import csv_records, decode_line, loads_json, read_text
+from polylogue.corpora._text import csv_records, decode_line, loads_json, read_text, split_lines
 from polylogue.errors import input_notices, note_input
 
 CORPUS = "user"
@@ -93,10 +93,7 @@ _VTT_TIMING = re.compile(r"^(?P<start>\S+)\s+-->\s+(?P<end>\S+)")
 _CUE_TIMING = re.compile(r"^\d[\d:.,]*\s+-->\s+\S")
 # SubRip/ASS override tags such as {\an8} (position) or {\i1}: formatting, not words.
 _ASS_TAG = re.compile(r"\{\\[^{}]*\}")
-# Any line end: \r\n, \n or a lone \r (old Mac files, some capture tools). Not what
-# str.splitlines() also splits at (U+2028, U+0085, \x1c-\x1e), which occur inside JSON strings
-# written with ensure_ascii=False and inside chat messages.
-_LINE_END = re.compile(r"\r\n|\r|\n")
+
 # A cue tag (<v Alice>, <b>, <c.loud>, <00:01.000>) cannot contain '<' or '>', so a scan for
 # one stops at the next '<': an unclosed '<' costs only the text up to the next one. (Allowing
 # '<' inside made every unclosed '<v a' rescan to the end of the cue: quadratic time.)
@@ -157,12 +154,6 @@ def read_transcript(
         )
     with input_notices():
         return _read_transcript(path, fmt, conversation_id, domain)
-
-
-def split_lines(content: str) -> list[str]:
-    """Lines of a text file: at ``\\n``, ``\\r\\n`` or a lone ``\\r``, nowhere else."""
-    lines = _LINE_END.split(content)
-    return lines[:-1] if lines and lines[-1] == "" else lines
 
 
 def _read_transcript(
@@ -756,7 +747,7 @@ def _name(written: str, path: str | Path, where: str, what: str) -> str:
             "name normalised",
             path,
             where,
-            f"{what} {ascii(written.strip())} read as {ascii(name)} (Unicode NFC; zero-width "
+            f"{what} {written.strip()!a} read as {name!a} (Unicode NFC; zero-width "
             "and other invisible format characters removed): both spellings are one person",
         )
     return name

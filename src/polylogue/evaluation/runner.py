@@ -29,8 +29,8 @@ from polylogue.errors import RunStopped
 from polylogue.models.base import Prediction, PredictionError, Predictor
 from polylogue.runs import (
     ChunkFailed,
-    RunFileError,
     JsonlAppender,
+    RunFileError,
     canonical_json,
     lock_run_folder,
     new_manifest,
