@@ -34,14 +34,14 @@ def _shim_older_code() -> None:
     import polylogue.errors as errors
 
     if not hasattr(errors, "InputWarning"):
-        errors.InputWarning = UserWarning  # type: ignore[attr-defined]
+        setattr(errors, "InputWarning", UserWarning)  # noqa: B010 (mypy: the name is new)
     if not hasattr(transcripts, "stream_lines"):
 
         def stream_lines(stream: object, *_: object) -> list[str]:  # readline on text stdin
             data = stream.read()  # type: ignore[attr-defined]
             return data.decode("utf-8", "surrogateescape").split("\n")
 
-        transcripts.stream_lines = stream_lines  # type: ignore[attr-defined]
+        setattr(transcripts, "stream_lines", stream_lines)  # noqa: B010
 
 
 class _Hang(Exception):

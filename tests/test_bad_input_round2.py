@@ -177,18 +177,36 @@ def _set_version(folder: Path, version: object) -> None:
     (folder / "manifest.json").write_text(json.dumps(manifest))
 
 
-def test_other_benchmark_format_versions_are_refused_or_read_with_a_warning(
+def test_other_benchmark_format_versions_are_refused_or_upgraded_with_a_message(
     bench: Path, tmp_path: Path
 ) -> None:
     folder = _damaged(bench, tmp_path)
+    for newer in (99, "3", 0):
+        _set_version(folder, newer)
+        _eval_and_inspect(folder, tmp_path, str(folder / "manifest.json"), "format")
+    err = _run(["inspect", str(folder), "-n", "1"]).stderr.decode()
     _set_version(folder, 99)
     _eval_and_inspect(folder, tmp_path, "benchmark format 99 is newer", "upgrade polylogue")
-    for old in (None, 1):  # format 1 wrote no version: before BACKCHANNEL and SA
+    # format 1 wrote no version (before BACKCHANNEL and SA); 2 grouped Molweni differently
+    for old, says in ((None, "no BACKCHANNEL"), (1, "no BACKCHANNEL"), (2, "Molweni")):
         _set_version(folder, old)
-        _eval_and_inspect(folder, tmp_path, "benchmark format 1", "BACKCHANNEL", "rebuild it")
-    _set_version(folder, 2)
-    _, err = _ok(_run(["inspect", str(folder), "-n", "1"]))
-    assert "warning:" in err and "benchmark format 2, read as format 3" in err, err
+        for args in (
+            ["inspect", str(folder), "-n", "1"],
+            [
+                "eval",
+                "-d",
+                str(folder),
+                "-m",
+                "baseline:always-speak",
+                "--out",
+                str(tmp_path / f"r{old}"),
+            ],
+        ):
+            _, err = _ok(_run(args))
+            warning = [w for w in err.splitlines() if w.startswith("warning:")]
+            assert len(warning) == 1, err
+            assert f"benchmark format {old or 1} upgraded to format 3" in warning[0], err
+            assert says in warning[0] and "rebuild it" in warning[0], err
 
 
 def test_split_jsonl_and_run_predictions_with_big_or_bad_values_are_located(

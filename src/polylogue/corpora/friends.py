@@ -253,9 +253,11 @@ def _csv_numbers(row: dict[str, str], path: Path, lineno: int) -> tuple[int, int
     out = []
     for col in ("season", "episode", "scene", "utterance"):
         value = row[col].strip()
-        if not value.isdigit():  # also refuses "-1", "1.5" and ""
+        if not value.isdigit() or len(value) > 9:  # also refuses "-1", "1.5", "" and 5,000 digits
             raise ConversationFormatError(
-                path, f"line {lineno}", f"{col} {row[col]!r} is not a whole number >= 0"
+                path,
+                f"line {lineno}",
+                f"{col} {row[col][:40]!r} is not a whole number from 0 to 999,999,999",
             )
         out.append(int(value))
     return out[0], out[1], out[2], out[3]

@@ -32,7 +32,7 @@ import numpy as np
 
 from polylogue.conversation import Participant, Utterance
 from polylogue.engine.engine import EngineDecision, TurnTakingEngine
-from polylogue.engine.features import GROUP_ROLE
+from polylogue.engine.features import GROUP_ROLE, SPOKEN, Spoken
 from polylogue.engine.model import TurnTakingModel, domain_threshold, load_model
 from polylogue.errors import PolylogueInputError
 from polylogue.turntaking.types import Decision
@@ -318,9 +318,11 @@ class TextTurnTakingEngine(TurnTakingEngine):
         return {t: self._logits[(t, key)] for t in targets}
 
     def decide(
-        self, target: str, present: Sequence[str] | None = None, explain: bool = False
+        self, target: str, present: Sequence[str] | Spoken | None = None, explain: bool = False
     ) -> EngineDecision:
         start = time.perf_counter()
+        if present is SPOKEN:  # the text model reads names: those who spoke, and the target
+            present = [*self.state.utt_count, target]
         fast = super().decide(target, present, explain)
         listeners = [p for p in self.listeners() if present is None or p in present]
         z = self.text_logits([*dict.fromkeys([target, *listeners])], present)[target]

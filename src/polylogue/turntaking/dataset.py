@@ -915,37 +915,41 @@ def _read_split_table(path: Path) -> Any:
         raise BenchmarkFormatError(f"{path}: not a readable Parquet split: {exc}") from None
 
 
-def check_format_version(version: Any, manifest: Path) -> None:
-    """Refuse a benchmark built in another format, or read it with a warning that says why.
+#: What reading an older benchmark format as the current one changes (it is upgraded on load).
+_UPGRADES = {
+    1: "outcomes are derived from the labels (no BACKCHANNEL), there is no SA category and "
+    "points sit at every utterance boundary, not at real pauses: scores are not comparable "
+    "with a current build",
+    2: "its points are current, but Molweni is grouped as before (train and test share messages)",
+}
 
-    1 (no version; before decision points at real pauses, BACKCHANNEL and SA) and versions
-    newer than :data:`FORMAT_VERSION` are refused; 2 differs only in how Molweni is grouped
-    (its points are the same kind), so it is read and a warning says to rebuild.
+
+def check_format_version(version: Any, manifest: Path) -> None:
+    """Read an older benchmark format with a warning that says what the upgrade means; refuse
+    a newer one (or a version that is not a number).
+
+    The upgrade is what loading already does (``DecisionGold.floor_outcome`` derives a v1
+    point's outcome from its label); the warning makes it visible instead of silent.
     """
     if version == FORMAT_VERSION:
         return
-    rebuild = "rebuild it with `polylogue build` (same options) to use it with this version"
-    if isinstance(version, int) and not isinstance(version, bool) and version == 2:
-        note_input(
-            "old benchmark format",
-            manifest,
-            "",
-            f"benchmark format 2, read as format {FORMAT_VERSION}: its points are valid, but "
-            "Molweni is grouped as before (train and test share messages); " + rebuild,
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise BenchmarkFormatError(
+            f"{manifest}: format_version {version!r} is not a benchmark format number"
         )
-        return
-    if isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION:
+    if version > FORMAT_VERSION:
         raise BenchmarkFormatError(
             f"{manifest}: benchmark format {version} is newer than this polylogue reads "
             f"({FORMAT_VERSION}); upgrade polylogue"
         )
-    if isinstance(version, int) and not isinstance(version, bool) and version >= 1:
-        raise BenchmarkFormatError(
-            f"{manifest}: benchmark format {version} (before decision points at real pauses, "
-            f"the BACKCHANNEL outcome and the SA category); this version reads "
-            f"{FORMAT_VERSION}: {rebuild}"
-        )
-    raise BenchmarkFormatError(f"{manifest}: format_version {version!r} is not a version number")
+    note_input(
+        "old benchmark format",
+        manifest,
+        "",
+        f"benchmark format {version} upgraded to format {FORMAT_VERSION} on reading: "
+        f"{_UPGRADES.get(version, 'an older layout')}; rebuild it with `polylogue build` "
+        "(same options) for a current one",
+    )
 
 
 def _rows_without_context(
