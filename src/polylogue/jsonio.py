@@ -25,18 +25,6 @@ class JsonInputError(LocatedInputError):
     """A JSON text that cannot be read (syntax, a number out of range, runaway nesting)."""
 
 
-class _NumberTooLarge(Exception):
-    def __init__(self, digits: int) -> None:
-        self.digits = digits
-
-
-def _parse_int(s: str) -> int:
-    digits = len(s) - (s[0] == "-")
-    if digits > MAX_INT_DIGITS:
-        raise _NumberTooLarge(digits)
-    return int(s)
-
-
 def _parse_float(s: str) -> float:
     return float(s)  # 1e999 -> inf: readers check finiteness where they need a time
 
@@ -50,6 +38,17 @@ def loads_json(text: str | bytes, source: str | Path = "", where: str = "") -> A
     """
     duplicates: list[str] = []
 
+    def parse_int(s: str) -> int:
+        digits = len(s) - (s[0] == "-")
+        if digits > MAX_INT_DIGITS:  # raised through json.loads as it is
+            raise JsonInputError(
+                source,
+                where,
+                f"invalid JSON: a number of {digits:,} digits is out of range "
+                f"(at most {MAX_INT_DIGITS}; quote it if it is an id)",
+            )
+        return int(s)
+
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         out = dict(items)
         if len(out) != len(items):
@@ -62,18 +61,13 @@ def loads_json(text: str | bytes, source: str | Path = "", where: str = "") -> A
 
     try:
         value = json.loads(
-            text, parse_int=_parse_int, parse_float=_parse_float, object_pairs_hook=pairs
+            text, parse_int=parse_int, parse_float=_parse_float, object_pairs_hook=pairs
         )
     except json.JSONDecodeError as exc:
         loc = where or f"line {exc.lineno} column {exc.colno}"
         raise JsonInputError(source, loc, f"invalid JSON: {exc.msg}") from None
-    except _NumberTooLarge as exc:
-        raise JsonInputError(
-            source,
-            where,
-            f"invalid JSON: a number of {exc.digits:,} digits is out of range "
-            f"(at most {MAX_INT_DIGITS}; quote it if it is an id)",
-        ) from None
+    except JsonInputError:
+        raise
     except RecursionError:
         raise JsonInputError(source, where, "invalid JSON: nested too deeply") from None
     except ValueError as exc:  # anything else json refuses (its own digit limit, ...)
