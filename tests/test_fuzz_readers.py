@@ -390,6 +390,8 @@ def run_case(
         if ok and fmt.line_based and not exc.message.startswith(_WHOLE_FILE):
             ok = "line" in exc.where
         return ("clear error" if ok else "silent garbage"), f"{label}: badly located: {exc}"
+    except AssertionError as exc:  # a reader check inside fmt.read (the stdin lines)
+        return "silent garbage", f"{label}: {str(exc)[:300]}"
     except Exception as exc:
         return "traceback", f"{label}: {type(exc).__name__}: {str(exc)[:300]}"
     try:
