@@ -20,7 +20,6 @@ decision's text) and the inference side, which needs ``onnxruntime`` and ``token
 
 from __future__ import annotations
 
-import json
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
@@ -35,6 +34,7 @@ from polylogue.engine.engine import EngineDecision, TurnTakingEngine
 from polylogue.engine.features import GROUP_ROLE, SPOKEN, Spoken
 from polylogue.engine.model import TurnTakingModel, domain_threshold, load_model
 from polylogue.errors import PolylogueInputError
+from polylogue.jsonio import load_json_object
 from polylogue.turntaking.types import Decision
 
 #: Marks the target's own turns (a token added to the tokenizer's vocabulary).
@@ -223,7 +223,7 @@ class TextTier:
                 "this polylogue build ships only the fast tier (the text tier gave no gain on "
                 "validation; see docs/model-card.md)"
             )
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        meta = load_json_object(meta_path, "a text-tier description object")
         if meta.get("format") != TEXT_FORMAT:
             raise TextTierUnavailable(
                 f"{meta_path}: format {meta.get('format')!r}, want {TEXT_FORMAT!r}"
