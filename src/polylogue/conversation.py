@@ -317,7 +317,7 @@ def read_jsonl(path: str | Path) -> Iterator[Conversation]:
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
             try:
-                line = raw.decode("utf-8")
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
             except UnicodeDecodeError:
                 raise ConversationFormatError(path, f"line {lineno}", "not UTF-8 text") from None
             if not line.strip():
