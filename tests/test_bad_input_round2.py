@@ -680,3 +680,22 @@ def test_aliases_connect_transcript_labels_to_the_names_people_say(tmp_path: Pat
         "'Dr X', who is not a participant",
     )
     _located(_run(["decide", str(vtt), "--as", "PhD F", "--alias", "Jane"]), "NAME=ALIAS")
+
+
+def test_stream_lines_split_at_every_line_end_across_chunks() -> None:
+    """What `decide -` reads stdin with, fed in every chunk size (a pipe delivers any)."""
+    from polylogue.corpora.transcripts import stream_lines
+
+    data = "\ufeffA: one\r\nB: two\rC: three\nD: f\u2028our\u0085\r\n\nE: é".encode()
+
+    class Chunks:  # a pipe handing over ``size`` bytes per read
+        def __init__(self, size: int) -> None:
+            self.data, self.size = data, size
+
+        def read1(self, _: int) -> bytes:
+            out, self.data = self.data[: self.size], self.data[self.size :]
+            return out
+
+    want = ["A: one", "B: two", "C: three", "D: f\u2028our\u0085", "", "E: é"]
+    for size in range(1, len(data) + 1):
+        assert list(stream_lines(Chunks(size))) == want, size
