@@ -189,7 +189,7 @@ def test_vtt_voice_span_followed_by_unclosed_tags_keeps_the_speaker(tmp_path: Pa
     path = tmp_path / "mixed.vtt"
     path.write_text(
         "WEBVTT\n\n00:01.000 --> 00:02.000\n<v Alice>Dave, <b>really</b>?"
-        + " <v a" * 50_000
+        + " <v a" * 15_000  # under MAX_UTTERANCE_CHARS; still quadratic-sized
         + "\n",
         encoding="utf-8",
     )

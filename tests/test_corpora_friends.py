@@ -303,7 +303,7 @@ def test_split_notes_handles_unclosed_notes() -> None:
 def test_malformed_inputs_name_the_file(tmp_path: Path) -> None:
     bad_json = tmp_path / "s10.json"
     bad_json.write_text('{"episodes": [', encoding="utf-8")
-    with pytest.raises(ConversationFormatError, match=r"s10\.json:line 1: invalid JSON"):
+    with pytest.raises(ConversationFormatError, match=r"s10\.json:line 1 column \d+: invalid JSON"):
         list(read_friends_s10_json(bad_json))
 
     not_utf8 = tmp_path / "latin1.json"

@@ -20,7 +20,10 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 import shutil
+import unicodedata
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +36,8 @@ from polylogue.corpora.ami import read_ami
 from polylogue.corpora.earnings import read_earnings21
 from polylogue.corpora.friends import read_friends_csv, read_friends_s10_json
 from polylogue.corpora.icsi import read_icsi
-from polylogue.corpora.transcripts import parse_transcript_line, read_transcript
+from polylogue.corpora.transcripts import parse_transcript_line, read_transcript, stream_lines
+from polylogue.errors import InputWarning
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 CASES_PER_FORMAT = 24
@@ -101,6 +105,66 @@ def _delete_line(data: bytes, rng: random.Random) -> bytes:
     return b"\n".join(lines)
 
 
+# Round two (issue 29): the classes of the second probe.
+
+
+def _big_integer(data: bytes, rng: random.Random) -> bytes:
+    """A number of a few hundred to 5,000 digits where a number was (json's limit is 4,300)."""
+    digits = [i for i, b in enumerate(data) if chr(b).isdigit()]
+    if not digits:
+        return data
+    i = rng.choice(digits)
+    j = i
+    while j < len(data) and chr(data[j]).isdigit():
+        j += 1
+    return data[:i] + b"7" * rng.choice([320, 400, 5_000]) + data[j:]
+
+
+def _bom(data: bytes, rng: random.Random) -> bytes:
+    return b"\xef\xbb\xbf" + data
+
+
+def _unicode_line_breaks(data: bytes, rng: random.Random) -> bytes:
+    """U+2028 / U+0085 / \\x1c put into words (what ensure_ascii=False writes raw)."""
+    out = bytearray(data)
+    spaces = [i for i, b in enumerate(out) if b == 0x20]
+    for i in sorted(rng.sample(spaces, min(len(spaces), rng.randint(1, 6))), reverse=True):
+        out[i : i + 1] = rng.choice(["\u2028", "\u0085", "\u2029", "\x1c"]).encode()
+    return bytes(out)
+
+
+def _lone_cr(data: bytes, rng: random.Random) -> bytes:
+    return data.replace(b"\r\n", b"\n").replace(b"\n", b"\r")
+
+
+def _missing_blank_line(data: bytes, rng: random.Random) -> bytes:
+    """Blank lines between blocks removed (merged SRT/WebVTT cues, glued JSONL lines)."""
+    lines = data.split(b"\n")
+    blanks = [k for k, line in enumerate(lines) if not line.strip() and 0 < k < len(lines) - 1]
+    for k in sorted(rng.sample(blanks, min(len(blanks), rng.randint(1, 4))), reverse=True):
+        del lines[k]
+    return b"\n".join(lines)
+
+
+def _look_alike_names(data: bytes, rng: random.Random) -> bytes:
+    """Zero-width, combining or bidi characters inside capitalised words (speaker names)."""
+    text = data.decode("utf-8", "surrogateescape")
+    starts = [m.start() for m in re.finditer(r"\b[A-Z][a-z]", text)]
+    for i in sorted(rng.sample(starts, min(len(starts), rng.randint(1, 5))), reverse=True):
+        mark = rng.choice(["\u200b", "\u0301", "\u2060", "\u202e", "\u2066", "\u00ad"])
+        text = text[: i + 1] + mark + text[i + 1 :]
+    return text.encode("utf-8", "surrogateescape")
+
+
+def _duplicate_key(data: bytes, rng: random.Random) -> bytes:
+    """A JSON key repeated in its object (``"text": ..., "text": ...``)."""
+    keys = [m for m in re.finditer(rb'"(speaker|text|start|end|id)":', data)]
+    if not keys:
+        return data
+    m = rng.choice(keys)
+    return data[: m.start()] + m.group() + b' "x", ' + data[m.start() :]
+
+
 DAMAGE: dict[str, Callable[[bytes, random.Random], bytes]] = {
     "truncate": _truncate,
     "flip bytes": _flip_bytes,
@@ -110,6 +174,13 @@ DAMAGE: dict[str, Callable[[bytes, random.Random], bytes]] = {
     "bad number": _bad_number,
     "duplicate line": _duplicate_line,
     "delete line": _delete_line,
+    "big integer": _big_integer,
+    "byte-order mark": _bom,
+    "unicode line breaks": _unicode_line_breaks,
+    "lone CR": _lone_cr,
+    "missing blank line": _missing_blank_line,
+    "look-alike names": _look_alike_names,
+    "duplicate key": _duplicate_key,
 }
 
 
@@ -125,9 +196,19 @@ def damaged_versions(data: bytes, seed: int, n: int) -> Iterable[tuple[str, byte
 # ----------------------------------------------------------------------------- invariants
 
 
-def check_conversation(conv: Conversation) -> None:
+def check_name(name: str) -> None:
+    """A participant name as every reader leaves it: NFC, no invisible format characters, no
+    bidi or control characters (two spellings that print alike are one name)."""
+    assert unicodedata.is_normalized("NFC", name), ascii(name)
+    assert not any(unicodedata.category(c) in ("Cf", "Cc") for c in name), ascii(name)
+
+
+def check_conversation(conv: Conversation, user_format: bool = True) -> None:
     """What every reader promises about what it returns (silent corruption breaks one)."""
     pids = {p.id for p in conv.participants}
+    if user_format:
+        for p in conv.participants:
+            check_name(p.id)
     ids = [u.id for u in conv.utterances if u.id is not None]
     assert len(ids) == len(set(ids)), f"{conv.id}: duplicate utterance ids"
     for u in conv.utterances:
@@ -147,6 +228,8 @@ class Format:
     setup: Callable[[Path], Path]  # makes a pristine copy in the folder, returns the target
     read: Callable[[Path, Path], list[Conversation]]  # (folder, target) -> conversations
     line_based: bool = True
+    #: its output counts the target's utterances (the stdin check returns none)
+    counts: bool = True
 
 
 def _example(name: str) -> Callable[[Path], Path]:
@@ -165,13 +248,35 @@ def _txt_example(folder: Path) -> Path:
     return path
 
 
+def _srt_example(folder: Path) -> Path:
+    """standup.vtt's cues as SubRip (numbered cues, comma decimals)."""
+    conv = read_transcript(EXAMPLES / "standup.vtt")
+    names = {p.id: p.display_name for p in conv.participants}
+
+    def clock(t: float | None) -> str:
+        ms = round((t or 0.0) * 1000)
+        return (
+            f"{ms // 3_600_000:02d}:{ms // 60_000 % 60:02d}:{ms // 1000 % 60:02d},{ms % 1000:03d}"
+        )
+
+    blocks = [
+        f"{k}\n{clock(u.start)} --> {clock(u.end)}\n{names[u.speaker]}: {u.text}\n"
+        for k, u in enumerate(conv.utterances, 1)
+    ]
+    path = folder / "standup.srt"
+    path.write_text("\n".join(blocks), encoding="utf-8")
+    return path
+
+
 def _stdin_lines(folder: Path, target: Path) -> list[Conversation]:
-    """What `decide -` does with each line (bytes decoded as a surrogateescape stdin does)."""
-    text = target.read_bytes().decode("utf-8", "surrogateescape")
-    for lineno, line in enumerate(text.split("\n"), 1):
+    """What `decide -` does with each line (split as it splits stdin)."""
+    with open(target, "rb") as f:
+        lines = list(stream_lines(f))
+    for lineno, line in enumerate(lines, 1):
         u = parse_transcript_line(line, lineno)
         if u is not None:
             assert u.text.strip() and u.speaker.strip()
+            check_name(u.speaker)
             for t in (u.start, u.end):
                 assert t is None or (math.isfinite(t) and t >= 0), u
     return []
@@ -225,8 +330,9 @@ FORMATS = [
     Format("user jsonl", _example("standup.jsonl"), lambda d, p: [read_transcript(p)]),
     Format("user csv", _example("standup.csv"), lambda d, p: [read_transcript(p)]),
     Format("user vtt", _example("standup.vtt"), lambda d, p: [read_transcript(p)]),
+    Format("user srt", _srt_example, lambda d, p: [read_transcript(p)]),
     Format("user txt", _txt_example, lambda d, p: [read_transcript(p)]),
-    Format("stdin lines", _txt_example, _stdin_lines),
+    Format("stdin lines", _txt_example, _stdin_lines, counts=False),
     Format(
         "friends csv",
         lambda d: friends_csv_head(d, lines=80),
@@ -250,32 +356,77 @@ FORMATS = [
 _WHOLE_FILE = ("empty transcript", "no tokens", "nested too deeply", "a WebVTT file must")
 
 
-@pytest.mark.parametrize("fmt", FORMATS, ids=[f.name for f in FORMATS])
-def test_damaged_inputs_give_located_errors_or_valid_data(fmt: Format, tmp_path: Path) -> None:
-    seed = sum(map(ord, fmt.name))
-    pristine_dir = tmp_path / "pristine"
+#: What one damaged input gave: the two acceptable outcomes, then the three failures.
+OUTCOMES = ("clear error", "correct", "silent garbage", "traceback", "hang")
+
+
+#: Damage that keeps every utterance (a mark, a line end, a respelling): accepted output must
+#: hold as many utterances as the pristine file (a merged cue or a lost line is garbage).
+PRESERVING = frozenset(
+    {"byte-order mark", "lone CR", "missing blank line", "look-alike names", "duplicate key"}
+)
+
+
+def run_case(
+    fmt: Format, case: Path, target: Path, label: str, expected: int | None = None
+) -> tuple[str, str]:
+    """``(outcome, detail)`` of reading one damaged copy (``target`` inside the folder ``case``).
+
+    A clear error is a :class:`ConversationFormatError` naming the damaged file (and its line,
+    for line-based formats); "correct" is output that keeps every reader invariant (and, when
+    ``expected`` is given, that many utterances).
+    """
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", InputWarning)  # accepted with a warning is fine
+            conversations = fmt.read(case, target)
+    except ConversationFormatError as exc:
+        if fmt.name == "stdin lines":
+            ok = exc.path == "<stdin>"
+        else:  # the damaged file, or one whose references it broke (AMI words <- acts)
+            ok = Path(exc.path).is_relative_to(case) and (
+                exc.path == str(target) or not fmt.line_based
+            )
+        if ok and fmt.line_based and not exc.message.startswith(_WHOLE_FILE):
+            ok = "line" in exc.where
+        return ("clear error" if ok else "silent garbage"), f"{label}: badly located: {exc}"
+    except AssertionError as exc:  # a reader check inside fmt.read (the stdin lines)
+        return "silent garbage", f"{label}: {str(exc)[:300]}"
+    except Exception as exc:
+        return "traceback", f"{label}: {type(exc).__name__}: {str(exc)[:300]}"
+    try:
+        for conv in conversations:
+            check_conversation(conv, user_format=fmt.name.startswith(("user", "stdin")))
+        got = sum(len(c.utterances) for c in conversations)
+        assert expected is None or got == expected, f"{got} utterances, not {expected}"
+    except AssertionError as exc:
+        return "silent garbage", f"{label}: {str(exc)[:300]}"
+    return "correct", label
+
+
+def cases(
+    fmt: Format, root: Path, seed: int, n: int
+) -> Iterable[tuple[str, Path, Path, str, int | None]]:
+    """``(kind, case folder, target, label, expected utterances)`` per damaged copy of
+    ``fmt``'s pristine input (expected only for :data:`PRESERVING` damage)."""
+    pristine_dir = root / "pristine"
     pristine_dir.mkdir()
     pristine_target = fmt.setup(pristine_dir)
     pristine = pristine_target.read_bytes()
-    n = 10 if fmt.name.startswith("ami") else CASES_PER_FORMAT  # AMI reads 4 XML files
+    whole = sum(len(c.utterances) for c in fmt.read(pristine_dir, pristine_target))
     for k, (kind, data) in enumerate(damaged_versions(pristine, seed, n)):
-        case = tmp_path / f"case{k}"
+        case = root / f"case{k}"
         shutil.copytree(pristine_dir, case)
         target = case / pristine_target.relative_to(pristine_dir)
         target.write_bytes(data)
-        label = f"{fmt.name}: case {k} ({kind}, seed {seed})"
-        try:
-            conversations = fmt.read(case, target)
-        except ConversationFormatError as exc:
-            if fmt.name == "stdin lines":
-                assert exc.path == "<stdin>", (label, exc)
-            else:  # the damaged file, or one whose references it broke (AMI words <- acts)
-                assert Path(exc.path).is_relative_to(case), (label, exc)
-                assert exc.path == str(target) or not fmt.line_based, (label, exc)
-            if fmt.line_based and not exc.message.startswith(_WHOLE_FILE):
-                assert "line" in exc.where, (label, exc)
-            continue
-        except Exception as exc:
-            raise AssertionError(f"{label}: {type(exc).__name__}: {str(exc)[:300]}") from exc
-        for conv in conversations:
-            check_conversation(conv)
+        expected = whole if kind in PRESERVING and fmt.counts else None
+        yield kind, case, target, f"{fmt.name}: case {k} ({kind}, seed {seed})", expected
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=[f.name for f in FORMATS])
+def test_damaged_inputs_give_located_errors_or_valid_data(fmt: Format, tmp_path: Path) -> None:
+    seed = sum(map(ord, fmt.name))
+    n = 10 if fmt.name.startswith("ami") else CASES_PER_FORMAT  # AMI reads 4 XML files
+    for _kind, case, target, label, expected in cases(fmt, tmp_path, seed, n):
+        outcome, detail = run_case(fmt, case, target, label, expected)
+        assert outcome in ("clear error", "correct"), detail

@@ -18,6 +18,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "polylogue"
 LAYERS: dict[str, int] = {
     "errors": 0,
     "extras": 0,
+    "jsonio": 0,
     "paths": 0,
     "runs": 0,
     "conversation": 1,

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
-from polylogue.errors import PolylogueInputError
+from polylogue.errors import LocatedInputError, PolylogueInputError
+from polylogue.jsonio import JsonInputError, loads_json
 
 #: The shortest silence (s) that counts at all in timed transcripts (AMI times are in hundredths
 #: of a second), so a gap of 0 means "any measurable silence", not "every touching word boundary".
@@ -54,15 +55,40 @@ DESCRIPTOR_WORDS = frozenset(
 )  # fmt: skip
 
 
-class ConversationFormatError(PolylogueInputError):
-    """Raised for malformed transcripts or conversation files; names the file and record."""
+#: The longest utterance text (characters) a user transcript or stream may hold. Longer is an
+#: error, not a slow minute and gigabytes of features (a 50 MB "utterance" took 1.5 GB).
+MAX_UTTERANCE_CHARS = 100_000
 
-    def __init__(self, path: str | Path, where: str, message: str) -> None:
-        self.path = str(path)
-        self.where = where
-        self.message = message
-        loc = f"{self.path}:{where}" if where else self.path
-        super().__init__(f"{loc}: {message}")
+#: Bidirectional embedding/override/isolate controls: in a name they make two different names
+#: print identically (or reorder what follows), so names holding them are refused.
+BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+class BadNameError(PolylogueInputError):
+    """A name that cannot be used (bidi or control characters); the reader adds the place."""
+
+
+def clean_name(name: str) -> str:
+    """One spelling per name: NFC, format characters removed, white space collapsed.
+
+    ``José`` typed as ``e`` + combining accent and a name with a zero-width space in it would
+    otherwise be two participants that print identically. Raises :class:`BadNameError` for
+    bidi controls and control characters (a newline in a name can forge an output line).
+    """
+    import unicodedata
+
+    bad = next((c for c in name if c in BIDI_CONTROLS), None)
+    if bad is not None:
+        raise BadNameError(f"name {name!r} holds the bidi control U+{ord(bad):04X}")
+    bad = next((c for c in name if unicodedata.category(c) == "Cc" and c not in "\t "), None)
+    if bad is not None:
+        raise BadNameError(f"name {name!r} holds the control character U+{ord(bad):04X}")
+    out = "".join(c for c in unicodedata.normalize("NFC", name) if unicodedata.category(c) != "Cf")
+    return " ".join(out.split())
+
+
+class ConversationFormatError(LocatedInputError):
+    """Raised for malformed transcripts or conversation files; names the file and record."""
 
 
 #: Participant role of a pseudo-speaker ("several people at once"): never a target, not a
@@ -218,7 +244,7 @@ class Conversation:
     def from_dict(cls, d: dict[str, Any]) -> Conversation:
         meta = d.get("metadata") or {}
         if isinstance(meta, str):  # Parquet stores metadata as a JSON string
-            meta = json.loads(meta)
+            meta = loads_json(meta, "metadata")
         return cls(
             id=str(d["id"]),
             corpus=str(d["corpus"]),
@@ -312,19 +338,18 @@ def read_jsonl(path: str | Path) -> Iterator[Conversation]:
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
             try:
-                line = raw.decode("utf-8")
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
             except UnicodeDecodeError:
                 raise ConversationFormatError(path, f"line {lineno}", "not UTF-8 text") from None
             if not line.strip():
                 continue
+            where = f"line {lineno}"
             try:
-                yield Conversation.from_dict(json.loads(line))
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-                raise ConversationFormatError(path, f"line {lineno}", str(exc)) from exc
-            except RecursionError:  # JSON nested beyond Python's recursion limit
-                raise ConversationFormatError(
-                    path, f"line {lineno}", "JSON nested too deeply"
-                ) from None
+                yield Conversation.from_dict(loads_json(line, path, where))
+            except JsonInputError as exc:
+                raise ConversationFormatError(path, where, exc.message) from None
+            except (KeyError, TypeError, ValueError, OverflowError) as exc:
+                raise ConversationFormatError(path, where, str(exc)) from exc
 
 
 def write_parquet(

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO, Any, Generic, TypeVar
 
 from polylogue.errors import PolylogueInputError, RunStopped
+from polylogue.jsonio import JsonInputError, loads_json
 
 
 class RunFileError(PolylogueInputError):
@@ -96,10 +97,12 @@ def read_records(
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
+            rec = loads_json(line, p, f"line {lineno}")
             rid = "" if key is None else str(rec[key])
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise RunFileError(f"{p}:{lineno}: malformed prediction record: {exc}") from exc
+        except JsonInputError as exc:
+            raise RunFileError(f"{exc}") from None
+        except (KeyError, TypeError) as exc:
+            raise RunFileError(f"{p}:line {lineno}: malformed prediction record: {exc!r}") from exc
         if key is None:
             records.append(rec)
             continue
@@ -254,10 +257,10 @@ def resume_manifest(path: Path, run_key: str) -> dict[str, Any] | None:
     if not path.exists():
         return None
     try:
-        old: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError:
-        return None
-    if old.get("run_key") != run_key:
+        old = loads_json(path.read_bytes(), path)
+    except (JsonInputError, UnicodeDecodeError):
+        return None  # a torn manifest (killed mid-write): start it afresh
+    if not isinstance(old, dict) or old.get("run_key") != run_key:
         return None
     old["resumed_at"] = [*old.get("resumed_at", []), utc_now()]
     return old

@@ -49,7 +49,7 @@ def _report_errors(func: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(func)  # typer reads the signature through __wrapped__
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from polylogue.errors import RunStopped, user_errors
+        from polylogue.errors import PATH_ERRNOS, RunStopped, user_errors
 
         try:
             return func(*args, **kwargs)
@@ -60,6 +60,9 @@ def _report_errors(func: Callable[..., Any]) -> Callable[..., Any]:
             print_error(exc)
             raise typer.Exit(1) from exc
         except OSError as exc:
+            if exc.errno in PATH_ERRNOS:
+                print_error(_disk_error(exc))
+                raise typer.Exit(2) from exc
             if exc.errno not in _DISK_ERRNOS:
                 raise
             print_error(_disk_error(exc))
@@ -76,10 +79,9 @@ def _report_errors(func: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-#: A full, read-only or unwritable disk: one line (the cause and the file), exit status 1.
-_DISK_ERRNOS = frozenset(
-    {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG, errno.EIO}
-)
+#: A full or read-only disk: one line (the cause and the file), exit status 1. (Permission
+#: denied, EACCES/EPERM, is a PermissionError: an input error, exit 2.)
+_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EIO})
 
 
 def _disk_error(exc: OSError) -> str:

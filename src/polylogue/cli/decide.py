@@ -6,10 +6,9 @@ shipped turn-taking engine and show, at every pause, whether one participant sho
 
 from __future__ import annotations
 
-import io
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -19,7 +18,8 @@ import typer
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from polylogue.conversation import Utterance
+    from polylogue.conversation import Participant, Utterance
+    from polylogue.corpora.transcripts import AliasSpec
     from polylogue.engine.deployment import Deployment
     from polylogue.engine.live import LiveConversation, LiveDecision
 
@@ -85,24 +85,34 @@ ROOM_DISCOVERED = (
 
 
 def _file_steps(
-    path: Path, fmt: str | None, who: str, deployment: Deployment
+    path: Path,
+    fmt: str | None,
+    who: str,
+    deployment: Deployment,
+    aliases: Sequence[AliasSpec] = (),
 ) -> tuple[str, Iterator[_Step], str]:
     """Replay a transcript file as a stream: the same rule for who is in the room as on stdin
     (a declared roster, or discovery as people first speak)."""
-    from polylogue.corpora.transcripts import read_transcript
-    from polylogue.engine.live import LiveConversation, NameBook
+    from polylogue.corpora.transcripts import name_list, read_transcript, with_aliases
+    from polylogue.engine.live import LiveConversation, NameBook, participant_for_label
 
     conv = read_transcript(path, format=fmt)
+    participants = with_aliases(conv.participants, aliases, path)
     book = NameBook()
-    for p in conv.participants:
+    for p in participants:
         book.add(p)
     if not book.matches(who):
-        names = ", ".join(p.display_name for p in conv.participants)
+        names = name_list(p.display_name for p in participants)
         raise typer.BadParameter(
             f"{who!r} is not a participant of {path} ({names})", param_hint="--as"
         )
-    # Without a declared roster nobody is known before they speak (as on a live stream).
-    people = conv.participants if conv.roster_known else ()
+    # Without a declared roster nobody is known before they speak (as on a live stream),
+    # except by the names --alias gives them (known, not present: as on stdin).
+    people = (
+        participants
+        if conv.roster_known
+        else with_aliases([participant_for_label(a.name) for a in aliases], aliases, "--alias")
+    )
     live = LiveConversation.start(
         who, people, deployment=deployment, roster_known=conv.roster_known
     )
@@ -112,8 +122,8 @@ def _file_steps(
         for i, u in enumerate(conv.utterances):
             yield _step_of(i, u, live, live.utterance(u))
 
-    matched = next(p for p in conv.participants if p.id in book.matches(who))
-    room = ROOM_DECLARED.format(n=len(conv.participants)) if conv.roster_known else ROOM_DISCOVERED
+    matched = next(p for p in participants if p.id in book.matches(who))
+    room = ROOM_DECLARED.format(n=len(participants)) if conv.roster_known else ROOM_DISCOVERED
     return matched.display_name, steps(), room
 
 
@@ -122,24 +132,32 @@ STDIN_FORMATS = ("txt", "jsonl", "vtt", "srt")
 
 
 def _stdin_lines() -> Iterator[str]:
-    """Lines of stdin as they arrive (readline: no read-ahead that would delay answers)."""
-    if isinstance(sys.stdin, io.TextIOWrapper):
-        # Bad bytes reach the parsers as surrogates and fail on their own line.
-        sys.stdin.reconfigure(errors="surrogateescape")
-    return iter(sys.stdin.readline, "")
+    """Lines of stdin as they arrive (no read-ahead that would delay answers); see
+    :func:`polylogue.corpora.transcripts.stream_lines` for line ends, BOMs and bad bytes."""
+    from polylogue.corpora.transcripts import stream_lines
+
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:  # a text-only stdin (an embedding program replaced it)
+        return iter(sys.stdin.readline, "")
+    return stream_lines(buffer)
 
 
-def _stdin_utterances(fmt: str | None, live: LiveConversation) -> Iterator[tuple[int, Utterance]]:
-    """``(line number, utterance)`` from stdin in ``fmt`` (sniffed from the first line if None).
+@dataclass
+class _StdinStart:
+    """What the first non-blank stdin line says: the format, and a participants header."""
 
-    Line formats (``txt``/``jsonl``) may start with a ``{"participants": [...]}`` header.
-    """
-    from polylogue.corpora.transcripts import (
-        parse_header_line,
-        parse_transcript_line,
-        sniff_stream_format,
-        stream_cues,
-    )
+    fmt: str
+    lines: Iterator[str]  # every line, the ones already read included
+    header: tuple[Participant, ...] | None
+    header_line: int = 0
+
+
+def _stdin_start(fmt: str | None) -> _StdinStart:
+    """Read stdin up to its first non-blank line: its format (sniffed unless given) and, for
+    line formats, a ``{"participants": [...]}`` header."""
+    from itertools import chain
+
+    from polylogue.corpora.transcripts import parse_header_line, sniff_stream_format
 
     lines = _stdin_lines()
     head: list[str] = []
@@ -155,28 +173,72 @@ def _stdin_utterances(fmt: str | None, live: LiveConversation) -> Iterator[tuple
             " or give the file)",
             param_hint="--format",
         )
-    from itertools import chain
+    header = None
+    if fmt in ("txt", "jsonl") and head and head[-1].strip():
+        header = parse_header_line(head[-1], lineno=len(head))
+    return _StdinStart(fmt, chain(head, lines), header, len(head) if header else 0)
 
-    all_lines = chain(head, lines)
-    if fmt in ("vtt", "srt"):
-        yield from stream_cues(all_lines, fmt)
+
+def _stdin_utterances(
+    start: _StdinStart, live: LiveConversation, aliases: Sequence[AliasSpec]
+) -> Iterator[tuple[int, Utterance]]:
+    """``(line number, utterance)`` from stdin; a header (the first line, or after comments)
+    makes its participants join."""
+    from polylogue.corpora.transcripts import (
+        parse_header_line,
+        parse_transcript_line,
+        stream_cues,
+        with_aliases,
+    )
+
+    if start.fmt in ("vtt", "srt"):
+        yield from _in_time_order(stream_cues(start.lines, start.fmt))
         return
-    index = 0
-    for lineno, line in enumerate(all_lines, 1):
-        if index == 0 and not live.roster_known:
-            header = parse_header_line(line, lineno=lineno)
-            if header is not None:
-                live.join(header)
+
+    def utterances() -> Iterator[tuple[int, Utterance]]:
+        seen = False
+        for lineno, line in enumerate(start.lines, 1):
+            if lineno == start.header_line:
                 continue
-        u = parse_transcript_line(line, lineno)
-        if u is None:
-            continue
-        index += 1
+            if not seen and not live.roster_known:
+                header = parse_header_line(line, lineno=lineno)
+                if header is not None:
+                    live.join(with_aliases(header, aliases, "<stdin>"))
+                    continue
+            u = parse_transcript_line(line, lineno)
+            if u is not None:
+                seen = True
+                yield lineno, u
+
+    yield from _in_time_order(utterances())
+
+
+def _in_time_order(
+    numbered: Iterator[tuple[int, Utterance]],
+) -> Iterator[tuple[int, Utterance]]:
+    """The utterances unchanged; a warning (once) where one starts before the one above it."""
+    from polylogue.errors import note_input
+
+    last: float | None = None
+    for lineno, u in numbered:
+        if u.start is not None:
+            if last is not None and u.start < last:
+                note_input(
+                    "time goes backwards",
+                    "<stdin>",
+                    f"line {lineno}",
+                    f"starts at {u.start:g} s, before the utterance above it ({last:g} s); "
+                    "utterances are taken in the order they arrive",
+                )
+            last = u.start
         yield lineno, u
 
 
 def _stdin_steps(
-    who: str, fmt: str | None, deployment: Deployment
+    who: str,
+    fmt: str | None,
+    deployment: Deployment,
+    aliases: Sequence[AliasSpec] = (),
 ) -> tuple[str, Iterator[_Step], str]:
     """Follow a transcript streamed on stdin: each utterance is answered as soon as it arrives.
 
@@ -184,12 +246,23 @@ def _stdin_steps(
     against speakers who appear later; a one-time warning goes to stderr if nobody matches.
     """
     from polylogue.conversation import ConversationFormatError
-    from polylogue.engine.live import EventError, LiveConversation
+    from polylogue.corpora.transcripts import with_aliases
+    from polylogue.engine.live import EventError, LiveConversation, participant_for_label
 
-    live = LiveConversation(deployment, who, strict_roster=True, explain=True)
+    start = _stdin_start(fmt)
+    # Aliased people are known by name before they speak (so "Morgan, ..." names them), but
+    # not present until they do: registering is not joining.
+    known = (
+        with_aliases([participant_for_label(a.name) for a in aliases], aliases, "--alias")
+        if start.header is None and aliases
+        else []
+    )
+    live = LiveConversation(deployment, who, strict_roster=True, explain=True, known=known)
+    if start.header is not None:
+        live.join(with_aliases(start.header, aliases, "<stdin>"))
 
     def steps() -> Iterator[_Step]:
-        for index, (lineno, u) in enumerate(_stdin_utterances(fmt, live)):
+        for index, (lineno, u) in enumerate(_stdin_utterances(start, live, aliases)):
             try:
                 d = live.utterance(u)
             except EventError as e:
@@ -237,8 +310,13 @@ def _print_step(
 
     u = step.utterance
     d = step.decision
+    name, text, target_name = (
+        printable(step.speaker_name),
+        printable(u.text),
+        printable(target_name),
+    )
     if plain:  # piped: one plain line per utterance, never wrapped
-        line = f"{step.index + 1} {_fmt_time(u.start)}{step.speaker_name}: {u.text}"
+        line = f"{step.index + 1} {_fmt_time(u.start)}{name}: {text}"
         if d is not None and d.engine is not None:
             cues = ", ".join(d.engine.cues.get("active", [])) or "no explicit cue"
             line += (
@@ -250,7 +328,7 @@ def _print_step(
         return
     head = (
         f"[dim]{step.index + 1:>4} {_fmt_time(u.start)}[/dim]"
-        f"[bold]{escape(step.speaker_name)}[/bold]: {escape(u.text)}"
+        f"[bold]{escape(name)}[/bold]: {escape(text)}"
     )
     console.print(head, highlight=False)
     if d is None or d.engine is None:
@@ -278,6 +356,27 @@ def _verdict(d: LiveDecision, target_name: str) -> str:
     if d.suggested is not None and d.suggested != d.action:
         return f"silent (observer; would {d.suggested.value})"
     return "stay silent"
+
+
+def printable(s: str) -> str:
+    """``s`` with control, line-separator and bidi characters written as ``\\x1b``-style
+    escapes: a name or text from the input can neither forge an output line nor recolour or
+    reorder the terminal."""
+    import unicodedata
+
+    from polylogue.conversation import BIDI_CONTROLS
+
+    if s.isprintable() and not BIDI_CONTROLS.intersection(s):
+        return s
+    out = []
+    for c in s:
+        if c == " " or (
+            c not in BIDI_CONTROLS and unicodedata.category(c) not in ("Cc", "Zl", "Zp", "Cf")
+        ):
+            out.append(c)
+        else:
+            out.append(c.encode("unicode_escape").decode("ascii"))
+    return "".join(out)
 
 
 def _step_json(step: _Step, target: str) -> dict[str, Any]:
@@ -369,16 +468,73 @@ def decide(
             "picks that domain's operating-point thresholds."
         ),
     ] = None,
+    alias: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--alias",
+            help="NAME=ALIAS[,ALIAS...]: what people call the speaker labelled NAME "
+            "(e.g. 'Professor D=Morgan'), so 'Morgan, ...' addresses them (repeatable).",
+        ),
+    ] = None,
+    alias_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--alias-file", help="A roster file of aliases: one 'NAME = ALIAS, ALIAS' per line."
+        ),
+    ] = None,
 ) -> None:
     """Show, utterance by utterance, where a participant should have spoken, and why."""
+    from polylogue.errors import input_notices
+
+    # Warnings about the input (times going backwards, respelt names...) once per kind: at
+    # its first occurrence on stdin, after reading for a file.
+    with input_notices(immediate=transcript == "-"):
+        _decide(
+            transcript,
+            who,
+            threshold,
+            fmt,
+            as_json,
+            check,
+            model_dir,
+            domain,
+            alias or [],
+            alias_file,
+            operating_point,
+            role,
+        )
+
+
+def _decide(
+    transcript: str,
+    who: str,
+    threshold: float | None,
+    fmt: str | None,
+    as_json: bool,
+    check: bool,
+    model_dir: Path | None,
+    domain: str | None,
+    alias: list[str],
+    alias_file: Path | None,
+    operating_point: str | None = None,
+    role: str | None = None,
+) -> None:
     from rich.console import Console
     from rich.markup import escape
 
+    from polylogue.conversation import BadNameError, clean_name
+    from polylogue.corpora.transcripts import parse_alias, read_alias_file
+
+    try:
+        who = clean_name(who)
+    except BadNameError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--as") from None
+    aliases = [*(read_alias_file(alias_file) if alias_file else []), *map(parse_alias, alias)]
     deployment = resolve_deployment(model_dir, domain, operating_point, threshold, role)
     if transcript == "-":
-        target_name, steps, room = _stdin_steps(who, fmt, deployment)
+        target_name, steps, room = _stdin_steps(who, fmt, deployment, aliases)
     else:
-        target_name, steps, room = _file_steps(Path(transcript), fmt, who, deployment)
+        target_name, steps, room = _file_steps(Path(transcript), fmt, who, deployment, aliases)
     console = Console(highlight=False)
     plain = not console.is_terminal
     paired: Iterator[tuple[_Step, _Step | None]] = (

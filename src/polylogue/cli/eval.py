@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from polylogue.jsonio import JsonInputError, loads_json
 from polylogue.models.base import BASELINE_NAMES
 
 
@@ -18,8 +18,8 @@ def _parse_options(items: list[str]) -> dict[str, Any]:
         if not sep or not key:
             raise typer.BadParameter(f"--option expects KEY=VALUE, got {item!r}")
         try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
+            out[key] = loads_json(value, "--option", key)
+        except JsonInputError:  # not JSON (or a number out of range): the string itself
             out[key] = value
     return out
 
@@ -202,17 +202,16 @@ def report_command(
 
 def _adapter_meta(adapter: Path | None) -> dict[str, Any]:
     """``polylogue_adapter.json`` of a training run folder (empty for other adapters)."""
-    import json
 
     if adapter is None:
         return {}
     meta_path = adapter / "polylogue_adapter.json"
     if not meta_path.is_file():
         return {}
+    from polylogue.jsonio import JsonInputError, load_json_object
+
     try:
-        meta: dict[str, Any] = json.loads(meta_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise typer.BadParameter(
-            f"{meta_path}: invalid JSON: {exc}", param_hint="--adapter"
-        ) from exc
+        meta: dict[str, Any] = load_json_object(meta_path, "an adapter description object")
+    except JsonInputError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--adapter") from None
     return meta

@@ -13,6 +13,8 @@ from typing import Annotated, Any
 
 import typer
 
+from polylogue.jsonio import JsonInputError, loads_json
+
 
 def register(app: typer.Typer) -> None:
     app.command("train")(train_command)
@@ -27,8 +29,8 @@ def _parse_sets(items: list[str] | None) -> dict[str, Any]:
         if not sep or not key:
             raise typer.BadParameter(f"--set expects KEY=VALUE, got {item!r}")
         try:
-            out[key.strip().replace("-", "_")] = json.loads(value)
-        except json.JSONDecodeError:
+            out[key.strip().replace("-", "_")] = loads_json(value, "--set", key)
+        except JsonInputError:  # not JSON (or a number out of range): the string itself
             out[key.strip().replace("-", "_")] = value
     return out
 

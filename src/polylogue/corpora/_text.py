@@ -9,16 +9,21 @@ from __future__ import annotations
 
 import csv
 import io
-import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from polylogue import jsonio
 from polylogue.conversation import ConversationFormatError
 
 
-def read_text(path: str | Path, encoding: str = "utf-8") -> str:
-    """The whole file decoded; a bad byte is reported with its line and column."""
+def read_text(path: str | Path, encoding: str = "utf-8-sig") -> str:
+    """The whole file decoded; a bad byte is reported with its line and column.
+
+    A UTF-8 byte-order mark (what Windows editors write first) is dropped: kept, it became
+    part of the first column name or speaker.
+    """
     data = Path(path).read_bytes()
     try:
         return data.decode(encoding)
@@ -30,6 +35,18 @@ def read_text(path: str | Path, encoding: str = "utf-8") -> str:
             f"line {line}",
             f"not UTF-8 text: byte 0x{data[exc.start]:02x} at column {exc.start - line_start + 1}",
         ) from None
+
+
+# Any line end: \r\n, \n or a lone \r (old Mac files, some capture tools). Not what
+# str.splitlines() also splits at (U+2028, U+0085, \x1c-\x1e), which occur inside JSON strings
+# written with ensure_ascii=False and inside chat messages.
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def split_lines(content: str) -> list[str]:
+    """Lines of a text file: at ``\\n``, ``\\r\\n`` or a lone ``\\r``, nowhere else."""
+    lines = _LINE_END.split(content)
+    return lines[:-1] if lines and lines[-1] == "" else lines
 
 
 def decode_line(raw: bytes | str, source: str | Path, lineno: int) -> str:
@@ -65,11 +82,13 @@ def csv_records(path: str | Path, text: str, **fmtparams: Any) -> Iterator[tuple
 
 
 def loads_json(text: str, path: str | Path, where: str = "") -> Any:
-    """``json.loads`` with syntax errors and runaway nesting as located errors."""
+    """:func:`polylogue.jsonio.loads_json`, its errors as :class:`ConversationFormatError`."""
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        loc = where or f"line {exc.lineno} column {exc.colno}"
-        raise ConversationFormatError(path, loc, f"invalid JSON: {exc.msg}") from None
-    except RecursionError:
-        raise ConversationFormatError(path, where, "invalid JSON: nested too deeply") from None
+        return jsonio.loads_json(text, path, where)
+    except jsonio.JsonInputError as exc:
+        raise ConversationFormatError(exc.path, exc.where, exc.message) from None
+
+
+def load_json_file(path: str | Path) -> Any:
+    """A whole JSON corpus file (a UTF-8 byte-order mark allowed) as located errors."""
+    return loads_json(read_text(path), path)

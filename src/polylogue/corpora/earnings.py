@@ -52,7 +52,7 @@ from polylogue.conversation import (
     Participant,
     Utterance,
 )
-from polylogue.corpora._text import csv_records, read_text
+from polylogue.corpora._text import csv_records, read_text, split_lines
 
 CORPUS = "earnings21"
 DOMAIN = "earnings_call"
@@ -253,13 +253,32 @@ def _turns(tokens: Sequence[_Token]) -> list[_Turn]:
     return [_Turn(spk, " ".join(words), len(words)) for spk, words in grouped]
 
 
+#: RTTM row types (NIST RT-09) other than SPEAKER: read and skipped.
+_RTTM_OTHER_TYPES = frozenset(
+    {
+        "SPKR-INFO", "SEGMENT", "NOSCORE", "NO_RT_METADATA", "LEXEME", "NON-LEX",
+        "NON-SPEECH", "FILLER", "EDIT", "IP", "SU", "CB", "A/P", "NOSCORESPKR",
+    }
+)  # fmt: skip
+
+
 def read_rttm_runs(path: Path) -> list[SpeakerRun]:
     """RTTM segments sorted by start, merged into runs of the same speaker."""
     segments: list[tuple[float, float, str]] = []
-    for lineno, line in enumerate(read_text(path).split("\n"), 1):
+    for lineno, line in enumerate(split_lines(read_text(path)), 1):
         parts = line.split()
-        if not parts or parts[0] != "SPEAKER":
+        if not parts or parts[0].startswith(";;"):  # blank or an RTTM comment
             continue
+        kind = parts[0].upper()
+        if kind in _RTTM_OTHER_TYPES:
+            continue  # valid RTTM rows that carry no speech turn
+        if kind != "SPEAKER":
+            raise ConversationFormatError(
+                path,
+                f"line {lineno}",
+                f"unknown RTTM row type {parts[0]!r} (expected SPEAKER or another RTTM type); "
+                "skipping it would lose its speech",
+            )
         try:
             start, dur, speaker = float(parts[3]), float(parts[4]), parts[7]
         except (IndexError, ValueError) as exc:

@@ -34,7 +34,6 @@ Decisions (see ``docs/corpora-friends-earnings-user.md``):
 
 from __future__ import annotations
 
-import json
 import re
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
@@ -50,7 +49,7 @@ from polylogue.conversation import (
     Participant,
     Utterance,
 )
-from polylogue.corpora._text import csv_records, read_text
+from polylogue.corpora._text import csv_records, load_json_file, read_text
 
 CORPUS = "friends"
 DOMAIN = "tv"
@@ -245,13 +244,7 @@ def read_friends_s10_json(path: str | Path) -> Iterator[Conversation]:
     """Season 10 scenes from EmoryNLP character-mining, with "(to X)" addressees."""
     path = Path(path)
     try:
-        data = json.loads(read_text(path))
-    except json.JSONDecodeError as exc:
-        raise ConversationFormatError(
-            path, f"line {exc.lineno}", f"invalid JSON: {exc.msg}"
-        ) from exc
-    except RecursionError:
-        raise ConversationFormatError(path, "", "invalid JSON: nested too deeply") from None
+        data = load_json_file(path)
     except OSError as exc:
         raise ConversationFormatError(path, "", f"cannot read file: {exc}") from exc
     _check_s10_structure(data, path)
@@ -268,9 +261,11 @@ def _csv_numbers(row: dict[str, str], path: Path, lineno: int) -> tuple[int, int
     out = []
     for col in ("season", "episode", "scene", "utterance"):
         value = row[col].strip()
-        if not value.isdigit():  # also refuses "-1", "1.5" and ""
+        if not value.isdigit() or len(value) > 9:  # also refuses "-1", "1.5", "" and 5,000 digits
             raise ConversationFormatError(
-                path, f"line {lineno}", f"{col} {row[col]!r} is not a whole number >= 0"
+                path,
+                f"line {lineno}",
+                f"{col} {row[col][:40]!r} is not a whole number from 0 to 999,999,999",
             )
         out.append(int(value))
     return out[0], out[1], out[2], out[3]

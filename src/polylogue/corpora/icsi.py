@@ -14,7 +14,6 @@ left without any word are dropped; the remaining utterances keep their QMSum tur
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 
 from polylogue.conversation import Conversation, ConversationFormatError, Participant, Utterance
 from polylogue.corpora._detokenize import detokenize, has_word
-from polylogue.corpora._text import read_text
+from polylogue.corpora._text import load_json_file
 
 #: QMSum's official split of the ICSI meetings (its README); the test meetings are reserved
 #: in the shared copy, but the split is kept so other copies are labelled correctly.
@@ -146,13 +145,7 @@ def read_icsi(folder: str | Path, meetings: Iterable[str] | None = None) -> Iter
 
 def _read_meeting(path: Path, meeting: str) -> Conversation:
     try:
-        doc = json.loads(read_text(path))
-    except json.JSONDecodeError as exc:
-        raise ConversationFormatError(
-            path, f"line {exc.lineno} column {exc.colno}", f"malformed JSON: {exc.msg}"
-        ) from exc
-    except RecursionError:
-        raise ConversationFormatError(path, "", "malformed JSON: nested too deeply") from None
+        doc = load_json_file(path)
     except OSError as exc:
         raise ConversationFormatError(path, "", f"cannot read file: {exc}") from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("meeting_transcripts"), list):

@@ -392,7 +392,7 @@ def nick_participant(nick: str) -> Participant:
 
 def _read_lines(path: Path) -> list[str]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark is not a nick
     except UnicodeDecodeError as exc:
         raise ConversationFormatError(path, "", f"not UTF-8 text: {exc}") from exc
     except OSError as exc:

@@ -34,7 +34,6 @@ lower-case nick as alias (see :func:`polylogue.corpora.irc.nick_participant`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -42,6 +41,7 @@ from typing import Any
 
 from polylogue.conversation import Conversation, ConversationFormatError, Utterance
 from polylogue.corpora._detokenize import detokenize
+from polylogue.corpora._text import load_json_file
 from polylogue.corpora.irc import nick_participant
 
 CORPUS = "molweni"
@@ -81,12 +81,8 @@ def read_molweni_file(path: str | Path, split: str | None = None) -> Iterator[Co
     """Dialogues of one DP JSON file."""
     path = Path(path)
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ConversationFormatError(
-            path, f"line {exc.lineno} column {exc.colno}", f"malformed JSON: {exc.msg}"
-        ) from exc
-    except (OSError, UnicodeDecodeError) as exc:
+        doc = load_json_file(path)
+    except OSError as exc:
         raise ConversationFormatError(path, "", f"cannot read file: {exc}") from exc
     if not isinstance(doc, list):
         raise ConversationFormatError(path, "", "expected a JSON list of dialogues")

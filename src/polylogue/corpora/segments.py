@@ -9,8 +9,8 @@ empty context, as a participant joining fresh would.
 
 from __future__ import annotations
 
-import glob
 import itertools
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -102,7 +102,7 @@ def expand_transcript_paths(specs: Iterable[str | Path], format: str | None = No
                 raise PolylogueInputError(f"{p}: folder holds no transcript files ({_suffixes()})")
             out += found
         elif _GLOB_CHARS & set(text) and not p.exists():
-            found = sorted(Path(m) for m in glob.glob(text, recursive=True) if Path(m).is_file())
+            found = _glob_files(text)
             if not found:
                 raise PolylogueInputError(f"{text}: no file matches this pattern")
             out += found
@@ -111,6 +111,24 @@ def expand_transcript_paths(specs: Iterable[str | Path], format: str | None = No
         else:
             raise FileNotFoundError(f"transcript {p} does not exist")
     return list(dict.fromkeys(out))
+
+
+def _glob_files(pattern: str) -> list[Path]:
+    """Files matching ``pattern`` (``**`` recursive), each once.
+
+    ``**`` does not descend into symlinked folders (``glob.glob`` does, so a link to a parent
+    folder read the same file 41 times before the path got too long), and two names of one
+    file (through a file symlink) count once.
+    """
+    parts = Path(pattern).parts
+    k = next(i for i, part in enumerate(parts) if _GLOB_CHARS & set(part))
+    anchor = Path(*parts[:k]) if k else Path()
+    out: dict[str, Path] = {}
+    hidden_ok = parts[-1].startswith(".")
+    for p in sorted(anchor.glob(str(Path(*parts[k:])))):
+        if p.is_file() and (hidden_ok or not p.name.startswith(".")):  # as glob.glob does
+            out.setdefault(os.path.realpath(p), p)
+    return list(out.values())
 
 
 def _transcripts_in(folder: Path, format: str | None) -> list[Path]:

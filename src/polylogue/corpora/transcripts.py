@@ -52,7 +52,6 @@ Conversation / scene breaks
 from __future__ import annotations
 
 import html
-import json
 import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -60,8 +59,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from polylogue.conversation import Conversation, ConversationFormatError, Participant, Utterance
-from polylogue.corpora._text import csv_records, decode_line, loads_json, read_text
+from polylogue.conversation import (
+    MAX_UTTERANCE_CHARS,
+    BadNameError,
+    Conversation,
+    ConversationFormatError,
+    Participant,
+    Utterance,
+    clean_name,
+)
+from polylogue.corpora._text import csv_records, decode_line, loads_json, read_text, split_lines
+from polylogue.errors import input_notices, note_input
 
 CORPUS = "user"
 
@@ -80,6 +88,12 @@ TRANSCRIPT_FORMATS: dict[str, tuple[str, ...]] = {
 
 _CLOCK = re.compile(r"^(?:(?P<h>\d+):)?(?P<m>\d{1,2}):(?P<s>\d{1,2}(?:[.,]\d+)?)$")
 _VTT_TIMING = re.compile(r"^(?P<start>\S+)\s+-->\s+(?P<end>\S+)")
+# A line that starts a cue: a time (digits, ':', '.', ',') then '-->'. Inside a cue it starts
+# the next one (a blank line was left out); '[12.0 --> 14.5] Alice: hi' is a text-line span.
+_CUE_TIMING = re.compile(r"^\d[\d:.,]*\s+-->\s+\S")
+# SubRip/ASS override tags such as {\an8} (position) or {\i1}: formatting, not words.
+_ASS_TAG = re.compile(r"\{\\[^{}]*\}")
+
 # A cue tag (<v Alice>, <b>, <c.loud>, <00:01.000>) cannot contain '<' or '>', so a scan for
 # one stops at the next '<': an unclosed '<' costs only the text up to the next one. (Allowing
 # '<' inside made every unclosed '<v a' rescan to the end of the cue: quadratic time.)
@@ -138,7 +152,14 @@ def read_transcript(
         raise ValueError(
             f"unknown transcript format {fmt!r}; known: {', '.join(TRANSCRIPT_FORMATS)}"
         )
-    content = read_text(path, encoding="utf-8-sig")
+    with input_notices():
+        return _read_transcript(path, fmt, conversation_id, domain)
+
+
+def _read_transcript(
+    path: Path, fmt: str, conversation_id: str | None, domain: str | None
+) -> Conversation:
+    content = read_text(path)
     header: dict[str, Any] | None = None
     if fmt == "jsonl":
         header, raw = _parse_jsonl(content, path)
@@ -183,12 +204,12 @@ def parse_header_line(
     line: str, source: str | Path = "<stdin>", lineno: int = 1
 ) -> tuple[Participant, ...] | None:
     """Participants from a ``{"participants": [...]}`` header line, else ``None``."""
-    s = decode_line(line, source, lineno).strip()
+    s = decode_line(line, source, lineno).lstrip("\ufeff").strip()
     if not s.startswith("{"):
         return None
     try:
-        obj = json.loads(s)
-    except (json.JSONDecodeError, RecursionError):
+        obj = loads_json(s, source, f"line {lineno}")
+    except ConversationFormatError:
         return None  # not a header: parse_transcript_line reports the line
     if not isinstance(obj, dict) or "participants" not in obj:
         return None
@@ -208,9 +229,16 @@ def parse_time(value: Any, path: str | Path, where: str, field_name: str) -> flo
         m = _CLOCK.match(s)
         try:
             if m:
-                seconds = (
-                    int(m["h"] or 0) * 3600 + int(m["m"]) * 60 + float(m["s"].replace(",", "."))
-                )
+                secs = float(m["s"].replace(",", "."))
+                if secs >= 60 or (m["h"] is not None and int(m["m"]) >= 60):
+                    note_input(
+                        "clock over 59",
+                        path,
+                        where,
+                        f"{field_name} {s!r} has a minutes or seconds field over 59 "
+                        "(read as that many minutes or seconds)",
+                    )
+                seconds = int(m["h"] or 0) * 3600 + int(m["m"]) * 60 + secs
             else:
                 seconds = float(s)
         except ValueError:
@@ -232,7 +260,7 @@ def _parse_jsonl(content: str, path: Path) -> tuple[dict[str, Any] | None, list[
     out: list[_RawUtterance] = []
     seen_content = False
     pending_break = False
-    for lineno, line in enumerate(content.splitlines(), 1):
+    for lineno, line in enumerate(split_lines(content), 1):
         if not line.strip():
             continue
         where = f"line {lineno}"
@@ -265,6 +293,11 @@ def _parse_csv(content: str, path: Path) -> list[_RawUtterance]:
     fields = [f.strip().lower() for f in first[1]] if first else []
     if not fields:
         raise ConversationFormatError(path, "", "empty transcript: no header row")
+    repeated = sorted({f for f in fields if f and fields.count(f) > 1})
+    if repeated:
+        raise ConversationFormatError(
+            path, "line 1", f"CSV header repeats the column(s) {repeated}: which one to read?"
+        )
     missing = {"speaker", "text"} - set(fields)
     if missing:
         raise ConversationFormatError(
@@ -305,16 +338,30 @@ def _parse_csv(content: str, path: Path) -> list[_RawUtterance]:
     return out
 
 
+def is_vtt_signature(line: str) -> bool:
+    """``WEBVTT`` alone or followed by a space or tab and a title (not ``WEBVTTX``)."""
+    return line == "WEBVTT" or line.startswith(("WEBVTT ", "WEBVTT\t"))
+
+
 def _parse_vtt(content: str, path: Path) -> list[_RawUtterance]:
-    lines = content.splitlines()
-    if not lines or not lines[0].startswith("WEBVTT"):
+    lines = split_lines(content)
+    if not lines or not is_vtt_signature(lines[0].rstrip()):
         raise ConversationFormatError(path, "line 1", "a WebVTT file must start with 'WEBVTT'")
-    return _parse_cues(lines, 1, path)
+    return _parse_cues(lines, _after_vtt_header(lines), path)
+
+
+def _after_vtt_header(lines: Sequence[str]) -> int:
+    """Index of the first line after the signature's header block (``Kind: captions``,
+    ``Language: en`` as YouTube writes them), which ends at a blank line or a cue timing."""
+    i = 1
+    while i < len(lines) and lines[i].strip() and "-->" not in lines[i]:
+        i += 1
+    return i
 
 
 def _parse_srt(content: str, path: Path) -> list[_RawUtterance]:
     """SubRip: numbered cues ``1`` / ``00:00:01,000 --> 00:00:02,500`` / ``Alice: text``."""
-    return _parse_cues(content.splitlines(), 0, path)
+    return _parse_cues(split_lines(content), 0, path)
 
 
 def _parse_cues(lines: list[str], first: int, path: str | Path) -> list[_RawUtterance]:
@@ -338,11 +385,30 @@ def _blocks(lines: Sequence[str], first: int) -> Iterator[tuple[int, list[str]]]
             i += 1
             continue
         block_start = i
-        block = []
+        block: list[str] = []
         while i < len(lines) and lines[i].strip():
+            if _starts_next_cue(block, lines[i]):
+                carried = _cue_number_tail(block)
+                yield block_start, block[: len(block) - len(carried)]
+                block_start, block = i - len(carried), carried
             block.append(lines[i])
             i += 1
         yield block_start, block
+
+
+def _starts_next_cue(block: Sequence[str], line: str) -> bool:
+    """A timing line after the block's own: the blank line before the next cue is missing."""
+    if not _CUE_TIMING.match(line.strip()):
+        return False
+    return any("-->" in b for b in block[:2])
+
+
+def _cue_number_tail(block: Sequence[str]) -> list[str]:
+    """The next cue's number left at the end of ``block`` (``2`` before its timing line)."""
+    own = next(k for k, b in enumerate(block[:2]) if "-->" in b)
+    if len(block) > own + 1 and block[-1].strip().isdigit():
+        return [block[-1]]
+    return []
 
 
 def _cue_block(
@@ -367,17 +433,9 @@ def _cue_block(
     start = parse_time(m["start"], path, where, "cue start")
     end = parse_time(m["end"], path, where, "cue end")
     payload = "\n".join(block[timing_idx + 1 :])
-    spans = _voice_spans(payload)
-    if not spans:
-        plain = _vtt_text(payload)
-        sm = _SPEAKER_LINE.match(plain)
-        if sm is None:
-            raise ConversationFormatError(
-                path,
-                where,
-                "cue has no speaker: use a voice span <v Name>text</v> or 'Name: text'",
-            )
-        spans = [(sm["speaker"].strip(), sm["text"])]
+    if not _vtt_text(payload):
+        return False, []  # an empty cue is valid (a caption cleared): nobody spoke
+    spans = _voice_spans(payload) or _speaker_lines(block[timing_idx + 1 :], path, where)
     cue_id = block[0].strip() if timing_idx == 1 else None
     out = []
     for k, (speaker, text) in enumerate(spans):
@@ -385,6 +443,34 @@ def _cue_block(
         record = {"speaker": speaker, "text": text, "start": start, "end": end, "id": uid}
         out.append(_from_record(record, path, where))
     return False, out
+
+
+def _speaker_lines(lines: Sequence[str], path: str | Path, where: str) -> list[tuple[str, str]]:
+    """``(speaker, text)`` of a cue without voice spans: ``Name: text``, or one turn per
+    SubRip dialogue dash (``- Alice: ...`` / ``- Bob: ...``, each on its own line)."""
+    turns: list[str] = []
+    lines = [_ASS_TAG.sub("", line) for line in lines]  # {\an8}- Alice: ... is dashed too
+    dashed = lines[0].lstrip().startswith("-")
+    for line in lines:
+        stripped = line.strip()
+        if dashed and stripped.startswith("-"):
+            turns.append(stripped[1:])
+        elif turns:
+            turns[-1] += "\n" + line
+        else:
+            turns.append(line)
+    out = []
+    for turn in turns:
+        sm = _SPEAKER_LINE.match(_vtt_text(turn))
+        if sm is None:
+            raise ConversationFormatError(
+                path,
+                where,
+                "cue has no speaker: use a voice span <v Name>text</v> or 'Name: text'"
+                + (" on every dialogue dash" if dashed else ""),
+            )
+        out.append((sm["speaker"].strip(), sm["text"]))
+    return out
 
 
 def stream_cues(
@@ -405,18 +491,30 @@ def stream_cues(
                 yield block_start + 1, _utterance(raw)
             block.clear()
 
+    in_header = False  # the signature's header block (Kind:, Language:) until a blank line
     for index, raw_line in enumerate(lines):
         line = decode_line(raw_line, source, index + 1).rstrip("\r\n")
+        if index == 0:
+            line = line.lstrip("\ufeff")
         if not seen_header:
             if not line.strip():
                 continue
-            if not line.startswith("WEBVTT"):
+            if not is_vtt_signature(line.rstrip()):
                 raise ConversationFormatError(
                     source, f"line {index + 1}", "a WebVTT stream must start with 'WEBVTT'"
                 )
-            seen_header = True
+            seen_header = in_header = True
             continue
+        if in_header and line.strip() and "-->" not in line:
+            continue
+        in_header = False
         if line.strip():
+            if _starts_next_cue(block, line):
+                carried = _cue_number_tail(block)
+                del block[len(block) - len(carried) :]
+                yield from flush()
+                block.extend(carried)
+                block_start = index - len(carried)
             if not block:
                 block_start = index
             block.append(line)
@@ -425,12 +523,58 @@ def stream_cues(
     yield from flush()
 
 
+_EOL_BYTES = re.compile(rb"\r\n|\r|\n")
+#: The longest streamed line (bytes): a little over the longest utterance in UTF-8.
+MAX_LINE_BYTES = 4 * MAX_UTTERANCE_CHARS + 4096
+
+
+def stream_lines(
+    stream: Any, source: str | Path = "<stdin>", max_bytes: int = MAX_LINE_BYTES
+) -> Iterator[str]:
+    """Lines of a binary stream as they arrive, without their line ends.
+
+    A line ends at ``\\n``, ``\\r\\n`` or a lone ``\\r`` (each answered at once, not at the
+    end of the stream); a UTF-8 byte-order mark before the first line is dropped; bytes that are
+    not UTF-8 come through as surrogate escapes, so :func:`parse_transcript_line` reports them on
+    their own line. A line over ``max_bytes`` is a located error as soon as it is that long
+    (it is never held whole in memory).
+    """
+    read = getattr(stream, "read1", None) or stream.read
+    pending = bytearray()
+    lineno = 1
+    skip_lf = False  # the last chunk ended in \r: a \n opening the next one belongs to it
+
+    def line() -> str:
+        text = bytes(pending).decode("utf-8", "surrogateescape")
+        pending.clear()
+        return text.removeprefix("\ufeff") if lineno == 1 else text
+
+    while chunk := read(65536):
+        i = 1 if skip_lf and chunk[:1] == b"\n" else 0
+        skip_lf = False
+        for m in _EOL_BYTES.finditer(chunk, i):
+            pending += chunk[i : m.start()]
+            if len(pending) > max_bytes:
+                break
+            yield line()
+            lineno += 1
+            i = m.end()
+            skip_lf = m.group() == b"\r" and i == len(chunk)
+        pending += chunk[i:]
+        if len(pending) > max_bytes:
+            raise ConversationFormatError(
+                source, f"line {lineno}", f"line over {max_bytes:,} bytes: not a transcript line"
+            )
+    if pending:
+        yield line()
+
+
 def sniff_stream_format(first_line: str) -> str:
     """The format of a stream from its first non-blank line: vtt, srt or txt (lines)."""
-    s = first_line.strip()
-    if s.startswith("WEBVTT"):
+    s = first_line.lstrip("\ufeff").strip()
+    if is_vtt_signature(s):
         return "vtt"
-    if s.isdigit() or _VTT_TIMING.match(s):
+    if s.isdigit() or _CUE_TIMING.match(s):
         return "srt"
     return "txt"
 
@@ -489,14 +633,14 @@ def _voice_name(tag: str) -> str | None:
 
 
 def _vtt_text(s: str) -> str:
-    return re.sub(r"\s+", " ", html.unescape(_TAG.sub("", s))).strip()
+    return re.sub(r"\s+", " ", html.unescape(_ASS_TAG.sub("", _TAG.sub("", s)))).strip()
 
 
 def _parse_txt(content: str, path: Path) -> tuple[dict[str, Any] | None, list[_RawUtterance]]:
     header: dict[str, Any] | None = None
     out: list[_RawUtterance] = []
     pending_break = False
-    for lineno, line in enumerate(content.splitlines(), 1):
+    for lineno, line in enumerate(split_lines(content), 1):
         if line.strip() == TXT_BREAK:
             pending_break = True
             continue
@@ -518,7 +662,7 @@ def _parse_txt(content: str, path: Path) -> tuple[dict[str, Any] | None, list[_R
 def _parse_line(
     line: str, lineno: int, source: str | Path
 ) -> _RawUtterance | dict[str, Any] | None:
-    s = line.strip()
+    s = line.lstrip("\ufeff").strip()  # a byte-order mark opens many Windows files
     if not s or s.startswith("#"):
         return None
     where = f"line {lineno}"
@@ -549,9 +693,17 @@ def _from_record(obj: dict[str, Any], path: str | Path, where: str) -> _RawUtter
     speaker = obj.get("speaker")
     if not isinstance(speaker, str) or not speaker.strip():
         raise ConversationFormatError(path, where, "missing speaker")
+    speaker = _name(speaker, path, where, "speaker")
     text = obj.get("text")
     if not isinstance(text, str) or not text.strip():
         raise ConversationFormatError(path, where, "missing text")
+    if len(text) > MAX_UTTERANCE_CHARS:
+        raise ConversationFormatError(
+            path,
+            where,
+            f"utterance of {len(text):,} characters (at most {MAX_UTTERANCE_CHARS:,}): "
+            "a transcript line this long is a broken file, not speech",
+        )
     start = parse_time(obj.get("start"), path, where, "start")
     end = parse_time(obj.get("end"), path, where, "end")
     if start is not None and end is not None and end < start:
@@ -561,9 +713,9 @@ def _from_record(obj: dict[str, Any], path: str | Path, where: str) -> _RawUtter
     if addr is None:
         addressees = None
     elif isinstance(addr, str):
-        addressees = (addr.strip(),) if addr.strip() else ()
+        addressees = (_name(addr, path, where, "addressee"),) if addr.strip() else ()
     elif isinstance(addr, list) and all(isinstance(a, str) and a.strip() for a in addr):
-        addressees = tuple(a.strip() for a in addr)
+        addressees = tuple(_name(a, path, where, "addressee") for a in addr)
     else:
         raise ConversationFormatError(
             path, where, f"addressee must be a name or a list of names, not {addr!r}"
@@ -574,7 +726,7 @@ def _from_record(obj: dict[str, Any], path: str | Path, where: str) -> _RawUtter
     uid = obj.get("id")
     return _RawUtterance(
         where=where,
-        speaker=speaker.strip(),
+        speaker=speaker,
         text=re.sub(r"\s+", " ", text).strip(),
         start=start,
         end=end,
@@ -582,6 +734,23 @@ def _from_record(obj: dict[str, Any], path: str | Path, where: str) -> _RawUtter
         id=None if uid is None or str(uid) == "" else str(uid),
         scene_break=brk,
     )
+
+
+def _name(written: str, path: str | Path, where: str, what: str) -> str:
+    """:func:`clean_name` as a located error, with a note when the spelling changed."""
+    try:
+        name = clean_name(written)
+    except BadNameError as exc:
+        raise ConversationFormatError(path, where, f"{what} {exc}") from None
+    if name != written.strip():
+        note_input(
+            "name normalised",
+            path,
+            where,
+            f"{what} {written.strip()!a} read as {name!a} (Unicode NFC; zero-width "
+            "and other invisible format characters removed): both spellings are one person",
+        )
+    return name
 
 
 # ----------------------------------------------------------------------------- breaks
@@ -633,8 +802,8 @@ def _header_participants(header: dict[str, Any], path: str | Path) -> tuple[Part
             raise ConversationFormatError(
                 path, "line 1", f"participant {k} needs an 'id' or 'name'"
             )
-        pid = str(p.get("id") or p["name"]).strip()
-        name = p.get("name")
+        pid = _name(str(p.get("id") or p["name"]), path, "line 1", "participant id")
+        name = _name(str(p["name"]), path, "line 1", "participant") if p.get("name") else None
         aliases = p.get("aliases") or ()
         if not isinstance(aliases, list | tuple):
             raise ConversationFormatError(
@@ -643,9 +812,10 @@ def _header_participants(header: dict[str, Any], path: str | Path) -> tuple[Part
         out.append(
             Participant(
                 id=pid,
-                name=str(name).strip() if name else None,
+                name=name,
                 role=str(p["role"]).strip() if p.get("role") else None,
-                aliases=tuple(str(a) for a in aliases) or _first_name_alias(str(name or "")),
+                aliases=tuple(_name(str(a), path, "line 1", "alias") for a in aliases)
+                or _first_name_alias(name or ""),
             )
         )
     ids = [p.id for p in out]
@@ -692,6 +862,7 @@ def _build(
             raise ConversationFormatError(
                 path, r.where, f"duplicate utterance id {r.id!r} (first used at {first_use[r.id]})"
             )
+    _note_time_order(raw, path)
     utterances = []
     for n, r in enumerate(raw):
         speaker = lookup.get(r.speaker.lower())
@@ -723,6 +894,23 @@ def _build(
     )
 
 
+def _note_time_order(raw: Sequence[_RawUtterance], path: Path) -> None:
+    """Warn (once per file) where an utterance starts before the one written above it."""
+    last: float | None = None
+    for r in raw:
+        if r.start is None:
+            continue
+        if last is not None and r.start < last:
+            note_input(
+                "time goes backwards",
+                path,
+                r.where,
+                f"starts at {r.start:g} s, before the utterance above it ({last:g} s); "
+                "utterances are taken in file order",
+            )
+        last = r.start
+
+
 def _resolve_addressees(r: _RawUtterance, lookup: dict[str, str], path: Path) -> Iterable[str]:
     out: dict[str, None] = {}
     for a in r.addressees or ():
@@ -738,11 +926,87 @@ def _resolve_addressees(r: _RawUtterance, lookup: dict[str, str], path: Path) ->
     return out
 
 
+# ----------------------------------------------------------------------------- aliases
+
+
+@dataclass(frozen=True, slots=True)
+class AliasSpec:
+    """Other names one participant is called by: ``Professor D=Morgan,Morgan Smith``."""
+
+    name: str
+    aliases: tuple[str, ...]
+
+
+def parse_alias(spec: str, source: str | Path = "--alias", where: str = "") -> AliasSpec:
+    """``NAME=ALIAS[,ALIAS...]``: NAME as the transcript labels the speaker, then what people
+    call them (what vocatives and mentions are matched against)."""
+    name, sep, rest = spec.partition("=")
+    aliases = tuple(a for a in (x.strip() for x in rest.split(",")) if a)
+    if not sep or not name.strip() or not aliases:
+        raise ConversationFormatError(
+            source,
+            where,
+            f"expected NAME=ALIAS[,ALIAS...] (e.g. 'Professor D=Morgan'), got {spec!r}",
+        )
+    return AliasSpec(
+        _name(name, source, where, "name"),
+        tuple(_name(a, source, where, "alias") for a in aliases),
+    )
+
+
+def read_alias_file(path: str | Path) -> list[AliasSpec]:
+    """A roster file of aliases: one ``NAME = ALIAS, ALIAS`` per line, ``#`` comments."""
+    out = []
+    for lineno, line in enumerate(split_lines(read_text(path)), 1):
+        s = line.strip()
+        if s and not s.startswith("#"):
+            out.append(parse_alias(s, path, f"line {lineno}"))
+    return out
+
+
+def with_aliases(
+    participants: Sequence[Participant], specs: Sequence[AliasSpec], source: str | Path
+) -> tuple[Participant, ...]:
+    """``participants`` with the aliases of ``specs`` added; a NAME that matches nobody (by id,
+    name or alias, any case) is an error listing who is there."""
+    lookup = _lookup(participants)
+    extra: dict[str, list[str]] = {}
+    for spec in specs:
+        pid = lookup.get(spec.name.lower())
+        if pid is None:
+            raise ConversationFormatError(
+                source,
+                "",
+                f"--alias names {spec.name!r}, who is not a participant "
+                f"({name_list(p.display_name for p in participants)})",
+            )
+        extra.setdefault(pid, []).extend(spec.aliases)
+    return tuple(
+        replace(p, aliases=tuple(dict.fromkeys((*p.aliases, *extra[p.id])))) if p.id in extra else p
+        for p in participants
+    )
+
+
+def name_list(names: Iterable[str], limit: int = 12) -> str:
+    """``A, B, C and 11,988 more``: a roster named in one message stays one readable line."""
+    names = list(names)
+    shown = ", ".join(
+        repr(n) if n != n.strip() or not n.isprintable() else n for n in names[:limit]
+    )
+    return f"{shown} and {len(names) - limit:,} more" if len(names) > limit else shown
+
+
 __all__ = [
     "TRANSCRIPT_FORMATS",
+    "AliasSpec",
     "infer_format",
+    "name_list",
+    "parse_alias",
     "parse_header_line",
     "parse_time",
     "parse_transcript_line",
+    "read_alias_file",
     "read_transcript",
+    "split_lines",
+    "with_aliases",
 ]

@@ -28,7 +28,9 @@ from polylogue.engine.chat_features import CHAT_FEATURE_NAMES, ChatState, new_ch
 from polylogue.engine.features import (
     FEATURE_NAMES,
     N_FEATURES,
+    SPOKEN,
     ConversationState,
+    Spoken,
     new_state,
 )
 from polylogue.engine.model import TurnTakingModel, load_model
@@ -210,15 +212,16 @@ class TurnTakingEngine:
         return bool(row[N_FEATURES + CHAT_FEATURE_NAMES.index("chat_addr_target")] == 1.0)
 
     def decide(
-        self, target: str, present: Sequence[str] | None = None, explain: bool = False
+        self, target: str, present: Sequence[str] | Spoken | None = None, explain: bool = False
     ) -> EngineDecision:
         """Should ``target`` speak now, at the pause after the last observed utterance?"""
         start = time.perf_counter()
         if target not in self.state.participants:
             newcomer = Participant(id=target, name=target if len(target) > 1 else None)
             self.add_participants([newcomer])
-        # None: everyone registered is present (computed from counters, O(1) in the roster).
-        people = None if present is None else list(present)
+        # None: everyone registered is present, SPOKEN: everyone who spoke (both computed from
+        # counters, O(1) in the roster).
+        people = present if present is None or present is SPOKEN else list(present)
         x = self.state.features(target, people)[None, :]
         if self.chat_state is not None:
             x = np.concatenate([x, self.chat_state.features(target)[None, :]], axis=1)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import copy
+import enum
 import itertools
 import math
 import re
@@ -38,6 +39,16 @@ HashedScorer = Callable[[tuple[int, ...]], float]
 _RECENT = 20
 _RECENT_TURNS = 8
 _CAP = 50.0
+
+
+class Spoken(enum.Enum):
+    """The type of :data:`SPOKEN`."""
+
+    SPOKEN = "spoken"
+
+
+#: ``present`` for "everyone who has spoken, and the target" (no roster is known).
+SPOKEN = Spoken.SPOKEN
 
 FEATURE_NAMES: tuple[str, ...] = (
     # people
@@ -250,6 +261,8 @@ class ConversationState:
     _n_people: int = 0
     #: sorted latest-utterance indices of people who have spoken (recency rank in O(log n))
     _recency: list[int] = field(default_factory=list)
+    #: sum of word_count (kept, not summed per decision: O(1) in the roster)
+    _total_words: int = 0
 
     def fork(self) -> ConversationState:
         """A copy that observing more utterances does not share with this one (a live probe).
@@ -361,6 +374,7 @@ class ConversationState:
         self.run_words += facts.n_words
         self.utt_count[u.speaker] += 1
         self.word_count[u.speaker] += facts.n_words
+        self._total_words += facts.n_words
         if self._is_person(u.speaker):
             old = self.last_index.get(u.speaker)
             if old is not None:
@@ -387,13 +401,15 @@ class ConversationState:
     def features(
         self,
         target: str,
-        present: Sequence[str] | None,
+        present: Sequence[str] | Spoken | None,
         relation_keys: list[tuple[int, ...]] | None = None,
     ) -> np.ndarray:
         """Features for "should ``target`` speak now?" at the pause after the last utterance.
 
-        ``present`` None means every registered participant: the same features, computed from
-        counters instead of a pass over the roster (streams with thousands of speakers).
+        ``present`` None means every registered participant, :data:`SPOKEN` everyone who has
+        spoken plus the target (no roster: presence is learnt as people talk): the same
+        features as for the list, computed from counters instead of a pass over the roster
+        (``decide FILE`` on 20,000 speakers was quadratic).
         """
         if not self.window:
             raise ValueError("no utterance observed yet: there is no pause to decide at")
@@ -403,8 +419,13 @@ class ConversationState:
         prev = self.window[0] if n > 1 else None
         speaker = cur.speaker
         if present is None:
-            n_present, rank = self._everyone_present(target, speaker)
+            n_present, rank = self._everyone_present(target, speaker, self._n_people)
+        elif present is SPOKEN:
+            # People who spoke are exactly those in _recency; the target is present too.
+            spoke = len(self._recency) + (self._is_person(target) and target not in self.utt_count)
+            n_present, rank = self._everyone_present(target, speaker, spoke)
         else:
+            assert not isinstance(present, str)
             people = [
                 p
                 for p in present
@@ -438,7 +459,7 @@ class ConversationState:
         f["target_share_recent"] = recent.count(target) / len(recent)
         f["speaker_share_recent"] = recent.count(speaker) / len(recent)
         f["target_share_all"] = self.utt_count[target] / n
-        total_words = sum(self.word_count.values()) or 1
+        total_words = self._total_words or 1
         f["target_word_share_all"] = self.word_count[target] / total_words
         f["target_turn_share"] = self.turn_count[target] / n_turns
 
@@ -553,20 +574,22 @@ class ConversationState:
                 f["run_seconds"] = min(max(cur.end - self.run_start, 0.0), 120.0)
         return np.asarray(f.values, dtype=np.float32)
 
-    def _everyone_present(self, target: str, speaker: str) -> tuple[int, float]:
-        """n_present and the target's recency rank when every registered participant is present.
+    def _everyone_present(self, target: str, speaker: str, n_people: int) -> tuple[int, float]:
+        """n_present and the target's recency rank when ``n_people`` people are present: every
+        registered one, or everyone who has spoken plus the target.
 
-        Equal to the general computation with ``present = list(participants)``: people are the
-        registered non-group participants; the speaker and target join the count if they are
-        not people; ``others`` is people minus the speaker plus the target.
+        Equal to the general computation with that ``present`` list: people are the present
+        non-group participants; the speaker and target join the count if they are not people;
+        ``others`` is people minus the speaker plus the target. (Every person who has spoken
+        is present in both cases, so the recency list of speakers serves both.)
         """
         speaker_person = self._is_person(speaker)
         target_person = self._is_person(target)
         extras = {
             p for p, person in ((speaker, speaker_person), (target, target_person)) if not person
         }
-        n_present = max(self._n_people + len(extras), 2)
-        n_others = self._n_people - speaker_person + (not (target_person and target != speaker))
+        n_present = max(n_people + len(extras), 2)
+        n_others = n_people - speaker_person + (not (target_person and target != speaker))
         mine = self.last_index.get(target, -1)
         ahead = len(self._recency) - bisect.bisect_right(self._recency, mine)
         if speaker_person and speaker != target and self.last_index.get(speaker, -1) > mine:
@@ -715,6 +738,7 @@ def state_from_dict(
         state.last_utt[u.speaker] = u
     state.utt_count.update(g["utt_count"])
     state.word_count.update(g["word_count"])
+    state._total_words = sum(state.word_count.values())
     state.turn_count.update(g["turn_count"])
     state.transitions.update({(a, b): n for a, b, n in g["transitions"]})
     state.yields.update(g["yields"])

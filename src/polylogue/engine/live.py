@@ -34,7 +34,7 @@ from polylogue.engine.bargein import BargeInDecision, BargeInModel, load_barge_i
 from polylogue.engine.chat_features import chat_state_from_dict, chat_state_to_dict
 from polylogue.engine.deployment import Action, Deployment, choose_action
 from polylogue.engine.engine import EngineDecision, TurnTakingEngine
-from polylogue.engine.features import state_from_dict, state_to_dict
+from polylogue.engine.features import SPOKEN, Spoken, state_from_dict, state_to_dict
 from polylogue.engine.model import TurnTakingModel
 from polylogue.errors import PolylogueInputError
 from polylogue.turntaking.points import PointOptions, boundary_is_decision_point
@@ -529,13 +529,14 @@ class LiveConversation:
     ) -> LiveDecision:
         cs = self.engine.state
         agent = self.agent.pid
+        present: list[str] | Spoken | None
         if self.roster_known:
             everyone = len(self.present) + (agent not in self.present) == len(cs.participants)
             present = None if everyone else [*self.present, agent]
         else:
             # Without a roster, whoever has spoken (and the agent) is present.
             everyone = len(cs.utt_count) + (agent not in cs.utt_count) == len(cs.participants)
-            present = None if everyone else [*cs.utt_count, agent]
+            present = None if everyone else SPOKEN
         d = self.engine.decide(agent, present=present, explain=self.explain)
         pol, dep = self.policy, self.deployment
         own = {

@@ -33,6 +33,7 @@ from polylogue.engine.features import FEATURE_NAMES
 from polylogue.engine.text import HASH_SIZE
 from polylogue.engine.trees import TreeEnsemble
 from polylogue.errors import PolylogueInputError
+from polylogue.jsonio import JsonInputError, load_json_object
 
 MODEL_FORMAT = "polylogue.turntaking.gbdt/2"
 #: Format 1 folders (floor trees only) still load; they predict P(backchannel) = 0.
@@ -270,7 +271,10 @@ def load_model(folder: str | Path | None = None, domain: str | None = None) -> T
         raise ModelFilesError(
             f"{folder}: not a polylogue model folder (missing {', '.join(missing)})"
         )
-    meta = json.loads(paths["model.json"].read_text(encoding="utf-8"))
+    try:
+        meta = load_json_object(paths["model.json"], "a model description object")
+    except JsonInputError as exc:
+        raise ModelFilesError(str(exc)) from None
     if meta.get("format") not in _READABLE_FORMATS:
         raise ModelFilesError(
             f"{paths['model.json']}: format {meta.get('format')!r}, want {MODEL_FORMAT!r}"

@@ -30,6 +30,7 @@ from polylogue.models.base import Prediction, PredictionError, Predictor
 from polylogue.runs import (
     ChunkFailed,
     JsonlAppender,
+    RunFileError,
     canonical_json,
     lock_run_folder,
     new_manifest,
@@ -100,8 +101,30 @@ def run_folder_name(dataset: DatasetInfo, predictor_name: str, key: str) -> str:
 
 
 def read_predictions(path: str | Path, repair: bool = False) -> list[dict[str, Any]]:
-    """Prediction records of a run, first occurrence per point id (see ``runs.read_records``)."""
-    return read_records(path, "point_id", repair)
+    """Prediction records of a run, first occurrence per point id (see ``runs.read_records``).
+
+    A record whose decision or P(SPEAK) is not what a run writes (an edited file) is an error
+    naming it, before any metric is computed from it.
+    """
+    records = read_records(path, "point_id", repair)
+    for rec in records:
+        problem = _prediction_problem(rec)
+        if problem is not None:
+            raise RunFileError(f"{path}: record for point {rec.get('point_id')!r}: {problem}")
+    return records
+
+
+def _prediction_problem(rec: Any) -> str | None:
+    if not isinstance(rec, dict):
+        return "not a JSON object"
+    p = rec.get("p_speak")
+    if p is not None and (
+        isinstance(p, bool) or not isinstance(p, int | float) or not 0.0 <= p <= 1.0
+    ):
+        return f"p_speak {p!r} is not a probability (a number from 0 to 1, or null)"
+    if rec.get("decision") not in (None, "SPEAK", "SILENT"):
+        return f"decision {rec.get('decision')!r} is not SPEAK, SILENT or null"
+    return None
 
 
 def _record(pred: Prediction, point: DecisionPoint) -> dict[str, Any]:

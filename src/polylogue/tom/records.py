@@ -12,7 +12,6 @@ Model-visible fields and gold answers are kept apart: :class:`ToMItem` is what a
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from polylogue.conversation import ConversationFormatError
+from polylogue.jsonio import JsonInputError, loads_json
 
 
 class ToMTask(StrEnum):
@@ -241,11 +241,9 @@ def _read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ConversationFormatError(
-                    path, f"line {lineno}", f"invalid JSON: {exc}"
-                ) from exc
+                obj = loads_json(line, path, f"line {lineno}")
+            except JsonInputError as exc:
+                raise ConversationFormatError(exc.path, exc.where, exc.message) from None
             if not isinstance(obj, dict):
                 raise ConversationFormatError(path, f"line {lineno}", "expected a JSON object")
             yield lineno, obj

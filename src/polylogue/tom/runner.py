@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from polylogue.errors import PolylogueInputError
+from polylogue.jsonio import load_json_object
 from polylogue.runs import (
     JsonlAppender,
     canonical_json,
@@ -325,7 +326,7 @@ def load_tom_run(folder: str | Path) -> tuple[dict[str, Any], list[dict[str, Any
     manifest_path = folder / MANIFEST
     if not manifest_path.is_file():
         raise ToMRunError(f"{folder} is not a MeetingToM run folder (no {MANIFEST})")
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    manifest = load_json_object(manifest_path, "a run manifest object")
     return manifest, read_records(folder / PREDICTIONS)
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from polylogue.jsonio import JsonInputError, loads_json
 from polylogue.tom.records import (
     LABELS,
     TASK_QUESTIONS,
@@ -411,7 +412,9 @@ def load_official_gold(paths: Iterable[str | Path]) -> dict[ToMTask, dict[Any, d
             for line in f:
                 if not line.strip():
                     continue
-                row = json.loads(line)
+                row = loads_json(line, path)
+                if not isinstance(row, dict):
+                    continue
                 rid = str(row.get("id", ""))
                 task_name = row.get("task") or (rid.split(":", 1)[0] if ":" in rid else "")
                 try:
@@ -509,8 +512,8 @@ def _read_prediction_rows(path: Path, counts: FileCounts) -> list[dict[str, Any]
                 continue
             counts.rows += 1
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError:
+                obj = loads_json(line, path)
+            except JsonInputError:  # counted, as a model's unparseable row is
                 counts.rows_bad_json += 1
                 continue
             if isinstance(obj, dict):

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from polylogue.errors import PolylogueInputError
+from polylogue.jsonio import JsonInputError, load_json_object, loads_json
 from polylogue.prompts.builder import PromptOptions
 from polylogue.training.sampler import EpochSize
 
@@ -269,7 +270,7 @@ def read_config_file(path_or_name: str | Path) -> dict[str, Any]:
         elif suffix == ".toml":
             loaded = tomllib.loads(text)
         elif suffix == ".json":
-            loaded = json.loads(text)
+            loaded = loads_json(text, path)
         else:
             raise TrainConfigError(f"{path}: config files must be .yaml, .yml, .json or .toml")
     except (ValueError, tomllib.TOMLDecodeError) as exc:
@@ -313,7 +314,7 @@ def load_run_config(run_dir: str | Path) -> TrainConfig:
     if not path.is_file():
         raise FileNotFoundError(f"{run_dir} has no {CONFIG_FILE}: not a polylogue training run")
     try:
-        values = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise TrainConfigError(f"{path}: invalid JSON: {exc}") from exc
+        values = load_json_object(path, "a configuration object")
+    except JsonInputError as exc:
+        raise TrainConfigError(str(exc)) from None
     return resolve_config(None, values)

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from polylogue.errors import PolylogueInputError
+from polylogue.jsonio import load_json_object
 from polylogue.models.base import Prediction, PredictionError, Predictor
 from polylogue.prompts.builder import PromptOptions, build_messages, prompt_fingerprint
 from polylogue.runs import (
@@ -253,7 +254,7 @@ def _set_prompt(predictor: Predictor, options: PromptOptions) -> None:
 def _check_manifest(path: Path, manifest: dict[str, Any]) -> None:
     if not path.exists():
         return
-    old = json.loads(path.read_text(encoding="utf-8"))
+    old = load_json_object(path, "a distillation manifest object")
     for key in ("teacher", "prompts", "split"):
         if old.get(key) != manifest.get(key):
             raise DistillError(

@@ -20,7 +20,6 @@ decision's text) and the inference side, which needs ``onnxruntime`` and ``token
 
 from __future__ import annotations
 
-import json
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
@@ -32,8 +31,10 @@ import numpy as np
 
 from polylogue.conversation import GROUP_ROLE, Participant, Utterance
 from polylogue.engine.engine import EngineDecision, TurnTakingEngine
+from polylogue.engine.features import SPOKEN, Spoken
 from polylogue.engine.model import TurnTakingModel, domain_threshold, load_model
 from polylogue.errors import PolylogueInputError
+from polylogue.jsonio import load_json_object
 
 #: Marks the target's own turns (a token added to the tokenizer's vocabulary).
 TARGET_TOKEN = "[TARGET]"
@@ -219,7 +220,7 @@ class TextTier:
                 "this polylogue build ships only the fast tier (the text tier gave no gain on "
                 "validation; see docs/model-card.md)"
             )
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        meta = load_json_object(meta_path, "a text-tier description object")
         if meta.get("format") != TEXT_FORMAT:
             raise TextTierUnavailable(
                 f"{meta_path}: format {meta.get('format')!r}, want {TEXT_FORMAT!r}"
@@ -311,9 +312,11 @@ class TextTurnTakingEngine(TurnTakingEngine):
         return {t: self._logits[(t, key)] for t in targets}
 
     def decide(
-        self, target: str, present: Sequence[str] | None = None, explain: bool = False
+        self, target: str, present: Sequence[str] | Spoken | None = None, explain: bool = False
     ) -> EngineDecision:
         start = time.perf_counter()
+        if present is SPOKEN:  # the text model reads names: those who spoke, and the target
+            present = [*self.state.utt_count, target]
         fast = super().decide(target, present, explain)
         listeners = [p for p in self.listeners() if present is None or p in present]
         z = self.text_logits([*dict.fromkeys([target, *listeners])], present)[target]

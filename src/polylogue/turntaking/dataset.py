@@ -32,7 +32,8 @@ from typing import Any, Literal, NamedTuple
 
 from polylogue.conversation import Conversation, Participant, read_parquet, write_parquet
 from polylogue.conversation import merge_turns as merge_conversation_turns
-from polylogue.errors import PolylogueInputError
+from polylogue.errors import PolylogueInputError, note_input
+from polylogue.jsonio import JsonInputError, load_json_object, loads_json
 from polylogue.turntaking.points import (
     ContextView,
     PointOptions,
@@ -689,12 +690,14 @@ class Benchmark:
         if not mpath.is_file():
             raise BenchmarkFormatError(f"{self.folder}: not a benchmark folder (no manifest.json)")
         try:
-            self.manifest: dict[str, Any] = json.loads(mpath.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise BenchmarkFormatError(f"{mpath}: invalid JSON: {exc}") from exc
+            self.manifest: dict[str, Any] = load_json_object(mpath, "a manifest object")
+        except JsonInputError as exc:
+            raise BenchmarkFormatError(str(exc)) from None
         if self.manifest.get("kind") != "polylogue.turntaking.benchmark":
             raise BenchmarkFormatError(f"{mpath}: not a polylogue turn-taking benchmark manifest")
+        check_format_version(self.manifest.get("format_version", 1), mpath)
         self._points: dict[str, list[DecisionPoint]] = {}
+        self._checked: set[str] = set()
         self._visible: dict[str, tuple[Any, ...]] = {}
 
     @property
@@ -740,26 +743,50 @@ class Benchmark:
         """
         pq_path = self.folder / f"{split}.parquet"
         if pq_path.exists():
-            import pyarrow.parquet as pq
-
+            self._check_split_file(pq_path)
             if not with_context:
                 light = _rows_without_context(pq_path)
                 if light is not None:
                     return light
-            rows: list[dict[str, Any]] = pq.read_table(pq_path).to_pylist()
+            rows: list[dict[str, Any]] = _read_split_table(pq_path).to_pylist()
             return rows
         jl = self.folder / f"{split}.jsonl"
         if not jl.exists():
             raise BenchmarkFormatError(f"{self.folder}: no split {split!r} (have {self.splits})")
         out = []
-        with open(jl, encoding="utf-8") as f:
+        with open(jl, "rb") as f:
             for lineno, line in enumerate(f, 1):
                 if line.strip():
+                    where = f"line {lineno}"
                     try:
-                        out.append(json.loads(line))
-                    except json.JSONDecodeError as exc:
-                        raise BenchmarkFormatError(f"{jl}:{lineno}: invalid JSON: {exc}") from exc
+                        row = loads_json(line, jl, where)
+                    except JsonInputError as exc:
+                        raise BenchmarkFormatError(str(exc)) from None
+                    if not isinstance(row, dict) or "point_id" not in row:
+                        raise BenchmarkFormatError(f"{jl}:{where}: not a decision point row")
+                    out.append(row)
         return out
+
+    def _check_split_file(self, path: Path) -> None:
+        """A split Parquet file opens and has the point columns (checked once per file)."""
+        if str(path) in self._checked:
+            return
+        import pyarrow.parquet as pq
+
+        try:
+            names = set(pq.read_schema(path).names)
+        except Exception as exc:  # pyarrow raises several types for damaged files
+            raise BenchmarkFormatError(
+                f"{path}: not a readable Parquet split (damaged or truncated; rebuild it with "
+                f"polylogue build): {exc}"
+            ) from None
+        missing = sorted(set(_SPLIT_COLUMNS) - names)
+        if missing:
+            raise BenchmarkFormatError(
+                f"{path}: not a decision-point split (no column {', '.join(missing)}; "
+                f"it has {', '.join(sorted(names))})"
+            )
+        self._checked.add(str(path))
 
     def points(self, split: str, balanced: bool = False, seed: int = 13) -> list[DecisionPoint]:
         """Decision points of ``split`` at natural class ratios, or a balanced view."""
@@ -794,6 +821,7 @@ class Benchmark:
         if pq_path.exists():
             import pyarrow.parquet as pq
 
+            self._check_split_file(pq_path)
             cols = ["point_id", "gold.category", "gold.label", "gold.outcome"]
             try:
                 t = pq.read_table(pq_path, columns=cols)
@@ -808,8 +836,13 @@ class Benchmark:
             raw = [{"point_id": r["point_id"], **r["gold"]} for r in self.rows(split)]
         out = []
         for r in raw:
-            outcome = r.get("outcome") or ("TAKE_FLOOR" if r["label"] == "SPEAK" else "SILENT")
-            out.append(PointKey(str(r["point_id"]), str(r["category"]), str(outcome)))
+            try:
+                outcome = r.get("outcome") or ("TAKE_FLOOR" if r["label"] == "SPEAK" else "SILENT")
+                out.append(PointKey(str(r["point_id"]), str(r["category"]), str(outcome)))
+            except (KeyError, TypeError, AttributeError) as exc:
+                raise BenchmarkFormatError(
+                    f"{self.folder}/{split}: malformed point {r.get('point_id', '?')}: {exc!r}"
+                ) from None
         return out
 
     def _build_points(self, rows: list[dict[str, Any]], split: str) -> list[DecisionPoint]:
@@ -840,7 +873,7 @@ class Benchmark:
                 index=idx,
                 split=split,
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise BenchmarkFormatError(
                 f"{self.folder}/{split}: malformed point {r.get('point_id', '?')}: {exc!r}"
             ) from exc
@@ -867,6 +900,56 @@ _LIGHT_COLUMNS = (
     "input.present",
     "gold",
 )
+
+
+#: Top-level columns every split file has.
+_SPLIT_COLUMNS = ("point_id", "conversation_id", "index", "input", "gold")
+
+
+def _read_split_table(path: Path) -> Any:
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.read_table(path)
+    except Exception as exc:  # pyarrow raises several types for damaged files
+        raise BenchmarkFormatError(f"{path}: not a readable Parquet split: {exc}") from None
+
+
+#: What reading an older benchmark format as the current one changes (it is upgraded on load).
+_UPGRADES = {
+    1: "outcomes are derived from the labels (no BACKCHANNEL), there is no SA category and "
+    "points sit at every utterance boundary, not at real pauses: scores are not comparable "
+    "with a current build",
+    2: "its points are current, but Molweni is grouped as before (train and test share messages)",
+}
+
+
+def check_format_version(version: Any, manifest: Path) -> None:
+    """Read an older benchmark format with a warning that says what the upgrade means; refuse
+    a newer one (or a version that is not a number).
+
+    The upgrade is what loading already does (``DecisionGold.floor_outcome`` derives a v1
+    point's outcome from its label); the warning makes it visible instead of silent.
+    """
+    if version == FORMAT_VERSION:
+        return
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise BenchmarkFormatError(
+            f"{manifest}: format_version {version!r} is not a benchmark format number"
+        )
+    if version > FORMAT_VERSION:
+        raise BenchmarkFormatError(
+            f"{manifest}: benchmark format {version} is newer than this polylogue reads "
+            f"({FORMAT_VERSION}); upgrade polylogue"
+        )
+    note_input(
+        "old benchmark format",
+        manifest,
+        "",
+        f"benchmark format {version} upgraded to format {FORMAT_VERSION} on reading: "
+        f"{_UPGRADES.get(version, 'an older layout')}; rebuild it with `polylogue build` "
+        "(same options) for a current one",
+    )
 
 
 def _rows_without_context(
@@ -897,7 +980,7 @@ def is_current_build(folder: str | Path) -> bool:
     if not manifest.is_file():
         return False
     try:
-        version = json.loads(manifest.read_text(encoding="utf-8")).get("format_version", 1)
+        version = load_json_object(manifest).get("format_version", 1)
     except (OSError, ValueError):
         return False
     return bool(version == FORMAT_VERSION)
