@@ -34,8 +34,8 @@ from polylogue.conversation import Conversation, Participant, read_parquet, writ
 from polylogue.conversation import merge_turns as merge_conversation_turns
 from polylogue.errors import PolylogueInputError
 from polylogue.turntaking.points import (
-    ContextView,
     PointOptions,
+    Prefixes,
     conversation_points,
     model_visible,
     prefix_hashes,
@@ -60,7 +60,11 @@ from polylogue.turntaking.types import (
 #: 2: decision points at real pauses, three outcomes, SA, paper_category (issue 11).
 #: 3: Molweni grouped by stretches of overlapping dialogues, its official test file pinned to
 #: test (a v2 Molweni build shares messages between train and test).
-FORMAT_VERSION = 3
+#: 4: benchmark v2.1 definitions (issue 25): S3 (silent participant of the exchange) apart from
+#: S1 bystanders, answers to a question are floor takes, one backchannel rule for every corpus,
+#: non-people and departed characters are no targets, a name inside a question is no address,
+#: AMI act times from words only; ``gold.in_exchange``.
+FORMAT_VERSION = 4
 
 Protocol = Literal["default", "paper"]
 
@@ -493,6 +497,7 @@ def _points_schema() -> Any:
             ("paper_category", pa.string()),
             ("pause_time", pa.float64()),
             ("pause_s", pa.float64()),
+            ("in_exchange", pa.bool_()),
         ]
     )
     return pa.schema(
@@ -695,7 +700,7 @@ class Benchmark:
         if self.manifest.get("kind") != "polylogue.turntaking.benchmark":
             raise BenchmarkFormatError(f"{mpath}: not a polylogue turn-taking benchmark manifest")
         self._points: dict[str, list[DecisionPoint]] = {}
-        self._visible: dict[str, tuple[Any, ...]] = {}
+        self._visible: dict[str, Prefixes] = {}
 
     @property
     def name(self) -> str:
@@ -717,7 +722,7 @@ class Benchmark:
     def conversations(self) -> dict[str, Conversation]:
         return {c.id: c for c in read_parquet(self.folder / "conversations.parquet")}
 
-    def _visible_for(self, ids: Iterable[str]) -> dict[str, tuple[Any, ...]]:
+    def _visible_for(self, ids: Iterable[str]) -> dict[str, Prefixes]:
         """Model-visible utterances of the conversations ``ids``; each read once, on demand.
 
         Only the conversations a split's points refer to are read (a test split needs ~10%
@@ -729,7 +734,7 @@ class Benchmark:
                 convs = [self.conversations[i] for i in missing if i in self.conversations]
             else:
                 convs = read_parquet(self.folder / "conversations.parquet", ids=missing)
-            self._visible.update({c.id: model_visible(c) for c in convs})
+            self._visible.update({c.id: Prefixes(model_visible(c)) for c in convs})
         return self._visible
 
     def rows(self, split: str, *, with_context: bool = True) -> list[dict[str, Any]]:
@@ -833,7 +838,7 @@ class Benchmark:
                     domain=r["domain"],
                     target=Participant.from_dict(inp["target"]),
                     present=tuple(Participant.from_dict(q) for q in inp["present"]),
-                    context=ContextView(visible, idx + 1),
+                    context=visible.view(idx + 1),
                 ),
                 gold=DecisionGold.from_dict(r["gold"]),
                 group=r["group"],
