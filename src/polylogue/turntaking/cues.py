@@ -164,6 +164,7 @@ BACKCHANNEL_WORDS = frozenset(
         "absolutely", "definitely", "totally", "uh-huh", "mm-hmm", "mhm", "aha", "ah-ha",
     }
 )  # fmt: skip
+_HESITATION = re.compile(r"^(?:u+m+|u+h+|e+r+m*|e+h*m+)$")
 #: The longest acknowledgement, in words.
 BACKCHANNEL_MAX_WORDS = 4
 
@@ -176,6 +177,8 @@ def is_lexical_backchannel(text: str) -> bool:
         return False
     if words in (["i"], ["see"]):
         return False
+    if all(_HESITATION.match(w) for w in words):
+        return False  # "Uh", "Um": a hesitation starts a turn, it acknowledges nothing
     return all(
         w in BACKCHANNEL_WORDS or w in FILLER_WORDS or bool(_FILLER_TOKEN.match(w)) for w in words
     )

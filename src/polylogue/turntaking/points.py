@@ -577,8 +577,8 @@ _SPOKEN_TOGETHER = re.compile(r"\(spoken together by ([^)]*)\)")
 def _joined_group_line(
     conv: Conversation, j: int, by_id: dict[str, Participant], present: frozenset[str]
 ) -> frozenset[str]:
-    """Who joined utterance ``j`` when a group pseudo-speaker says it: the people its note
-    names, else everyone present (the CSV's ``#ALL#`` lines name nobody)."""
+    """Who joined utterance ``j`` when a group pseudo-speaker says it: the people present its
+    note names, else everyone present (the CSV's ``#ALL#`` lines name nobody)."""
     if j >= len(conv.utterances):
         return frozenset()
     u = conv.utterances[j]
@@ -586,9 +586,8 @@ def _joined_group_line(
     if p is None or p.role != GROUP_ROLE:
         return frozenset()
     m = _SPOKEN_TOGETHER.search(u.note or "")
-    if m is None:
-        return present
-    return frozenset(n.strip() for n in m.group(1).split(",")) & present
+    named = frozenset(n.strip() for n in m.group(1).split(",")) & present if m else frozenset()
+    return named or present  # "(spoken together by Both)" names nobody either
 
 
 def prefix_hashes(conv: Conversation) -> list[str]:
