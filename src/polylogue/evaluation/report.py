@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from polylogue.errors import PolylogueInputError
+from polylogue.evaluation.leakage import MANIFEST_KEY, TrainingOverlap
 from polylogue.evaluation.metrics import (
     MIN_BOOTSTRAP_GROUPS,
     OUTCOME_LABELS,
@@ -162,6 +163,7 @@ def table_rows(
             "balanced_accuracy_ci95": ci,
             "bootstrap_groups": (run.metrics.get("bootstrap") or {}).get("n_units"),
             "reference": None if ref is None else ref.label,
+            "training_overlap_note": _overlap_note(run),
         }
         for key, _ in COLUMNS:
             row[key] = run.value(key)
@@ -172,6 +174,19 @@ def table_rows(
             )
         rows.append(row)
     return rows
+
+
+def _overlap_note(run: RunSummary) -> str | None:
+    """⚠ when the run's test points were in the model's training data (evaluation.leakage)."""
+    d = run.manifest.get(MANIFEST_KEY)
+    if not d:
+        return None
+    return f"⚠ {run.label} on {run.dataset}: " + TrainingOverlap.from_dict(d).message(run.label)
+
+
+def training_overlap_warnings(run_paths: Sequence[str | Path]) -> list[str]:
+    """The overlap notes of the runs under ``run_paths`` (``report`` prints them)."""
+    return [n for r in find_runs(run_paths) if (n := _overlap_note(r))]
 
 
 def _ratio_note(rows: Sequence[dict[str, Any]]) -> str:
@@ -191,9 +206,13 @@ CATEGORY_NOTES: tuple[str, ...] = (
     "I1 explicit address: the target is addressed individually and explicitly and takes the floor.",
     "I2 contextual intervention: the target takes the floor without being individually "
     "addressed (a group address included).",
-    "S1 no reference: the target is neither addressed nor referenced, and stays silent.",
+    "S1 no reference: the target is a bystander (neither addressed nor referenced, and not in "
+    "the exchange) and stays silent.",
     "S2 referenced, not addressed: the target is named or talked about, not addressed, and "
     "stays silent.",
+    "S3 silent participant: neither addressed nor referenced, but spoke in one of the two "
+    "turns before, and stays silent (benchmark v2.1; the paper's four-way tables count it as "
+    "S2).",
     "SA addressed, silent: the target is addressed individually but does not take the floor "
     "(benchmark v2; the paper's four-way tables count it as S2).",
 )
@@ -245,6 +264,7 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
             "meetings/episodes/calls, too few to be meaningful, so it is not shown."
         )
     notes.append("Categories: " + " ".join(CATEGORY_NOTES))
+    notes.extend(r["training_overlap_note"] for r in rows if r.get("training_overlap_note"))
     return "\n".join(lines) + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
 
 

@@ -463,7 +463,12 @@ def train_default_model(
     importance = dict(zip(names, booster.feature_importance("gain").tolist(), strict=True))
     meta = {
         "trained_on": {
-            b.name: {"data_hash": b.data_hash, "corpora": b.manifest.get("corpora")}
+            b.name: {
+                "data_hash": b.data_hash,
+                "corpora": b.manifest.get("corpora"),
+                # So `eval`/`report` can tell when a test split holds training conversations.
+                "train_conversations": sorted(b.conversation_ids("train")),
+            }
             for b in benches
         },
         "options": opts.__dict__,

@@ -792,6 +792,16 @@ class Benchmark:
             rows = [r for r in self.rows(split) if r["point_id"] in wanted]
         return self._build_points(rows, split)
 
+    def conversation_ids(self, split: str) -> set[str]:
+        """The conversations ``split``'s points come from (one column read)."""
+        pq_path = self.folder / f"{split}.parquet"
+        if pq_path.exists():
+            import pyarrow.parquet as pq
+
+            col = pq.read_table(pq_path, columns=["conversation_id"]).column(0)
+            return {str(v) for v in col.to_pylist()}
+        return {str(r["conversation_id"]) for r in self.rows(split, with_context=False)}
+
     def point_index(self, split: str) -> list[PointKey]:
         """``(point_id, category, outcome)`` of every point of ``split``: enough to count, filter
         and sample, read from three small columns (no inputs, no conversations)."""
