@@ -378,7 +378,7 @@ def utterance_cues(
         and is_question(previous.text)
         and not is_question(text)
     )
-    spoken = strip_punctuation(text) if bare_answer else ""
+    bare_text = strip_punctuation(text) if bare_answer else ""
     shared_hits: list[tuple[str, bool]] = []
     for pid in sorted(candidates):
         m = matchers.get(pid)
@@ -386,7 +386,7 @@ def utterance_cues(
             continue
         if m.own is not None and m.own.mention.search(text):
             vocative = m.own.vocative.search(text) is not None and vocative_allowed
-            if vocative and bare_answer and m.own.mention.fullmatch(spoken):
+            if vocative and bare_answer and m.own.mention.fullmatch(bare_text):
                 vocative = False
             _record(pid, m, vocative, addressed, referenced)
         elif m.shared is not None and m.shared.mention.search(text):
