@@ -235,8 +235,8 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         "Per-category accuracy (model / baseline), all points and the no-visible-cue subset:",
         "",
-        "| corpus | subset | points | BalAcc | I1 | I2 | S1 | S2 | SA |",
-        "|---|---|---:|---|---|---|---|---|---|",
+        "| corpus | subset | points | BalAcc | " + " | ".join(CATEGORIES) + " |",
+        "|---|---|---:|---|" + "---|" * len(CATEGORIES),
     ]
     for c, r in results["corpora"].items():
         for label, mm, bb in (
