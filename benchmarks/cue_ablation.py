@@ -65,7 +65,7 @@ def main() -> None:
     ap.add_argument("--old-cues", type=Path, default=None)
     args = ap.parse_args()
     model = load_model(args.model_dir)
-    data = []
+    data: list[tuple[str, list[Any]]] = []
     for b in args.benches:
         bench = load_benchmark(b)
         pts = bench.points("validation")
