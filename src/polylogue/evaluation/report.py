@@ -1,6 +1,6 @@
 """Reports from finished runs, in the layout of the paper's Tables 2, 3 and 5.
 
-Rows are (model, dataset); columns I1, I2, S1, S2, SA, Acc, F1avg, BalAcc (in %), the balanced
+Rows are (model, dataset); columns I1, I2, S1, S2, S3, SA, Acc, F1avg, BalAcc (in %), the balanced
 accuracy's 95% group-bootstrap interval, the unparseable rate and N. With reference runs, each
 value is followed by its change in points against the reference run on the same dataset and
 split, as the paper prints deltas in parentheses. Every table states the class ratio its runs
@@ -32,17 +32,22 @@ from polylogue.evaluation.metrics import (
     outcome_metrics,
 )
 from polylogue.evaluation.runner import RUN_KIND, metrics_from_records, read_predictions
+from polylogue.turntaking.types import CATEGORIES
 
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("I1", "I1"),
     ("I2", "I2"),
     ("S1", "S1"),
     ("S2", "S2"),
+    ("S3", "S3"),  # benchmark v2.1: silent participant of the exchange
     ("SA", "SA"),  # benchmark v2: silent although individually addressed
     ("accuracy", "Acc"),
     ("f1_avg", "F1avg"),
     ("balanced_accuracy", "BalAcc"),
 )
+
+
+_CATEGORY_KEYS = frozenset(c.value for c in CATEGORIES)
 
 
 class ReportError(PolylogueInputError):
@@ -89,7 +94,7 @@ class RunSummary:
         return None if t is None else float(t)
 
     def value(self, key: str) -> float | None:
-        if key in ("I1", "I2", "S1", "S2", "SA"):
+        if key in _CATEGORY_KEYS:
             v = (self.metrics.get("per_category") or {}).get(key)
         else:
             v = self.metrics.get(key)

@@ -47,7 +47,7 @@ from polylogue.evaluation.metrics import (
     expected_calibration_error,
 )
 from polylogue.turntaking.dataset import Benchmark
-from polylogue.turntaking.types import Decision, DecisionPoint, Outcome
+from polylogue.turntaking.types import CATEGORIES, Decision, DecisionPoint, Outcome
 
 #: The chat corpus Molweni (9k points) is in the mix; Ubuntu IRC (1.6M points) is not: its
 #: size would dominate training time and it is only used for measuring.
@@ -245,7 +245,7 @@ def metric_table(data: SplitData, p: np.ndarray, threshold: float) -> dict[str, 
             "balanced_accuracy": balanced_accuracy_binary(data.y[m], pred[m]) if m.any() else None,
             "ece": expected_calibration_error(data.y[m], p[m]) if m.any() else None,
         }
-        for c in ("I1", "I2", "S1", "S2", "SA"):
+        for c in (cat.value for cat in CATEGORIES):
             mc = m & (cats == c)
             out[f"acc_{c}"] = float((pred[mc] == data.y[mc]).mean()) if mc.any() else None
             out[f"n_{c}"] = int(mc.sum())

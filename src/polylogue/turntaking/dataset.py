@@ -306,7 +306,7 @@ def _paper_splits(points: list[DecisionPoint], options: BuildOptions) -> list[De
 def table1(points: Sequence[DecisionPoint], scheme: str = "ours") -> list[dict[str, Any]]:
     """Rows in the layout of the paper's Table 1: corpus, Total, categories (+ SPEAK %).
 
-    ``scheme="ours"``: I1, I2, S1, S2, SA (this benchmark's definitions).
+    ``scheme="ours"``: I1, I2, S1, S2, S3, SA (this benchmark's definitions).
     ``scheme="paper"``: the authors' released four-way mapping (``gold.paper_category``).
     """
     cats = [c.value for c in (CATEGORIES if scheme == "ours" else PAPER_CATEGORIES)]
