@@ -21,9 +21,11 @@ from polylogue.corpora.irc import read_irc
 from polylogue.corpora.molweni import read_molweni
 from polylogue.paths import corpus_dir
 from polylogue.turntaking.points import conversation_points, prefix_hashes
+from polylogue.turntaking.types import CATEGORIES as _CATEGORIES
 
 #: Benchmark v2 categories (docs/benchmark.md): SA = addressed individually, stays silent.
-CATEGORIES = ("I1", "I2", "S1", "S2", "SA")
+# One home for the category list (turntaking.types): v2.1 added S3.
+CATEGORIES = tuple(c.value for c in _CATEGORIES)
 
 
 def count(convs: Iterable[Conversation], seen: set[tuple[str, str, str]]) -> Counter[str]:

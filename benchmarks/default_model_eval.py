@@ -37,9 +37,11 @@ from polylogue.engine.model import Outcomes, TurnTakingModel, domain_of_corpus, 
 from polylogue.models.baselines import held_floor_before
 from polylogue.training.default_model import size_stratum
 from polylogue.turntaking.dataset import load_benchmark
+from polylogue.turntaking.types import CATEGORIES as _CATEGORIES
 from polylogue.turntaking.types import Decision, DecisionPoint, Outcome
 
-CATEGORIES = ("I1", "I2", "S1", "S2", "SA")
+# One home for the category list (turntaking.types): v2.1 added S3.
+CATEGORIES = tuple(c.value for c in _CATEGORIES)
 PAPER_BEST = {"ami": 72.3, "friends": 72.5}
 MIN_STRATUM = 500
 N_BOOT = 1000
@@ -236,8 +238,8 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         "Per-category accuracy (model / baseline), all points and the no-visible-cue subset:",
         "",
-        "| corpus | subset | points | BalAcc | I1 | I2 | S1 | S2 | SA |",
-        "|---|---|---:|---|---|---|---|---|---|",
+        "| corpus | subset | points | BalAcc | " + " | ".join(CATEGORIES) + " |",
+        "|---|---|---:|---|" + "---|" * len(CATEGORIES),
     ]
     for c, r in results["corpora"].items():
         for label, mm, bb in (

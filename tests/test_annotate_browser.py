@@ -20,8 +20,8 @@ from browsers import VIEWPORT, launch_chromium, new_study, require_chromium, ser
 pytestmark = pytest.mark.slow
 
 DOCS_SHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
-N_PER_CATEGORY = 3  # 15 items: I1, I2, S1, S2 and (benchmark v2) SA x 3
-N_CATEGORIES = 5
+N_PER_CATEGORY = 3  # 18 items: I1, I2, S1, S2, S3 and SA x 3
+N_CATEGORIES = 6  # I1, I2, S1, S2, S3 (v2.1), SA
 
 playwright_api = require_chromium()
 

@@ -24,7 +24,7 @@ from polylogue.cli import app as cli
 from polylogue.paths import corpus_dir
 
 runner = CliRunner()
-TOTAL = 4 * 5  # 4 per category (I1, I2, S1, S2 and, since benchmark v2, SA)
+TOTAL = 4 * 6  # 4 per category (I1, I2, S1, S2, since v2 SA, since v2.1 S3)
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +155,7 @@ def test_status_and_agreement(answered: dict[str, Any]) -> None:
     )
     assert res.exit_code == 0, res.output
     rows = {r["slice"]: r for r in json.loads(out_json.read_text())}
-    assert set(rows) == {f"decision/{c}" for c in ("all", "I1", "I2", "S1", "S2", "SA")}
+    assert set(rows) == {f"decision/{c}" for c in ("all", "I1", "I2", "S1", "S2", "S3", "SA")}
     a = answered["answers"]
     common = sorted(set(a["h1"]) & set(a["h3"]))
     pair = next(p for p in rows["decision/all"]["pairwise"] if (p["a"], p["b"]) == ("h1", "h3"))
@@ -205,21 +205,21 @@ def test_score_table4_layout_and_model_rows(answered: dict[str, Any], bench: Pat
     )
     assert res.exit_code == 0, res.output
     lines = [ln for ln in md.read_text().splitlines() if ln.startswith("| ")]
-    assert lines[0] == "| Rater | I1 | I2 | S1 | S2 | SA | Acc | F1avg | BalAcc | missing |"
+    assert lines[0] == "| Rater | I1 | I2 | S1 | S2 | S3 | SA | Acc | F1avg | BalAcc | missing |"
     rows = {ln.split(" | ")[0][2:]: ln.strip("| ").split(" | ") for ln in lines[1:]}
     assert list(rows) == ["h1", "h2", "h3", "Average", "Majority", "model"]
-    assert rows["h1"][1:9] == ["100.00"] * 8  # follows gold
-    # h2 always says SPEAK: I1 = I2 = 100, S1 = S2 = SA = 0, BalAcc = 50.
-    assert rows["h2"][1:6] == ["100.00", "100.00", "0.00", "0.00", "0.00"]
-    assert rows["h2"][8] == "50.00"
+    assert rows["h1"][1:10] == ["100.00"] * 9  # follows gold
+    # h2 always says SPEAK: I1 = I2 = 100, S1 = S2 = S3 = SA = 0, BalAcc = 50.
+    assert rows["h2"][1:7] == ["100.00", "100.00", "0.00", "0.00", "0.00", "0.00"]
+    assert rows["h2"][9] == "50.00"
     # h3 against the harness's metric functions directly (the missing answer counts as wrong).
     gold, ans = answered["gold"], answered["answers"]["h3"]
     ids = sorted(gold)
     acc = metrics.accuracy([gold[i] for i in ids], [ans.get(i) for i in ids])
-    assert rows["h3"][6] == f"{100 * acc:.2f}" and rows["h3"][9] == "1"
+    assert rows["h3"][7] == f"{100 * acc:.2f}" and rows["h3"][10] == "1"
     # Average is the mean of the annotator rows, as in the paper's Table 4.
-    assert float(rows["Average"][6]) == pytest.approx(
-        (float(rows["h1"][6]) + float(rows["h2"][6]) + float(rows["h3"][6])) / 3, abs=0.01
+    assert float(rows["Average"][7]) == pytest.approx(
+        (float(rows["h1"][7]) + float(rows["h2"][7]) + float(rows["h3"][7])) / 3, abs=0.01
     )
     # The harness's always-speak baseline answers like h2 did, so it scores exactly the same.
     assert rows["model"][1:] == rows["h2"][1:]

@@ -99,12 +99,13 @@ def test_store_keeps_gold_away_from_annotators(tmp_path: Path, test_items: list[
         ["h1", "h2"],
         adjudicators=["adj"],
     )
-    # Benchmark v2: five categories (SA = silent although individually addressed).
-    assert len(store.items(study)) == 10 and study.plan["drawn"] == dict.fromkeys(
-        ("I1", "I2", "S1", "S2", "SA"), 2
+    # Benchmark v2.1: six categories (SA = silent although individually addressed, S3 =
+    # silent participant of the exchange).
+    assert len(store.items(study)) == 12 and study.plan["drawn"] == dict.fromkeys(
+        ("I1", "I2", "S1", "S2", "S3", "SA"), 2
     )
     h1 = store.annotator_by_key(keys["h1"])
-    assert h1 is not None and h1.role is Role.ANNOTATOR and len(h1.order) == 10
+    assert h1 is not None and h1.role is Role.ANNOTATOR and len(h1.order) == 12
     assert store.annotator_by_key("nope") is None
     view = store.item_view(h1, 0)
     assert view.gold == {} and view.category == ""
@@ -126,7 +127,7 @@ def test_store_keeps_gold_away_from_annotators(tmp_path: Path, test_items: list[
     h2 = store.annotator_by_key(keys["h2"])
     assert h2 is not None and store.own_answers(h2) == []
     p = store.progress(h1)
-    assert (p.done, p.total, p.next_position) == (1, 10, 1)
+    assert (p.done, p.total, p.next_position) == (1, 12, 1)
     with pytest.raises(StoreError, match="already exists"):
         store.create_study("s1", StudyKind.TURNTAKING, test_items[:2], seed=1, plan={}, source={})
 
@@ -154,8 +155,8 @@ def test_two_writer_processes_lose_nothing(tmp_path: Path, test_items: list[Stud
         proc.join(60)
         assert proc.exitcode == 0
     answers = store.answers(study)
-    n_items = len(store.items(study))  # 5 per category; v2 has five categories (with SA)
-    assert n_items == 25
+    n_items = len(store.items(study))  # 5 per category; v2.1 has six (with SA and S3)
+    assert n_items == 30
     assert len(answers) == 2 * n_items
     # Five rounds alternate SILENT/SPEAK: the last one is SILENT, and 4 of 5 writes changed it.
     assert {a.label for a in answers} == {"SILENT"}
@@ -241,7 +242,8 @@ def test_relabel_derives_the_category_from_decision_and_cues(bench: Path) -> Non
         assert relabel(g, g.label) is g  # agreement with the corpus keeps everything
         flipped = relabel(g, Decision.SILENT if g.label is Decision.SPEAK else Decision.SPEAK)
         assert flipped.category.decision is flipped.label
-        # v2: individual address is I1/SA, a group address I2/S1, a reference alone S2.
+        # v2.1: individual address is I1/SA, a group address I2/S1 (S3 in the exchange), a
+        # reference alone S2.
         singled_out = g.addressed and not g.group_address
         if flipped.label is Decision.SPEAK:
             assert flipped.category is (Category.I1 if singled_out else Category.I2)
@@ -249,7 +251,8 @@ def test_relabel_derives_the_category_from_decision_and_cues(bench: Path) -> Non
             assert flipped.category is Category.SA
         else:
             s2 = g.referenced and not g.addressed
-            assert flipped.category is (Category.S2 if s2 else Category.S1)
+            other = Category.S3 if g.in_exchange else Category.S1
+            assert flipped.category is (Category.S2 if s2 else other)
         assert (flipped.addressed, flipped.referenced, flipped.next_speaker) == (
             g.addressed,
             g.referenced,

@@ -38,12 +38,13 @@ def test_hand_computed_case() -> None:
     assert false_interruption_rate(GOLD, PRED) == pytest.approx(1 / 3)
     assert missed_turn_rate(GOLD, PRED) == pytest.approx(1 / 2)
     assert unparseable_rate(PRED) == pytest.approx(1 / 5)
-    # SA (benchmark v2's fifth category) has no points here: None.
+    # SA (benchmark v2) and S3 (v2.1) have no points here: None.
     assert per_category_accuracy(GOLD, PRED, CATS) == {
         "I1": 1.0,
         "I2": 0.0,
         "S1": 0.0,
         "S2": 1.0,
+        "S3": None,
         "SA": None,
     }
     assert confusion(GOLD, PRED) == {
@@ -140,7 +141,7 @@ def test_threshold_sweep_skips_missing_probabilities() -> None:
 def test_compute_metrics_report() -> None:
     m = compute_metrics(GOLD, PRED, CATS, ["a", "a", "b", "b", "c"], [0.9, None, 0.6, 0.2, 0.1])
     assert m["n"] == 5 and m["n_unparseable"] == 1
-    assert m["per_category_n"] == {"I1": 1, "I2": 1, "S1": 1, "S2": 2, "SA": 0}
+    assert m["per_category_n"] == {"I1": 1, "I2": 1, "S1": 1, "S2": 2, "S3": 0, "SA": 0}
     assert m["bootstrap"]["unit"] == "group" and m["bootstrap"]["n_units"] == 3
     lo, hi = m["ci95"]["balanced_accuracy"]
     assert lo <= m["balanced_accuracy"] <= hi

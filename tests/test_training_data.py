@@ -27,7 +27,7 @@ def points(tmp_path_factory: pytest.TempPathFactory) -> list[DecisionPoint]:
 def test_stratified_subset_keeps_every_category(points: list[DecisionPoint]) -> None:
     assert len(points) <= 12
     cats = {p.gold.category.value for p in points}
-    assert {"I1", "I2", "S1", "S2"} <= cats <= {"I1", "I2", "S1", "S2", "SA"}
+    assert {"I1", "I2", "S1", "S2"} <= cats <= {"I1", "I2", "S1", "S2", "S3", "SA"}
     again = stratified_subset(points, 12, seed=0)
     assert [p.point_id for p in again] == [p.point_id for p in points]
 

@@ -125,7 +125,6 @@ def test_points_categories_and_causal_presence() -> None:
     assert "demo:1:W" not in pts
     # t=2: Will spoke; Alice speaks next without being addressed: I2.
     assert pts["demo:2:A"].gold.category is Category.I2
-    assert pts["demo:2:B"].gold.category is Category.S1
     # t=3: Will addressed by "Thanks Will." and answers.
     assert pts["demo:3:W"].gold.label is Decision.SPEAK
     assert pts["demo:3:W"].gold.category is Category.I1

@@ -96,6 +96,15 @@ class ConversationFormatError(LocatedInputError):
 GROUP_ROLE = "group"
 
 
+#: Participant role of a pseudo-speaker for several people at once (Friends "ALL").
+GROUP_ROLE = "group"
+#: Participant role of a voice that cannot take part: a TV or radio, an answering machine, a
+#: recording, an announcer or an off-stage voice (Friends "Tv Doctor", "Machine").
+VOICE_ROLE = "voice"
+#: Roles that are never a benchmark target and never count as present.
+NON_PERSON_ROLES = frozenset({GROUP_ROLE, VOICE_ROLE})
+
+
 @dataclass(frozen=True, slots=True)
 class Participant:
     """A person (or agent) in a conversation.

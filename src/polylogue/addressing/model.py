@@ -18,7 +18,7 @@ import numpy as np
 
 from polylogue.addressing.tasks import AddressingExample, Task
 from polylogue.conversation import Conversation
-from polylogue.turntaking.points import ContextView, model_visible, present_at
+from polylogue.turntaking.points import Prefixes, model_visible, present_at
 from polylogue.turntaking.types import DecisionInput
 
 
@@ -60,7 +60,7 @@ def turn_taking_ranker(
 def _inputs(
     conv: Conversation, exs: Sequence[AddressingExample]
 ) -> tuple[list[DecisionInput], list[tuple[str, str]]]:
-    visible = model_visible(conv)
+    visible = Prefixes(model_visible(conv))
     presence = present_at(conv)
     by_id = {p.id: p for p in conv.participants}
     inputs: list[DecisionInput] = []
@@ -69,7 +69,7 @@ def _inputs(
         present = presence[ex.index]
         # The model decides for others than the current author: no self-continuation.
         scored = [c for c in ex.candidates if c in present and c != ex.current.speaker]
-        ctx = ContextView(visible, ex.index + 1)
+        ctx = visible.view(ex.index + 1)
         people = tuple(by_id[q] for q in sorted(present))
         for pid in scored:
             inputs.append(

@@ -240,7 +240,7 @@ def inspect(
     folder: Annotated[Path, typer.Argument(help="A benchmark folder.")],
     split: Annotated[str, typer.Option(help="train, validation or test.")] = "test",
     category: Annotated[
-        str | None, typer.Option(help="Only this category (I1, I2, S1, S2, SA).")
+        str | None, typer.Option(help="Only this category (I1, I2, S1, S2, S3, SA).")
     ] = None,
     outcome: Annotated[
         str | None,

@@ -144,6 +144,15 @@ def eval_command(
     options.update(_parse_options(option or []))
     points, info = load_points(data, split, balanced=balanced)
     predictor = load_predictor(model, **options)
+    extra: dict[str, Any] = {}
+    if kind == "default":
+        from polylogue.evaluation.leakage import MANIFEST_KEY, training_overlap
+
+        shipped = getattr(predictor, "model", None)
+        overlap = training_overlap(getattr(shipped, "metadata", {}), points)
+        if overlap is not None:
+            console.print(f"[yellow]warning:[/yellow] {escape(overlap.message())}")
+            extra[MANIFEST_KEY] = overlap.to_dict()
     result = run_evaluation(
         points,
         info,
@@ -154,6 +163,7 @@ def eval_command(
         chunk_size=batch_size,
         n_boot=n_boot,
         progress=progress,
+        extra_manifest=extra or None,
     )
     m = result.metrics or {}
     state = "complete" if m.get("complete") else f"{result.n_done}/{len(points)} points"
@@ -191,9 +201,11 @@ def report_command(
     title: Annotated[str, typer.Option(help="Report title.")] = "Turn-taking evaluation",
 ) -> None:
     """Tables (Markdown, CSV) and an HTML page with plots from finished runs; runs no model."""
-    from polylogue.evaluation.report import write_report
+    from polylogue.evaluation.report import training_overlap_warnings, write_report
 
     paths = write_report(runs, out, references=reference or [], title=title)
+    for line in training_overlap_warnings(runs):
+        typer.echo(f"warning: {line}", err=True)
     for p in paths:
         typer.echo(str(p))
     page = next(p for p in paths if p.suffix == ".html")

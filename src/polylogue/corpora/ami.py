@@ -291,6 +291,7 @@ class _WordsCache:
     def __init__(self, rel: Path) -> None:
         self._dir = rel / "words"
         self._files: dict[str, _WordsFile] = {}
+        self._claimed: dict[int, set[int]] = {}
 
     def get(self, name: str, referrer: Path, where: str) -> _WordsFile:
         wf = self._files.get(name)
@@ -303,6 +304,27 @@ class _WordsCache:
                 )
             wf = self._files[name] = _load_words(path, m["speaker"])
         return wf
+
+    def claim(self, wf: _WordsFile, span: range) -> None:
+        """Record that a dialogue act holds the words at ``span`` (see :meth:`unclaimed`)."""
+        self._claimed.setdefault(id(wf), set()).update(span)
+
+    def unclaimed(self, name: str) -> list[list[int]]:
+        """Runs of consecutive timed words of words file ``name`` that no act holds."""
+        wf = self._files.get(name)
+        if wf is None:
+            return []
+        claimed = self._claimed.get(id(wf), set())
+        runs: list[list[int]] = []
+        for i in range(len(wf.ids)):
+            if i in claimed or wf.tags[i] != "w" or not wf.texts[i]:
+                if runs and runs[-1] and i in claimed:
+                    runs.append([])
+                continue
+            if not runs:
+                runs.append([])
+            runs[-1].append(i)
+        return [r for r in runs if any(not wf.punct[i] and wf.starts[i] is not None for i in r)]
 
     def resolve(self, ref: NiteRef, referrer: Path, where: str) -> tuple[_WordsFile, range]:
         wf = self.get(ref.file, referrer, where)
@@ -498,8 +520,14 @@ def _act_words(el: Any, path: Path, where: str, words: _WordsCache, keep_tokens:
     ends: list[float] = []
     timed: list[tuple[str, bool, float | None, float | None]] = []
     anchor: float | None = None
+    # Punctuation tokens carry times too, sometimes those of a neighbouring gap (an act "So"
+    # whose "." starts 2.8 s earlier): an act's times come from its words, punctuation only
+    # when no word is timed.
+    p_starts: list[float] = []
+    p_ends: list[float] = []
     for ref in element_refs(el, path):
         wf, span = words.resolve(ref, path, where)
+        words.claim(wf, span)
         if anchor is None:
             anchor = wf.anchor_time(span.start)
         for i in span:
@@ -508,11 +536,13 @@ def _act_words(el: Any, path: Path, where: str, words: _WordsCache, keep_tokens:
             tokens.append(wf.texts[i])
             punct.append(wf.punct[i])
             if (s := wf.starts[i]) is not None:
-                starts.append(s)
+                (p_starts if wf.punct[i] else starts).append(s)
             if (e := wf.ends[i]) is not None:
-                ends.append(e)
+                (p_ends if wf.punct[i] else ends).append(e)
             if keep_tokens:
                 timed.append((wf.texts[i], wf.punct[i], wf.starts[i], wf.ends[i]))
+    if not starts and not ends:
+        starts, ends = p_starts, p_ends
     return _ActWords(tokens, punct, starts, ends, tuple(timed), anchor)
 
 
@@ -597,6 +627,37 @@ def split_dialogue_act(da: _Da, gap: float) -> list[_Da]:
     return out
 
 
+def _unassigned_words(words: _WordsCache, meeting: str, letter: str) -> list[_Da]:
+    """Words of ``letter`` that belong to no dialogue act, as act-less utterances.
+
+    They are speech all the same (39 words in 12 meetings): dropping them would make the
+    builder see a pause where the speaker goes on talking. No type, no addressee."""
+    name = f"{meeting}.{letter}.words.xml"
+    wf = words._files.get(name)
+    if wf is None:  # the speaker has no dialogue acts
+        return []
+    out: list[_Da] = []
+    for k, run in enumerate(words.unclaimed(name)):
+        toks = tuple((wf.texts[i], wf.punct[i], wf.starts[i], wf.ends[i]) for i in run)
+        if not any(has_word(t) and not p for t, p, _, _ in toks):
+            continue
+        starts = [st for _, p, st, _ in toks if st is not None and not p]
+        ends = [e for _, p, _, e in toks if e is not None and not p]
+        start = starts[0] if starts else None
+        end = max(ends) if ends else None
+        if start is None or end is None or end < start:
+            continue
+        utt = Utterance(
+            speaker=letter,
+            text=detokenize([t for t, _, _, _ in toks], [p for _, p, _, _ in toks]),
+            start=start,
+            end=end,
+            id=f"{meeting}.{letter}.unassigned.{k}",
+        )
+        out.append(_Da((start, end, letter, -1 - k), utt, toks))
+    return out
+
+
 def _addressees(value: str | None) -> tuple[str, ...] | None:
     # An empty attribute (one DA in ES2009d) is not a legal value of the scheme, which always
     # names one agent or a group, so it counts as unannotated.
@@ -625,6 +686,8 @@ def _read_meeting(
         )
         das.extend(part)
         dropped += n
+    unassigned = [d for letter in letters for d in _unassigned_words(words, meeting, letter)]
+    das.extend(unassigned)
     if ipu_gap is not None:
         das = [piece for d in das for piece in split_dialogue_act(d, ipu_gap)]
     das.sort(key=lambda d: d.sort_key)
@@ -652,6 +715,7 @@ def _read_meeting(
         "date": info.date if info else None,
         "addressee_annotated": any(u.addressees is not None for u in utterances),
         "dropped_dialogue_acts": dropped,
+        "unassigned_word_runs": len(unassigned),
         "speakers": {
             s.letter: {"global_name": s.global_name, "role_code": s.role_code, "channel": s.channel}
             for s in (info.speakers if info else ())

@@ -44,6 +44,8 @@ from typing import Any, Literal
 
 from polylogue.conversation import (
     DESCRIPTOR_WORDS,
+    GROUP_ROLE,
+    VOICE_ROLE,
     Conversation,
     ConversationFormatError,
     Participant,
@@ -344,9 +346,20 @@ def display_name(canonical: str) -> str:
     return words[0]
 
 
+#: Speaker labels of voices that cannot take part in the scene: TV and radio, answering
+#: machines, tapes, intercoms, announcers, off-stage voices ("Tv Doctor", "Machine",
+#: "Gary's Radio", "Hold Voice"). They speak, but are never a benchmark target.
+_VOICE_LABEL = re.compile(
+    r"\b(?:tv|radio|machine|tape|intercom|commercial|narrator|voice|announcer|recording)\b",
+    re.IGNORECASE,
+)
+
+
 def participant_for(canonical: str) -> Participant:
     if canonical == GROUP_SPEAKER:
-        return Participant(id=GROUP_SPEAKER, name=None, role="group")
+        return Participant(id=GROUP_SPEAKER, name=None, role=GROUP_ROLE)
+    if _VOICE_LABEL.search(canonical):
+        return Participant(id=canonical, name=None, role=VOICE_ROLE)
     name = display_name(canonical)
     aliases = tuple(a for a in (canonical, *_NICKNAMES.get(canonical, ())) if a != name)
     return Participant(id=canonical, name=name, aliases=aliases)

@@ -102,13 +102,23 @@ _ADDRESS_IDX = {
 def describe_cues(x: np.ndarray) -> dict[str, Any]:
     """Cues behind a decision, read off its feature row."""
     row = x.tolist()
-    # The question features also fire on an auxiliary opener ("Will do."); a reader is only
-    # told "question" when the words clearly ask one.
-    asks = any(row[i] == 1.0 for i in _ASK_IDX)
+    # The question features also fire on an auxiliary opener ("Will do.") or a "What"
+    # exclamation ("What a deal."); a reader is only told "question" when the words clearly
+    # ask one: a question mark, a request ("can you"), or a wh-word not closed by "." or "!".
+    terminal = row[_DESCRIBE_IDX["ends_terminal"]] == 1.0
+    asks = (
+        row[_DESCRIBE_IDX["question_mark"]] == 1.0
+        or row[_DESCRIBE_IDX["ask_request"]] == 1.0
+        or (row[_DESCRIBE_IDX["wh_start"]] == 1.0 and not terminal)
+    )
     active = [
         phrase
         for i, name, phrase in _CUE_IDX
-        if row[i] == 1.0 and (asks or name not in _QUESTION_CUES)
+        if row[i] == 1.0
+        and (asks or name not in _QUESTION_CUES)
+        # "Aren't we done with that?", "Wow, it really is!": a closed sentence does not
+        # trail off on its last word.
+        and not (name == "trailing_continuer" and terminal)
     ]
     if "named in the third person" in active or "addressed by name" in active:
         active = [a for a in active if a != "named"]
@@ -127,14 +137,18 @@ _CUE_IDX = [
     for name, phrase in CUE_PHRASES.items()
     if name in FEATURE_NAMES
 ]
-_ASK_IDX = [
-    FEATURE_NAMES.index(n)
-    for n in ("question_mark", "ask_request", "wh_start")
-    if n in FEATURE_NAMES
-]
 _DESCRIBE_IDX = {
     n: FEATURE_NAMES.index(n)
-    for n in ("yield_logit", "p_target_after_speaker", "utts_since_target", "n_present")
+    for n in (
+        "yield_logit",
+        "p_target_after_speaker",
+        "utts_since_target",
+        "n_present",
+        "question_mark",
+        "ask_request",
+        "wh_start",
+        "ends_terminal",
+    )
 }
 
 

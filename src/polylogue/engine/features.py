@@ -331,9 +331,14 @@ class ConversationState:
             and self.participants[pid].role != GROUP_ROLE
             and (m := self._names.matcher(pid)) is not None
         }
-        # Addressee annotations are not model-visible: cues come from the words alone.
+        # Addressee annotations are not model-visible: cues come from the words alone. The
+        # utterance before (when still in the window) tells a bare name answering a question
+        # ("Who did you miss the most?" - "Monica.") from calling that person.
         bare = Utterance(speaker=u.speaker, text=u.text)
-        c = utterance_cues(bare, matchers, present=list(matchers), last_spoke=self.last_index)
+        before = next((w.source for w in self.window if w.index == utt.index - 1), None)
+        c = utterance_cues(
+            bare, matchers, present=list(matchers), last_spoke=self.last_index, previous=before
+        )
         self._cue_cache[utt.index] = (version, c)
         if len(self._cue_cache) > 8:
             for k in sorted(self._cue_cache)[:-4]:

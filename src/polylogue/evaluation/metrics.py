@@ -153,7 +153,7 @@ def unparseable_rate(pred: Sequence[Label | None]) -> float:
 def per_category_accuracy(
     gold: Sequence[Label], pred: Sequence[Label | None], category: Sequence[str | None]
 ) -> dict[str, float | None]:
-    """Accuracy within each of I1, I2, S1, S2 (None when a category has no points)."""
+    """Accuracy within each category (None when a category has no points)."""
     _check_lengths(gold, pred, category)
     g, p = _gold_codes(gold), _pred_codes(pred)
     cats = np.array([None if c is None else str(c) for c in category], dtype=object)

@@ -1,6 +1,6 @@
 """Reports from finished runs, in the layout of the paper's Tables 2, 3 and 5.
 
-Rows are (model, dataset); columns I1, I2, S1, S2, SA, Acc, F1avg, BalAcc (in %), the balanced
+Rows are (model, dataset); columns I1, I2, S1, S2, S3, SA, Acc, F1avg, BalAcc (in %), the balanced
 accuracy's 95% group-bootstrap interval, the unparseable rate and N. With reference runs, each
 value is followed by its change in points against the reference run on the same dataset and
 split, as the paper prints deltas in parentheses. Every table states the class ratio its runs
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from polylogue.errors import PolylogueInputError
+from polylogue.evaluation.leakage import MANIFEST_KEY, TrainingOverlap
 from polylogue.evaluation.metrics import (
     MIN_BOOTSTRAP_GROUPS,
     OUTCOME_LABELS,
@@ -33,17 +34,22 @@ from polylogue.evaluation.metrics import (
     sweep_point,
 )
 from polylogue.evaluation.runner import RUN_KIND, metrics_from_records, read_predictions
+from polylogue.turntaking.types import CATEGORIES
 
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("I1", "I1"),
     ("I2", "I2"),
     ("S1", "S1"),
     ("S2", "S2"),
+    ("S3", "S3"),  # benchmark v2.1: silent participant of the exchange
     ("SA", "SA"),  # benchmark v2: silent although individually addressed
     ("accuracy", "Acc"),
     ("f1_avg", "F1avg"),
     ("balanced_accuracy", "BalAcc"),
 )
+
+
+_CATEGORY_KEYS = frozenset(c.value for c in CATEGORIES)
 
 
 class ReportError(PolylogueInputError):
@@ -90,7 +96,7 @@ class RunSummary:
         return None if t is None else float(t)
 
     def value(self, key: str) -> float | None:
-        if key in ("I1", "I2", "S1", "S2", "SA"):
+        if key in _CATEGORY_KEYS:
             v = (self.metrics.get("per_category") or {}).get(key)
         else:
             v = self.metrics.get(key)
@@ -164,6 +170,7 @@ def table_rows(
             "balanced_accuracy_ci95": ci,
             "bootstrap_groups": (run.metrics.get("bootstrap") or {}).get("n_units"),
             "reference": None if ref is None else ref.label,
+            "training_overlap_note": _overlap_note(run),
         }
         for key, _ in COLUMNS:
             row[key] = run.value(key)
@@ -174,6 +181,19 @@ def table_rows(
             )
         rows.append(row)
     return rows
+
+
+def _overlap_note(run: RunSummary) -> str | None:
+    """⚠ when the run's test points were in the model's training data (evaluation.leakage)."""
+    d = run.manifest.get(MANIFEST_KEY)
+    if not d:
+        return None
+    return f"⚠ {run.label} on {run.dataset}: " + TrainingOverlap.from_dict(d).message(run.label)
+
+
+def training_overlap_warnings(run_paths: Sequence[str | Path]) -> list[str]:
+    """The overlap notes of the runs under ``run_paths`` (``report`` prints them)."""
+    return [n for r in find_runs(run_paths) if (n := _overlap_note(r))]
 
 
 def _ratio_note(rows: Sequence[dict[str, Any]]) -> str:
@@ -193,9 +213,13 @@ CATEGORY_NOTES: tuple[str, ...] = (
     "I1 explicit address: the target is addressed individually and explicitly and takes the floor.",
     "I2 contextual intervention: the target takes the floor without being individually "
     "addressed (a group address included).",
-    "S1 no reference: the target is neither addressed nor referenced, and stays silent.",
+    "S1 no reference: the target is a bystander (neither addressed nor referenced, and not in "
+    "the exchange) and stays silent.",
     "S2 referenced, not addressed: the target is named or talked about, not addressed, and "
     "stays silent.",
+    "S3 silent participant: neither addressed nor referenced, but spoke in one of the two "
+    "turns before, and stays silent (benchmark v2.1; the paper's four-way tables count it as "
+    "S2).",
     "SA addressed, silent: the target is addressed individually but does not take the floor "
     "(benchmark v2; the paper's four-way tables count it as S2).",
 )
@@ -247,6 +271,7 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
             "meetings/episodes/calls, too few to be meaningful, so it is not shown."
         )
     notes.append("Categories: " + " ".join(CATEGORY_NOTES))
+    notes.extend(r["training_overlap_note"] for r in rows if r.get("training_overlap_note"))
     return "\n".join(lines) + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
 
 

@@ -48,7 +48,7 @@ from polylogue.evaluation.metrics import (
 )
 from polylogue.training.operating_points import ScoredSplit, choose_operating_points
 from polylogue.turntaking.dataset import Benchmark
-from polylogue.turntaking.types import Decision, DecisionPoint, Outcome
+from polylogue.turntaking.types import CATEGORIES, Decision, DecisionPoint, Outcome
 
 #: The chat corpus Molweni (9k points) is in the mix; Ubuntu IRC (1.6M points) is not: its
 #: size would dominate training time and it is only used for measuring.
@@ -246,7 +246,7 @@ def metric_table(data: SplitData, p: np.ndarray, threshold: float) -> dict[str, 
             "balanced_accuracy": balanced_accuracy_binary(data.y[m], pred[m]) if m.any() else None,
             "ece": expected_calibration_error(data.y[m], p[m]) if m.any() else None,
         }
-        for c in ("I1", "I2", "S1", "S2", "SA"):
+        for c in (cat.value for cat in CATEGORIES):
             mc = m & (cats == c)
             out[f"acc_{c}"] = float((pred[mc] == data.y[mc]).mean()) if mc.any() else None
             out[f"n_{c}"] = int(mc.sum())
@@ -470,7 +470,12 @@ def train_default_model(
     importance = dict(zip(names, booster.feature_importance("gain").tolist(), strict=True))
     meta = {
         "trained_on": {
-            b.name: {"data_hash": b.data_hash, "corpora": b.manifest.get("corpora")}
+            b.name: {
+                "data_hash": b.data_hash,
+                "corpora": b.manifest.get("corpora"),
+                # So `eval`/`report` can tell when a test split holds training conversations.
+                "train_conversations": sorted(b.conversation_ids("train")),
+            }
             for b in benches
         },
         "options": opts.__dict__,

@@ -92,7 +92,7 @@ COMMON_WORD_NAMES = frozenset(
 _OPENERS = (
     r"hey|hi|hello|oh|okay|ok|so|well|and|but|yes|yeah|yep|no|nope|right|alright|thanks|"
     r"thank\s+you|um|uh|now|look|listen|sorry|excuse\s+me|please|come\s+on|good\s+morning|"
-    r"morning|bye|goodbye|great|cool|sure|wait"
+    r"morning|bye|goodbye|great|cool|sure|wait|don't\s+worry|my\s+dear|dear|sweet"
 )
 _GREETERS = r"hey|hi|hello|thanks|thank\s+you|bye|goodbye|morning|good\s+morning|welcome|sorry"
 # Words that follow a vocative name said without a comma ("Rachel you have to read this",
@@ -100,7 +100,7 @@ _GREETERS = r"hey|hi|hello|thanks|thank\s+you|bye|goodbye|morning|good\s+morning
 # Rachel, not to her.
 _AFTER_VOCATIVE = (
     r"you|you're|you've|you'll|your|I|I'm|I've|I'll|we|we're|let's|please|listen|look|wait|"
-    r"stop|don't|why|what|how|where|when|who|honey|sweetie|come|hold|guess|tell|give|get"
+    r"stop|don't|why|what|how|where|when|who|honey|sweetie|come|hold|guess|tell|give|get|this"
 )
 
 
@@ -164,6 +164,7 @@ BACKCHANNEL_WORDS = frozenset(
         "absolutely", "definitely", "totally", "uh-huh", "mm-hmm", "mhm", "aha", "ah-ha",
     }
 )  # fmt: skip
+_HESITATION = re.compile(r"^(?:u+m+|u+h+|e+r+m*|e+h*m+)$")
 #: The longest acknowledgement, in words.
 BACKCHANNEL_MAX_WORDS = 4
 
@@ -176,6 +177,8 @@ def is_lexical_backchannel(text: str) -> bool:
         return False
     if words in (["i"], ["see"]):
         return False
+    if all(_HESITATION.match(w) for w in words):
+        return False  # "Uh", "Um": a hesitation starts a turn, it acknowledges nothing
     return all(
         w in BACKCHANNEL_WORDS or w in FILLER_WORDS or bool(_FILLER_TOKEN.match(w)) for w in words
     )
@@ -195,6 +198,11 @@ def looks_incomplete(text: str) -> bool:
     if len(words) <= 2:
         return True
     return words[-1] in FILLER_WORDS or words[-1] in {"and", "but", "or", "so", "the", "a", "to"}
+
+
+def is_question(text: str) -> bool:
+    """The utterance ends on a question mark: its last sentence asks something."""
+    return text.rstrip(" \t\"')]\u201d\u2019").endswith("?")
 
 
 def is_cased(utterances: Iterable[Utterance]) -> bool:
@@ -266,17 +274,24 @@ def _patterns(terms: list[str]) -> _Patterns | None:
     if not terms:
         return None
     alt = "(?:" + "|".join(terms) + ")"
+    # A name followed by "?" is only a vocative where it stands alone or after a comma
+    # ("Ross?", "Okay, Ross?", "..., Ross?"): inside a question it is talked about ("Who's
+    # Paul?", "Where's Chandler?"). A name followed by ":" is a speaker tag merged into the
+    # line ("Who? Joey: Me."), not address.
     voc = (
-        rf"^\W*(?:(?i:{_OPENERS})\W+)*{alt}\s*(?:[,!?:;]|\.|$)"  # "Ross, ..." / "Okay Ross."
+        rf"^\W*(?:(?i:{_OPENERS})\W+)*{alt}\s*(?:[,!?;]|\.|$)"  # "Ross, ..." / "Okay Ross."
         rf"|[,;]\s*{alt}\s*[.!?]*\s*$"  # "..., Ross?"
         rf"|[,;.!?]\s*{alt}\s*[,!?]"  # "... . Ross, what ..."
         rf"|(?i:{_GREETERS})[\s,]+{alt}(?![\w'])"  # "thanks Ross" / "hi Ross"
-        rf"|{alt}\s*\?"  # "Ross?"
         # "Rachel you have to read this", "Okay look, Rachel I know": no comma, but a word
         # that only an addressee can be followed by.
         rf"|(?:^|[.!?]\s+)\W*(?:(?i:{_OPENERS})\W+)*{alt}\s+(?i:{_AFTER_VOCATIVE})(?![\w'])"
         # "Run Phoebe run.", "Go Ross go!": a word repeated around the name.
         rf"|(?:^|[.!?]\s+)\W*(?P<rep>[A-Za-z]+)\s+{alt}\s+(?i:(?P=rep))(?![\w'])"
+        # Identifying the addressee: "You're the Project Manager.", "The industrial designer
+        # - that's you.", "it's your turn, the marketing expert".
+        rf"|(?i:you're|you\s+are)\s+{alt}(?![\w'])"
+        rf"|{alt}\s*[-\u2013\u2014,]*\s*(?i:that's|that\s+is)\s+(?i:you)(?![\w'])"
     )
     return _Patterns(mention=re.compile(alt), vocative=re.compile(voc))
 
@@ -308,6 +323,9 @@ def participant_matcher(
     shared: list[str] = []
     for t in (*names, *roles):
         pat = _term_pattern(t, cased)
+        if pat and t in roles and not _is_code(t):
+            # A role is said with its article: "The Marketing Expert." hands D the floor.
+            pat = r"(?:(?i:the)\s+)?" + pat
         if pat:
             (shared if len(owners[t.lower()]) > 1 else own).append(pat)
     # Upper-case codes among the aliases ("PM") are role codes, not names.
@@ -331,6 +349,7 @@ def utterance_cues(
     matchers: dict[str, _Matcher],
     present: Iterable[str] | None = None,
     last_spoke: Mapping[str, int] | None = None,
+    previous: Utterance | None = None,
 ) -> UtteranceCues:
     """Address and reference cues of ``utterance`` for every participant (speaker excluded).
 
@@ -338,6 +357,8 @@ def utterance_cues(
     vocative name/role in the text counts as address too, unless the annotation names other
     addressees. A participant who is mentioned without being addressed is "referenced".
     ``last_spoke`` (participant -> index of their latest utterance) resolves shared names.
+    A bare name answering someone else's question (``previous``: "Who did you miss the
+    most?" - "Monica.") names the answer, it does not address that person.
     """
     addressed: dict[str, str] = {}
     referenced: dict[str, str] = {}
@@ -351,19 +372,23 @@ def utterance_cues(
                 addressed[a] = evidence
     text = utterance.text
     vocative_allowed = not utterance.addressees
+    bare_answer = (
+        previous is not None
+        and previous.speaker != utterance.speaker
+        and is_question(previous.text)
+        and not is_question(text)
+    )
+    bare_text = strip_punctuation(text) if bare_answer else ""
     shared_hits: list[tuple[str, bool]] = []
     for pid in sorted(candidates):
         m = matchers.get(pid)
         if m is None:
             continue
         if m.own is not None and m.own.mention.search(text):
-            _record(
-                pid,
-                m,
-                m.own.vocative.search(text) is not None and vocative_allowed,
-                addressed,
-                referenced,
-            )
+            vocative = m.own.vocative.search(text) is not None and vocative_allowed
+            if vocative and bare_answer and m.own.mention.fullmatch(bare_text):
+                vocative = False
+            _record(pid, m, vocative, addressed, referenced)
         elif m.shared is not None and m.shared.mention.search(text):
             shared_hits.append(
                 (pid, m.shared.vocative.search(text) is not None and vocative_allowed)

@@ -35,8 +35,8 @@ from polylogue.conversation import merge_turns as merge_conversation_turns
 from polylogue.errors import PolylogueInputError, note_input
 from polylogue.jsonio import JsonInputError, load_json_object, loads_json
 from polylogue.turntaking.points import (
-    ContextView,
     PointOptions,
+    Prefixes,
     conversation_points,
     model_visible,
     prefix_hashes,
@@ -61,7 +61,11 @@ from polylogue.turntaking.types import (
 #: 2: decision points at real pauses, three outcomes, SA, paper_category (issue 11).
 #: 3: Molweni grouped by stretches of overlapping dialogues, its official test file pinned to
 #: test (a v2 Molweni build shares messages between train and test).
-FORMAT_VERSION = 3
+#: 4: benchmark v2.1 definitions (issue 25): S3 (silent participant of the exchange) apart from
+#: S1 bystanders, answers to a question are floor takes, one backchannel rule for every corpus,
+#: non-people and departed characters are no targets, a name inside a question is no address,
+#: AMI act times from words only; ``gold.in_exchange``.
+FORMAT_VERSION = 4
 
 Protocol = Literal["default", "paper"]
 
@@ -303,7 +307,7 @@ def _paper_splits(points: list[DecisionPoint], options: BuildOptions) -> list[De
 def table1(points: Sequence[DecisionPoint], scheme: str = "ours") -> list[dict[str, Any]]:
     """Rows in the layout of the paper's Table 1: corpus, Total, categories (+ SPEAK %).
 
-    ``scheme="ours"``: I1, I2, S1, S2, SA (this benchmark's definitions).
+    ``scheme="ours"``: I1, I2, S1, S2, S3, SA (this benchmark's definitions).
     ``scheme="paper"``: the authors' released four-way mapping (``gold.paper_category``).
     """
     cats = [c.value for c in (CATEGORIES if scheme == "ours" else PAPER_CATEGORIES)]
@@ -494,6 +498,7 @@ def _points_schema() -> Any:
             ("paper_category", pa.string()),
             ("pause_time", pa.float64()),
             ("pause_s", pa.float64()),
+            ("in_exchange", pa.bool_()),
         ]
     )
     return pa.schema(
@@ -698,7 +703,7 @@ class Benchmark:
         check_format_version(self.manifest.get("format_version", 1), mpath)
         self._points: dict[str, list[DecisionPoint]] = {}
         self._checked: set[str] = set()
-        self._visible: dict[str, tuple[Any, ...]] = {}
+        self._visible: dict[str, Prefixes] = {}
 
     @property
     def name(self) -> str:
@@ -720,7 +725,7 @@ class Benchmark:
     def conversations(self) -> dict[str, Conversation]:
         return {c.id: c for c in read_parquet(self.folder / "conversations.parquet")}
 
-    def _visible_for(self, ids: Iterable[str]) -> dict[str, tuple[Any, ...]]:
+    def _visible_for(self, ids: Iterable[str]) -> dict[str, Prefixes]:
         """Model-visible utterances of the conversations ``ids``; each read once, on demand.
 
         Only the conversations a split's points refer to are read (a test split needs ~10%
@@ -732,7 +737,7 @@ class Benchmark:
                 convs = [self.conversations[i] for i in missing if i in self.conversations]
             else:
                 convs = read_parquet(self.folder / "conversations.parquet", ids=missing)
-            self._visible.update({c.id: model_visible(c) for c in convs})
+            self._visible.update({c.id: Prefixes(model_visible(c)) for c in convs})
         return self._visible
 
     def rows(self, split: str, *, with_context: bool = True) -> list[dict[str, Any]]:
@@ -814,6 +819,16 @@ class Benchmark:
             rows = [r for r in self.rows(split) if r["point_id"] in wanted]
         return self._build_points(rows, split)
 
+    def conversation_ids(self, split: str) -> set[str]:
+        """The conversations ``split``'s points come from (one column read)."""
+        pq_path = self.folder / f"{split}.parquet"
+        if pq_path.exists():
+            import pyarrow.parquet as pq
+
+            col = pq.read_table(pq_path, columns=["conversation_id"]).column(0)
+            return {str(v) for v in col.to_pylist()}
+        return {str(r["conversation_id"]) for r in self.rows(split, with_context=False)}
+
     def point_index(self, split: str) -> list[PointKey]:
         """``(point_id, category, outcome)`` of every point of ``split``: enough to count, filter
         and sample, read from three small columns (no inputs, no conversations)."""
@@ -866,7 +881,7 @@ class Benchmark:
                     domain=r["domain"],
                     target=Participant.from_dict(inp["target"]),
                     present=tuple(Participant.from_dict(q) for q in inp["present"]),
-                    context=ContextView(visible, idx + 1),
+                    context=visible.view(idx + 1),
                 ),
                 gold=DecisionGold.from_dict(r["gold"]),
                 group=r["group"],

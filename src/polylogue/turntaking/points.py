@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, overload
@@ -21,6 +22,7 @@ from typing import Literal, overload
 from polylogue.conversation import (
     DEFAULT_GAP_S,
     GROUP_ROLE,
+    NON_PERSON_ROLES,
     Conversation,
     Participant,
     Utterance,
@@ -31,6 +33,7 @@ from polylogue.turntaking.cues import (
     build_matchers,
     is_cased,
     is_filler_only,
+    is_question,
     is_too_short,
     looks_incomplete,
     utterance_cues,
@@ -78,13 +81,24 @@ class PointOptions:
     keep_no_context: bool = False
 
 
+#: Utterances per shared block of a context (see :class:`ContextView`).
+_BLOCK = 64
+
+
 class ContextView(Sequence[Utterance]):
-    """A read-only prefix ``utterances[:end]`` of a conversation without copying it."""
+    """A read-only prefix of a conversation that holds nothing after its end.
 
-    __slots__ = ("_end", "_utterances")
+    A model input must not be able to reach the future, not even through private attributes,
+    so a view keeps no reference to the whole conversation: it holds the conversation's full
+    blocks of ``_BLOCK`` utterances that end before its end (shared between views, so contexts
+    stay linear in memory) and a copy of the last, partial block. Build views with
+    :class:`Prefixes`.
+    """
 
-    def __init__(self, utterances: Sequence[Utterance], end: int) -> None:
-        self._utterances = utterances
+    __slots__ = ("_blocks", "_end")
+
+    def __init__(self, blocks: tuple[tuple[Utterance, ...], ...], end: int) -> None:
+        self._blocks = blocks
         self._end = end
 
     def __len__(self) -> int:
@@ -98,20 +112,44 @@ class ContextView(Sequence[Utterance]):
         if isinstance(i, slice):
             start, stop, step = i.indices(self._end)
             if step == 1 and start == 0:
-                return ContextView(self._utterances, max(stop, 0))
-            return tuple(self._utterances[start:stop:step])
+                stop = max(stop, 0)
+                full, rest = divmod(stop, _BLOCK)
+                blocks = self._blocks[:full]
+                if rest:
+                    blocks = (*blocks, self._blocks[full][:rest])
+                return ContextView(blocks, stop)
+            return tuple(self[k] for k in range(start, stop, step))
         if i < 0:
             i += self._end
         if not 0 <= i < self._end:
             raise IndexError(i)
-        return self._utterances[i]
+        return self._blocks[i // _BLOCK][i % _BLOCK]
 
     def __iter__(self) -> Iterator[Utterance]:
-        for i in range(self._end):
-            yield self._utterances[i]
+        for block in self._blocks:
+            yield from block
 
     def __repr__(self) -> str:
         return f"ContextView(len={self._end})"
+
+
+class Prefixes:
+    """Context views of one conversation's utterances (``view(end)`` = ``utterances[:end]``)."""
+
+    __slots__ = ("_full", "_utterances")
+
+    def __init__(self, utterances: Sequence[Utterance]) -> None:
+        self._utterances = tuple(utterances)
+        n = len(self._utterances) // _BLOCK
+        self._full = tuple(self._utterances[k * _BLOCK : (k + 1) * _BLOCK] for k in range(n))
+
+    def view(self, end: int) -> ContextView:
+        end = max(0, min(end, len(self._utterances)))
+        full, rest = divmod(end, _BLOCK)
+        blocks = self._full[:full]
+        if rest:
+            blocks = (*blocks, self._utterances[full * _BLOCK : end])
+        return ContextView(blocks, end)
 
 
 def model_visible(conv: Conversation) -> tuple[Utterance, ...]:
@@ -175,11 +213,30 @@ def prepare_conversation(conv: Conversation, opts: PointOptions | None = None) -
     return replace(conv, metadata={**conv.metadata, "decision_moments": "utterance"})
 
 
-def decision_boundaries(conv: Conversation, opts: PointOptions) -> list[Boundary]:
-    """Decision moments of a prepared conversation (:func:`prepare_conversation`)."""
+def decision_boundaries(
+    conv: Conversation,
+    opts: PointOptions,
+    asked: Sequence[frozenset[str] | None] | None = None,
+) -> list[Boundary]:
+    """Decision moments of a prepared conversation (:func:`prepare_conversation`).
+
+    ``asked`` (per utterance, :func:`questions_asked`) makes a reply to a question an answer,
+    never a backchannel."""
     if conv.metadata.get("decision_moments") == "pause":
-        return pause_boundaries(conv, opts.gap, opts.backchannels)
-    return utterance_boundaries(conv, opts.backchannels)
+        return pause_boundaries(conv, opts.gap, opts.backchannels, asked)
+    return utterance_boundaries(conv, opts.backchannels, asked)
+
+
+def questions_asked(
+    conv: Conversation, all_cues: Sequence[UtteranceCues]
+) -> list[frozenset[str] | None]:
+    """Per utterance: None if it asks nothing, else who it asks (its addressees; empty: it is
+    put to everyone present). An acknowledgement from one of them answers, it does not
+    backchannel ("Are you on board?" - "Yes."; "Can I talk to you for a second?" - "Sure.")."""
+    return [
+        frozenset(c.addressed) if is_question(u.text) else None
+        for u, c in zip(conv.utterances, all_cues, strict=True)
+    ]
 
 
 def present_at(
@@ -190,9 +247,12 @@ def present_at(
     With an attendance roster (``roster_known``) everybody is present throughout. Otherwise a
     participant is present from the first utterance they speak in or are addressed in
     (annotated addressee or vocative, given per utterance in ``addressed``). Being merely
-    mentioned does not make someone present: people talk about the absent.
+    mentioned does not make someone present: people talk about the absent. A participant whose
+    departure a stage note of an utterance records ("(Ross leaves the room)", "(exits)") is
+    absent after it until they speak or are addressed again. Group pseudo-speakers and voices
+    (TV, radio, answering machine: ``NON_PERSON_ROLES``) are never present.
     """
-    real = [p.id for p in conv.participants if p.role != GROUP_ROLE]
+    real = [p.id for p in conv.participants if p.role not in NON_PERSON_ROLES]
     if conv.roster_known:
         everyone = frozenset(real)
         return [everyone] * len(conv.utterances)
@@ -201,9 +261,12 @@ def present_at(
     if isinstance(window, int) and window > 0:
         # Chat channels (docs/corpora-chat.md): present = active in the last `window` messages.
         return present_in_window(conv.utterances, real_set, window, addressed)
+    names = _departure_names(conv.participants, real_set)
     seen: set[str] = set()
     out: list[frozenset[str]] = []
+    gone: set[str] = set()
     for i, u in enumerate(conv.utterances):
+        seen.difference_update(gone)
         if u.speaker in real_set:
             seen.add(u.speaker)
         if u.addressees:
@@ -211,6 +274,48 @@ def present_at(
         if addressed is not None:
             seen.update(a for a in addressed[i] if a in real_set)
         out.append(frozenset(seen))
+        gone = departures(u, names) if u.note else set()
+    return out
+
+
+#: A stage note clause that records a departure ("Ross leaves the room", "(exits)"); "to
+#: leave" (an intention) and "enters" do not count.
+_DEPARTS = re.compile(
+    r"(?<!to )\b(?:leaves|leave|exits|exit|storms out|walks out|goes out|runs out)\b", re.I
+)
+_CLAUSE = re.compile(r"[^.;()]+")
+_SUBJECT = re.compile(r"^\s*(?:and\s+|then\s+)?(?:he|she)?\s*(?:just\s+|then\s+)?$", re.I)
+
+
+def _departure_names(
+    participants: Sequence[Participant], real: set[str]
+) -> list[tuple[str, re.Pattern[str]]]:
+    out = []
+    for p in participants:
+        if p.id not in real:
+            continue
+        terms = [t for t in (p.id, p.name) if t and len(t) > 1]
+        if terms:
+            alt = "|".join(re.escape(t) for t in dict.fromkeys(terms))
+            out.append((p.id, re.compile(rf"\b(?:{alt})\b")))
+    return out
+
+
+def departures(u: Utterance, names: Sequence[tuple[str, re.Pattern[str]]]) -> set[str]:
+    """Who a stage note of ``u`` says leaves: the people named before a departure verb in one
+    clause ("Joey and Phoebe leave for the door"), or the speaker when the clause has no
+    subject or "he"/"she" ("(leaves)", "(she exits)"). "They leave" is left alone (who?)."""
+    out: set[str] = set()
+    for clause in _CLAUSE.findall(u.note or ""):
+        m = _DEPARTS.search(clause)
+        if m is None:
+            continue
+        before = clause[: m.start()]
+        named = {pid for pid, pat in names if pat.search(before)}
+        if named:
+            out |= named
+        elif _SUBJECT.match(before):
+            out.add(u.speaker)
     return out
 
 
@@ -272,14 +377,20 @@ def paper_category(
 
 
 def coarse_category(
-    label: Decision, addressed: bool, referenced: bool, singled_out: bool = True
+    label: Decision,
+    addressed: bool,
+    referenced: bool,
+    singled_out: bool = True,
+    in_exchange: bool = False,
 ) -> Category:
     """The benchmark's categories.
 
     Individual, explicit address gives I1 when the target takes the floor and SA when not. A
     group address ("A,C,D", "(to all)") is not individual address on either side: I2 when the
-    target takes the floor, S1 when not (S2 if also named). A silent target who is referenced
-    (named, role mentioned) without being addressed is S2.
+    target takes the floor, S1 or S3 when not. A silent target who is referenced (named, role
+    mentioned) without being addressed is S2. Any other silent target is S3 when in the
+    exchange (spoke in one of the two speaker turns before the current one) and S1, the
+    paper's bystander, otherwise.
     """
     individually = addressed and singled_out
     if label is Decision.SPEAK:
@@ -288,17 +399,22 @@ def coarse_category(
         return Category.SA
     if referenced and not addressed:
         return Category.S2
-    return Category.S1
+    return Category.S3 if in_exchange else Category.S1
 
 
 def relabel(gold: DecisionGold, label: Decision) -> DecisionGold:
     """``gold`` with another decision (e.g. a human's); the categories follow from the cues."""
     if label is gold.label:
         return gold
-    category = coarse_category(label, gold.addressed, gold.referenced, not gold.group_address)
+    category = coarse_category(
+        label, gold.addressed, gold.referenced, not gold.group_address, gold.in_exchange
+    )
     outcome = Outcome.TAKE_FLOOR if label is Decision.SPEAK else Outcome.SILENT
-    # The authors' mapping needs the turn history for a silent target; not kept here.
-    paper = ("I1" if gold.addressed else "I2") if label is Decision.SPEAK else None
+    if label is Decision.SPEAK:
+        paper: str | None = "I1" if gold.addressed else "I2"
+    else:
+        referenced_only = gold.referenced and not gold.addressed
+        paper = "S2" if referenced_only or gold.in_exchange else "S1"
     return replace(
         gold,
         label=label,
@@ -351,14 +467,15 @@ def conversation_points(
     n = len(conv.utterances)
     if n < 2:
         return
-    visible = model_visible(conv)
+    prefixes = Prefixes(model_visible(conv))
     all_cues = _all_cues(conv)
     presence = present_at(conv, [c.addressed for c in all_cues])
     by_id: dict[str, Participant] = {p.id: p for p in conv.participants}
     speakers = [u.speaker for u in conv.utterances]
     turn_start = _turn_starts(speakers)
     look_back = max(opts.fine_recent_speak, opts.fine_recent_silent)
-    for b in decision_boundaries(conv, opts):
+    untimed = conv.metadata.get("decision_moments") != "pause"
+    for b in decision_boundaries(conv, opts, questions_asked(conv, all_cues)):
         t = b.index
         current = conv.utterances[t]
         if t == 0 and not opts.keep_no_context:
@@ -371,10 +488,11 @@ def conversation_points(
             continue
         cues: UtteranceCues = all_cues[t]
         present_participants = tuple(by_id[p] for p in sorted(present_ids))
-        context = ContextView(visible, t + 1)
+        context = prefixes.view(t + 1)
         recent = _recent_turn_speakers(speakers, turn_start, t, look_back)
+        joined = _joined_group_line(conv, t + 1, by_id, present_ids) if untimed else frozenset()
         for target in targets:
-            gold = _gold(b, target, cues, current, recent, opts)
+            gold = _gold(b, target, cues, current, recent, opts, target in joined)
             inp = DecisionInput(
                 point_id=f"{conv.id}:{t}:{target}",
                 conversation_id=conv.id,
@@ -395,8 +513,10 @@ def _all_cues(conv: Conversation) -> list[UtteranceCues]:
     last_spoke: dict[str, int] = {}
     # Chat: a leading nick without punctuation, in any case, is address too (turntaking.chat).
     chat_address = chat_address_cues(conv) if conv.domain == "chat" else None
+    previous = None
     for i, u in enumerate(conv.utterances):
-        cue = utterance_cues(u, matchers, last_spoke=last_spoke)
+        cue = utterance_cues(u, matchers, last_spoke=last_spoke, previous=previous)
+        previous = u
         all_cues.append(cue if chat_address is None else chat_address(u, cue))
         last_spoke[u.speaker] = i
     return all_cues
@@ -409,16 +529,23 @@ def _gold(
     current: Utterance,
     recent: list[str],
     opts: PointOptions,
+    joined_group_line: bool = False,
 ) -> DecisionGold:
-    """What ``target`` did at boundary ``b`` and how the moment is categorised."""
+    """What ``target`` did at boundary ``b`` and how the moment is categorised.
+
+    ``joined_group_line``: the next line is spoken by several people at once and the target
+    is one of them, so the target takes the floor."""
     singled_out = len(cues.addressed) == 1
     outcome = b.outcomes.get(target, Outcome.SILENT)
+    if joined_group_line:
+        outcome = Outcome.TAKE_FLOOR
     label = outcome.decision
     addressed = target in cues.addressed
     referenced = target in cues.referenced
+    in_exchange = target in recent[-opts.fine_recent_silent :]
     return DecisionGold(
         label=label,
-        category=coarse_category(label, addressed, referenced, singled_out),
+        category=coarse_category(label, addressed, referenced, singled_out, in_exchange),
         fine_category=fine_category(
             label,
             addressed,
@@ -439,7 +566,28 @@ def _gold(
         paper_category=paper_category(label, addressed, referenced, target, recent, opts),
         pause_time=b.time,
         pause_s=None if b.silence is None else round(b.silence, 3),
+        in_exchange=in_exchange,
     )
+
+
+#: Stage note of a group line naming who spoke it (the Friends JSON reader writes it).
+_SPOKEN_TOGETHER = re.compile(r"\(spoken together by ([^)]*)\)")
+
+
+def _joined_group_line(
+    conv: Conversation, j: int, by_id: dict[str, Participant], present: frozenset[str]
+) -> frozenset[str]:
+    """Who joined utterance ``j`` when a group pseudo-speaker says it: the people present its
+    note names, else everyone present (the CSV's ``#ALL#`` lines name nobody)."""
+    if j >= len(conv.utterances):
+        return frozenset()
+    u = conv.utterances[j]
+    p = by_id.get(u.speaker)
+    if p is None or p.role != GROUP_ROLE:
+        return frozenset()
+    m = _SPOKEN_TOGETHER.search(u.note or "")
+    named = frozenset(n.strip() for n in m.group(1).split(",")) & present if m else frozenset()
+    return named or present  # "(spoken together by Both)" names nobody either
 
 
 def prefix_hashes(conv: Conversation) -> list[str]:

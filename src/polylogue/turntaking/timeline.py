@@ -91,21 +91,40 @@ def has_dialogue_act_types(conv: Conversation) -> bool:
     return any(u.dialogue_act is not None for u in conv.utterances)
 
 
-def backchannel_candidates(conv: Conversation, timed: bool) -> list[bool]:
-    """Per utterance: could it be a backchannel (annotated ``bck``, or the lexical rule)."""
-    if has_dialogue_act_types(conv):
-        return [u.dialogue_act == BACKCHANNEL_ACT for u in conv.utterances]
+#: Backchannel evidence per utterance (:func:`backchannel_candidates`).
+NOT_BACKCHANNEL, LEXICAL, ANNOTATED = 0, 1, 2
+
+
+def backchannel_candidates(conv: Conversation, timed: bool) -> list[int]:
+    """Per utterance: could it be a backchannel, and on what evidence.
+
+    ``ANNOTATED``: an AMI act of type ``bck`` (the annotators heard it as one). ``LEXICAL``:
+    any other utterance made only of acknowledgement words and fillers, at most
+    ``BACKCHANNEL_MAX_S`` long when timed (:func:`cues.is_lexical_backchannel`); it counts only
+    when the previous speaker goes on (:func:`_outcomes`). One rule for every corpus: AMI's
+    untagged "Okay" or "Mm" after which the speaker goes on is a backchannel too.
+    """
+    annotated = has_dialogue_act_types(conv)
     out = []
     for u in conv.utterances:
+        if annotated and u.dialogue_act == BACKCHANNEL_ACT:
+            out.append(ANNOTATED)
+            continue
         short = not timed or (u.duration is not None and u.duration <= BACKCHANNEL_MAX_S)
-        out.append(short and is_lexical_backchannel(u.text))
+        out.append(LEXICAL if short and is_lexical_backchannel(u.text) else NOT_BACKCHANNEL)
     return out
 
 
 def pause_boundaries(
-    conv: Conversation, gap: float = DEFAULT_GAP_S, backchannels: bool = True
+    conv: Conversation,
+    gap: float = DEFAULT_GAP_S,
+    backchannels: bool = True,
+    asked: Sequence[frozenset[str] | None] | None = None,
 ) -> list[Boundary]:
-    """Real pauses of a timed, end-ordered conversation (see :func:`end_ordered`)."""
+    """Real pauses of a timed, end-ordered conversation (see :func:`end_ordered`).
+
+    ``asked`` (per utterance: who a question is put to, empty = everyone; None: no question)
+    makes an acknowledgement after a question an answer (a floor take)."""
     utts = conv.utterances
     n = len(utts)
     if n < 2:
@@ -118,9 +137,10 @@ def pause_boundaries(
         suffix_min[i] = min(starts[i], suffix_min[i + 1])
     eff = effective_gap(gap)
     pauses = [i for i in range(n - 1) if suffix_min[i + 1] - ends[i] >= eff]
-    start_order = sorted(range(n), key=lambda i: (starts[i], ends[i], utts[i].speaker, i))
-    annotated = has_dialogue_act_types(conv)
-    bc = backchannel_candidates(conv, timed=True) if backchannels else [False] * n
+    # Speech that starts at the same moment: the longer stretch first, so a short "Um" said
+    # with a real turn never takes the floor from it.
+    start_order = sorted(range(n), key=lambda i: (starts[i], -ends[i], utts[i].speaker, i))
+    bc = backchannel_candidates(conv, timed=True) if backchannels else [NOT_BACKCHANNEL] * n
     out: list[Boundary] = []
     for k, i in enumerate(pauses):
         window_end = pauses[k + 1] + 1 if k + 1 < len(pauses) else n
@@ -133,25 +153,37 @@ def pause_boundaries(
                 start_order,
                 (i + 1, n, window_end),
                 bc,
-                annotated,
+                asked[i] if asked is not None else None,
             )
         )
     return out
 
 
-def utterance_boundaries(conv: Conversation, backchannels: bool = True) -> list[Boundary]:
+def utterance_boundaries(
+    conv: Conversation,
+    backchannels: bool = True,
+    asked: Sequence[frozenset[str] | None] | None = None,
+) -> list[Boundary]:
     """Utterance boundaries of an untimed conversation (the paper's decision moments)."""
     utts = conv.utterances
     n = len(utts)
-    annotated = has_dialogue_act_types(conv)
-    bc = backchannel_candidates(conv, timed=False) if backchannels else [False] * n
+    bc = backchannel_candidates(conv, timed=False) if backchannels else [NOT_BACKCHANNEL] * n
     out: list[Boundary] = []
     order = range(n)
     for i in range(n - 1):
         # Only the next utterance is known to follow the boundary; the one after it tells
         # whether the previous speaker went on after a backchannel.
         out.append(
-            _outcomes(i, None, None, utts, order, (i + 1, min(n, i + 3), i + 2), bc, annotated)
+            _outcomes(
+                i,
+                None,
+                None,
+                utts,
+                order,
+                (i + 1, min(n, i + 3), i + 2),
+                bc,
+                asked[i] if asked is not None else None,
+            )
         )
     return out
 
@@ -163,26 +195,30 @@ def _outcomes(
     utts: Sequence[Utterance],
     order: Sequence[int],
     span: tuple[int, int, int],
-    bc: Sequence[bool],
-    annotated: bool,
+    bc: Sequence[int],
+    asked: frozenset[str] | None,
 ) -> Boundary:
     """Outcomes at boundary ``i``. ``order[lo:hi]`` is the speech after it in start order and
     ``order[lo:window_hi]`` the part before the next decision moment (indices, not copies:
-    slicing per boundary would make long transcripts quadratic)."""
+    slicing per boundary would make long transcripts quadratic). ``asked``: who the current
+    utterance's question is put to (empty: everyone), None when it asks nothing."""
     lo, hi, window_hi = span
     current = utts[i].speaker
-    first_real = next((order[k] for k in range(lo, hi) if not bc[order[k]]), None)
-    backchannels_count = True
-    if (
-        not annotated
-        and hi > lo
-        and (first_real is None or utts[first_real].speaker != current)
-        and bc[order[lo]]
-    ):
-        # Lexical rule: an acknowledgement only counts as a backchannel when the previous
-        # speaker goes on; otherwise the first speech after the pause takes the floor.
-        first_real = order[lo]
-        backchannels_count = False
+
+    def kind(j: int) -> int:
+        k = bc[j]
+        # An acknowledgement from someone a question is put to answers it.
+        if k == LEXICAL and asked is not None and (not asked or utts[j].speaker in asked):
+            return NOT_BACKCHANNEL
+        return k
+
+    first_real = next((order[k] for k in range(lo, hi) if not kind(order[k])), None)
+    # Lexical rule: an acknowledgement only counts as a backchannel when the previous speaker
+    # goes on; otherwise the first speech after the pause that no annotator tagged as a
+    # backchannel takes the floor (a "Yeah." after which somebody else starts is an answer).
+    lexical_count = first_real is not None and utts[first_real].speaker == current
+    if not lexical_count:
+        first_real = next((order[k] for k in range(lo, hi) if kind(order[k]) != ANNOTATED), None)
     outcomes: dict[str, Outcome] = {}
     holder = utts[first_real].speaker if first_real is not None else None
     if holder is not None and holder != current:
@@ -200,7 +236,8 @@ def _outcomes(
         if spk in seen or spk == current:
             continue
         seen.add(spk)
-        if spk not in outcomes and backchannels_count and bc[j]:
+        kj = kind(j)
+        if spk not in outcomes and (kj == ANNOTATED or (kj == LEXICAL and lexical_count)):
             outcomes[spk] = Outcome.BACKCHANNEL
     return Boundary(index=i, time=time, silence=silence, outcomes=outcomes, next_speaker=holder)
 

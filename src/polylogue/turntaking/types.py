@@ -47,6 +47,9 @@ class Category(StrEnum):
     I2 = "I2"  # takes the floor, not individually addressed: contextual intervention
     S1 = "S1"  # silent, not referenced
     S2 = "S2"  # silent, referenced (named, role mentioned, talked about) but not addressed
+    #: silent, not addressed or referenced, but in the exchange: the target spoke in one of
+    #: the two speaker turns before the current one, so is no bystander (the paper's S1 is)
+    S3 = "S3"
     SA = "SA"  # silent although individually and explicitly addressed
 
     @property
@@ -55,8 +58,10 @@ class Category(StrEnum):
 
     @property
     def four_way(self) -> Category:
-        """The paper's four categories: SA is a silence with the strongest reference (S2)."""
-        return Category.S2 if self is Category.SA else self
+        """The paper's four categories: SA is a silence with the strongest reference (S2), and
+        S3 (a silent participant of the exchange) is S2 as in the authors' released mapping,
+        whose S2 holds every silent target who spoke in the last two turns."""
+        return Category.S2 if self in (Category.SA, Category.S3) else self
 
 
 #: Every category a point can have (per-category metrics, Table 1).
@@ -65,6 +70,7 @@ CATEGORIES: tuple[Category, ...] = (
     Category.I2,
     Category.S1,
     Category.S2,
+    Category.S3,
     Category.SA,
 )
 #: The paper's four (balanced training batches, paper-protocol builds).
@@ -157,6 +163,8 @@ class DecisionGold:
     #: The pause: when it began (s, None untimed) and how long nobody spoke (None untimed).
     pause_time: float | None = None
     pause_s: float | None = None
+    #: The target spoke in one of the two speaker turns before the current one (v2.1).
+    in_exchange: bool = False
 
     @property
     def floor_outcome(self) -> Outcome:
@@ -180,6 +188,7 @@ class DecisionGold:
             "paper_category": self.paper_category,
             "pause_time": self.pause_time,
             "pause_s": self.pause_s,
+            "in_exchange": self.in_exchange,
         }
 
     @classmethod
@@ -198,6 +207,7 @@ class DecisionGold:
             paper_category=d.get("paper_category"),
             pause_time=_opt(d.get("pause_time")),
             pause_s=_opt(d.get("pause_s")),
+            in_exchange=bool(d.get("in_exchange", False)),
         )
 
 
