@@ -147,7 +147,11 @@ def train_command(
 
 def distill_command(
     teacher: Annotated[
-        str, typer.Option(help="Teacher model spec: hf:PATH_OR_ALIAS or openai:MODEL@URL.")
+        str,
+        typer.Option(
+            help="Teacher: hf:PATH_OR_ALIAS, openai:MODEL@URL, or 'cues' (rule-written "
+            "sentences from the default model's cue explanations; not an LLM)."
+        ),
     ],
     data: Annotated[list[Path], typer.Option("--data", "-d", help="Benchmark folder(s).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Distillation folder.")],

@@ -117,6 +117,8 @@ class TrainConfig:
     keep_checkpoints: bool = False
     logging_steps: int = 10
     dataloader_workers: int = 0
+    #: Write the point ids of every micro-batch to ``batches/rank-R.jsonl`` (coverage checks).
+    log_batches: bool = False
 
     def __post_init__(self) -> None:
         problems = []

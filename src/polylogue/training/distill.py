@@ -66,7 +66,10 @@ _LEAK = re.compile(
     r"already known|decision (was|is) given",
     re.IGNORECASE,
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
+#: A sentence ends at . ! ? before a capital, but not after a title ("Mr. Douglas").
+_SENTENCE_END = re.compile(
+    r"(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bSt\.)(?<=[.!?])\s+(?=[A-Z\"'(])"
+)
 
 
 class DistillError(PolylogueInputError):
@@ -479,6 +482,7 @@ def distill_from_benchmarks(
 ) -> DistillReport:
     """Load the split's points and a teacher from ``config`` and run :func:`distill`."""
     from polylogue.models.base import load_predictor
+    from polylogue.training.cue_teacher import TEACHER_SPEC, load_cue_teacher
     from polylogue.training.data import stratified_subset
     from polylogue.turntaking.dataset import load_benchmark, load_split_points
 
@@ -489,8 +493,11 @@ def distill_from_benchmarks(
     first = teacher_prompt(
         Decision.SPEAK, config.max_prompt_tokens, config.system_repeats, config.system_template
     )
-    factory = predictor_factory or load_predictor
     options = dict(config.teacher_options)
+    if config.teacher == TEACHER_SPEC:  # rule-written cue sentences, no model to cache
+        predictor: Predictor = load_cue_teacher(prompt=first)
+        return distill(config, points, predictor, data_hashes=hashes, on_chunk=on_chunk)
+    factory = predictor_factory or load_predictor
     # Deterministic teacher answers are cached beside the output (``cache_path=`` disables it).
     options.setdefault("cache_path", str(Path(config.out_dir) / "_cache" / "responses.sqlite"))
     predictor = factory(config.teacher, prompt=first, **options)
