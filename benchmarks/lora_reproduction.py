@@ -159,6 +159,8 @@ def distill(stages: Stages, args: argparse.Namespace, benches: dict[str, Path]) 
         str(folder),
         "--max-points",
         str(args.train_points),
+        "--subset",
+        args.train_subset,
         "--max-prompt-tokens",
         str(args.max_prompt_tokens),
         "--chunk-size",
@@ -202,6 +204,8 @@ def train(
         "fp32",
         "--lr",
         str(args.lr),
+        "--set",
+        f"train_subset={args.train_subset}",
         "--set",
         f"logging_steps={args.logging_steps}",
         "--set",
@@ -274,9 +278,14 @@ def finished_metrics(folder: Path, n: int) -> dict[str, Any] | None:
     return None
 
 
-def evaluate(stages: Stages, args: argparse.Namespace, benches: dict[str, Path]) -> None:
+def evaluate(
+    stages: Stages,
+    args: argparse.Namespace,
+    benches: dict[str, Path],
+    which: list[tuple[str, int]],
+) -> None:
     # View-major: the balanced (Table 2) comparison of every model comes first.
-    for view, n in views(args):
+    for view, n in which:
         for model in models(args):
             adapter = args.out / "train" / str(model.needs) / "polylogue_adapter.json"
             if model.needs and not adapter.exists():
@@ -424,6 +433,12 @@ def main() -> None:
         "--natural-points", type=int, default=1000, help="natural-ratio test sample (0: skip)"
     )
     ap.add_argument("--reasoning-natural", action="store_true", help="also decode reasoning there")
+    ap.add_argument(
+        "--train-subset",
+        default="four_way",
+        choices=("four_way", "natural"),
+        help="training points: equal I1/I2/S1/S2 shares (default) or natural shares",
+    )
     ap.add_argument("--val-points", type=int, default=200, help="decoded validation points")
     ap.add_argument("--max-prompt-tokens", type=int, default=2048, help="prompt budget (paper)")
     ap.add_argument("--epochs", type=float, default=3.0, help="epochs (paper: 3)")
@@ -452,13 +467,14 @@ def main() -> None:
     rationales = args.out / "distill" / "cues"
     if "distill" in wanted:
         rationales = distill(stages, args, benches)
-    # Decision mode first, evaluated before the reasoning run starts: a session cut short
-    # still ends with a complete zero-shot vs SFT comparison.
-    for mode in ("decision", "reasoning"):
-        if "train" in wanted:
+    # Decision mode first, evaluated on the balanced view before the reasoning run starts: a
+    # session cut short still ends with a complete zero-shot vs SFT comparison.
+    # The natural-ratio view comes last.
+    for mode in ("decision", "reasoning", None):
+        if "train" in wanted and mode is not None:
             train(stages, args, benches, mode, rationales)
         if "eval" in wanted:
-            evaluate(stages, args, benches)
+            evaluate(stages, args, benches, views(args)[:1] if mode else views(args))
         if "report" in wanted and not args.dry_run:
             report(args, stages)
 

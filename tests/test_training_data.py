@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from pathlib import Path
+
 import pytest
 from test_training_support import tiny_friends
 
@@ -13,6 +16,7 @@ from polylogue.training.data import (
     check_example,
     stratified_subset,
     to_hf_dataset,
+    training_subset,
 )
 from polylogue.turntaking.dataset import load_benchmark
 from polylogue.turntaking.types import DecisionPoint
@@ -30,6 +34,23 @@ def test_stratified_subset_keeps_every_category(points: list[DecisionPoint]) -> 
     assert {"I1", "I2", "S1", "S2"} <= cats <= {"I1", "I2", "S1", "S2", "SA"}
     again = stratified_subset(points, 12, seed=0)
     assert [p.point_id for p in again] == [p.point_id for p in points]
+
+
+def test_four_way_training_subset_takes_equal_category_shares(tmp_path: Path) -> None:
+    train = load_benchmark(tiny_friends(tmp_path / "friends")).points("train")
+    natural = Counter(p.gold.category.four_way.value for p in train)
+    n = 4 * min(natural.values()) + 6  # the rarest category runs out; the others fill in
+    subset = training_subset(train, n, seed=3, balance="four_way")
+    got = Counter(p.gold.category.four_way.value for p in subset)
+    assert len(subset) == n and len({p.point_id for p in subset}) == n
+    rarest = min(natural, key=lambda c: natural[c])
+    assert got[rarest] == natural[rarest]
+    others = [got[c] for c in got if c != rarest]
+    assert max(others) - min(others) <= 1
+    assert [p.point_id for p in training_subset(train, n, 3, "four_way")] == [
+        p.point_id for p in subset
+    ]
+    assert training_subset(train, 12, 0) == stratified_subset(train, 12, 0)
 
 
 @pytest.mark.slow

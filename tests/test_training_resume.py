@@ -3,7 +3,7 @@ trains exactly the batches the balanced sampler deals for the rest of the run, a
 epoch boundary, and never trains a step twice after its checkpoint.
 
 Tiny on purpose: 8 real Friends points, 64-token prompts, 4-point batches (2 steps an epoch),
-6 steps, a checkpoint every step; the kill lands after the step-3 checkpoint (epoch 1).
+6 steps, a checkpoint every 3; the kill lands after the step-3 checkpoint (mid-epoch 1).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def _args(bench: Path, run: Path, system: Path) -> list[str]:
         "--max-steps",
         "6",
         "--eval-steps",
-        "1",
+        "3",
         "--eval-max-points",
         "4",
         "--lora-r",

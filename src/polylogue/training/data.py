@@ -264,6 +264,43 @@ def stratified_subset(
     return [points[i] for i in sorted(chosen)]
 
 
+def training_subset(
+    points: Sequence[DecisionPoint], n: int | None, seed: int, balance: str = "natural"
+) -> list[DecisionPoint]:
+    """The training points of a run: all of them, or ``n`` of them.
+
+    ``balance="natural"`` keeps the categories' shares (:func:`stratified_subset`).
+    ``"four_way"`` takes an equal share of I1, I2, S1 and S2 (SA counts as S2, as in the
+    balanced sampler), each category short of its share giving its slots to the others. On a
+    natural-ratio build a small natural subset holds only a handful of I1/S2 points: the
+    four-way sampler then repeats them up to its cap and cuts the epoch to what they fill
+    (128 points of Friends + AMI: 2 I1, 2 S2+SA, so 8 batches an epoch instead of 32).
+    """
+    if balance == "natural":
+        return stratified_subset(points, n, seed)
+    if balance != "four_way":
+        raise ValueError(f"training subset balance must be natural or four_way, not {balance!r}")
+    if n is None or n >= len(points):
+        return list(points)
+    pools: dict[str, list[int]] = defaultdict(list)
+    for i, p in enumerate(points):
+        pools[p.gold.category.four_way.value].append(i)
+    rng = random.Random(seed)
+    for ix in pools.values():
+        rng.shuffle(ix)
+    quota = dict.fromkeys(pools, 0)
+    left = n
+    while left > 0:  # deal one slot per category in turn while a category has points left
+        open_cats = [c for c in sorted(pools) if quota[c] < len(pools[c])]
+        if not open_cats:
+            break
+        for c in open_cats[:left]:
+            quota[c] += 1
+        left = n - sum(quota.values())
+    chosen = {i for c, ix in pools.items() for i in ix[: quota[c]]}
+    return [points[i] for i in sorted(chosen)]
+
+
 def category_counts(points: Sequence[DecisionPoint]) -> dict[str, int]:
     counts = Counter(p.gold.category.value for p in points)
     return {c.value: counts.get(c.value, 0) for c in CATEGORIES}

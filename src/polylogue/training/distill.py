@@ -82,8 +82,10 @@ class DistillConfig:
     data: tuple[str, ...]
     out_dir: str
     split: str = "train"
-    #: Only a category-stratified subset of the split (None = all of it).
+    #: Only a subset of the split (None = all of it), drawn as ``polylogue train`` draws its
+    #: training subset (``subset``: natural category shares or four-way balanced).
     max_points: int | None = None
+    subset: str = "natural"
     #: Teacher answers per point per session before it is reported as a failure.
     attempts: int = 3
     retry_delay_s: float = 2.0
@@ -483,11 +485,11 @@ def distill_from_benchmarks(
     """Load the split's points and a teacher from ``config`` and run :func:`distill`."""
     from polylogue.models.base import load_predictor
     from polylogue.training.cue_teacher import TEACHER_SPEC, load_cue_teacher
-    from polylogue.training.data import stratified_subset
+    from polylogue.training.data import training_subset
     from polylogue.turntaking.dataset import load_benchmark, load_split_points
 
-    points = stratified_subset(
-        load_split_points(config.data, config.split), config.max_points, config.seed
+    points = training_subset(
+        load_split_points(config.data, config.split), config.max_points, config.seed, config.subset
     )
     hashes = {str(folder): load_benchmark(folder).data_hash for folder in config.data}
     first = teacher_prompt(

@@ -56,6 +56,7 @@ from polylogue.training.data import (
     check_example,
     stratified_subset,
     to_hf_dataset,
+    training_subset,
 )
 from polylogue.turntaking.dataset import load_split_points
 from polylogue.turntaking.types import DecisionPoint
@@ -574,8 +575,11 @@ def _training_data(config: TrainConfig, tokenizer: Any, prompt: PromptOptions) -
     """The (subsampled) splits, checked training examples and the validation dataset."""
     from polylogue.training.distill import load_reasoning
 
-    train_points = stratified_subset(
-        load_split_points(config.data, config.train_split), config.max_train_points, config.seed
+    train_points = training_subset(
+        load_split_points(config.data, config.train_split),
+        config.max_train_points,
+        config.seed,
+        config.train_subset,
     )
     val_points = stratified_subset(
         load_split_points(config.data, config.validation_split),
