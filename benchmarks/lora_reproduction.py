@@ -143,12 +143,8 @@ def data_flags(benches: dict[str, Path]) -> list[str]:
 
 def distill(stages: Stages, args: argparse.Namespace, benches: dict[str, Path]) -> Path:
     folder = args.out / "distill" / "cues"
-    done = folder / "manifest.json"
-    if done.is_file():
-        m = json.loads(done.read_text())
-        if m.get("n_points") == args.train_points and not m.get("n_failed"):
-            stages.skipped("distill/cues", "every point has a rationale")
-            return folder
+    # Always run: distill skips the points that already have a rationale (the check needs the
+    # training subset, which only loading the splits gives).
     cmd = [
         *cli(),
         "distill",
@@ -465,12 +461,12 @@ def main() -> None:
         build(stages, args) if "build" in wanted else {c: args.out / "bench" / c for c in CORPORA}
     )
     rationales = args.out / "distill" / "cues"
-    if "distill" in wanted:
-        rationales = distill(stages, args, benches)
-    # Decision mode first, evaluated on the balanced view before the reasoning run starts: a
-    # session cut short still ends with a complete zero-shot vs SFT comparison.
-    # The natural-ratio view comes last.
+    # Decision mode first, evaluated on the balanced view before the rationales and the
+    # reasoning run: a session cut short still ends with a complete zero-shot vs SFT
+    # comparison. The natural-ratio view comes last.
     for mode in ("decision", "reasoning", None):
+        if mode == "reasoning" and "distill" in wanted:
+            rationales = distill(stages, args, benches)
         if "train" in wanted and mode is not None:
             train(stages, args, benches, mode, rationales)
         if "eval" in wanted:

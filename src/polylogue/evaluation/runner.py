@@ -487,7 +487,7 @@ def stratified_order(points: Sequence[DecisionPoint], seed: int) -> list[Decisio
     for p in points:
         by_cat.setdefault(p.gold.category.value, []).append(p)
     rng = random.Random(seed)
-    keyed = []
+    keyed: list[tuple[float, str, DecisionPoint]] = []
     for cat in sorted(by_cat):
         members = by_cat[cat]
         rng.shuffle(members)

@@ -17,7 +17,7 @@ resume, manifests) is unchanged. The manifest names the teacher ``cues`` with
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,7 +68,7 @@ def _name(inp: DecisionInput, speaker_id: str) -> str:
     return speaker_id
 
 
-def rationale(inp: DecisionInput, label: Decision, cues: dict[str, Any]) -> str:
+def rationale(inp: DecisionInput, label: Decision, cues: Mapping[str, Any]) -> str:
     """One sentence justifying ``label`` at this pause from the default model's cues."""
     target = _name(inp, inp.target.id)
     speaker = _name(inp, inp.current.speaker)
