@@ -102,6 +102,10 @@ class Stages:
             _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - started
         rc = os.waitstatus_to_exitcode(status)
+        # Another runner on the same folder (e.g. evaluations beside a training run) may have
+        # recorded stages meanwhile: merge with the file instead of overwriting it.
+        if self.path.is_file():
+            self.record = {**self.record, **json.loads(self.path.read_text())}
         entry = self.record.setdefault(name, {"sessions": []})
         entry["command"] = line
         entry["sessions"].append(
