@@ -14,6 +14,7 @@ from polylogue.training.data import (
     IGNORE_INDEX,
     build_examples,
     check_example,
+    load_subset,
     stratified_subset,
     to_hf_dataset,
     training_subset,
@@ -51,6 +52,24 @@ def test_four_way_training_subset_takes_equal_category_shares(tmp_path: Path) ->
         p.point_id for p in subset
     ]
     assert training_subset(train, 12, 0) == stratified_subset(train, 12, 0)
+
+
+def test_load_subset_builds_only_the_chosen_points_and_chooses_the_same(tmp_path: Path) -> None:
+    """``polylogue train``/``distill`` draw the subset from the point index and build only it;
+    it is the subset drawn from the fully built split, point for point."""
+    from polylogue.turntaking.dataset import load_split_points
+
+    folders = [str(tiny_friends(tmp_path / "friends"))]
+    full = load_split_points(folders, "train")
+    for balance in ("natural", "four_way"):
+        light = load_subset(folders, "train", 30, 5, balance)
+        heavy = training_subset(full, 30, 5, balance)
+        assert [p.point_id for p in light] == [p.point_id for p in heavy]
+        for a, b in zip(light, heavy, strict=True):  # same gold, same context utterances
+            assert a.gold == b.gold and list(a.input.context) == list(b.input.context)
+    assert [p.point_id for p in load_subset(folders, "train", None, 5)] == [
+        p.point_id for p in full
+    ]
 
 
 @pytest.mark.slow

@@ -485,12 +485,10 @@ def distill_from_benchmarks(
     """Load the split's points and a teacher from ``config`` and run :func:`distill`."""
     from polylogue.models.base import load_predictor
     from polylogue.training.cue_teacher import TEACHER_SPEC, load_cue_teacher
-    from polylogue.training.data import training_subset
-    from polylogue.turntaking.dataset import load_benchmark, load_split_points
+    from polylogue.training.data import load_subset
+    from polylogue.turntaking.dataset import load_benchmark
 
-    points = training_subset(
-        load_split_points(config.data, config.split), config.max_points, config.seed, config.subset
-    )
+    points = load_subset(config.data, config.split, config.max_points, config.seed, config.subset)
     hashes = {str(folder): load_benchmark(folder).data_hash for folder in config.data}
     first = teacher_prompt(
         Decision.SPEAK, config.max_prompt_tokens, config.system_repeats, config.system_template

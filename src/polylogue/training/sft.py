@@ -54,11 +54,9 @@ from polylogue.training.data import (
     build_examples,
     category_counts,
     check_example,
-    stratified_subset,
+    load_subset,
     to_hf_dataset,
-    training_subset,
 )
-from polylogue.turntaking.dataset import load_split_points
 from polylogue.turntaking.types import DecisionPoint
 
 ADAPTER_META = "polylogue_adapter.json"
@@ -575,16 +573,12 @@ def _training_data(config: TrainConfig, tokenizer: Any, prompt: PromptOptions) -
     """The (subsampled) splits, checked training examples and the validation dataset."""
     from polylogue.training.distill import load_reasoning
 
-    train_points = training_subset(
-        load_split_points(config.data, config.train_split),
-        config.max_train_points,
-        config.seed,
-        config.train_subset,
+    # Only the chosen points are built (a whole split's contexts cost gigabytes).
+    train_points = load_subset(
+        config.data, config.train_split, config.max_train_points, config.seed, config.train_subset
     )
-    val_points = stratified_subset(
-        load_split_points(config.data, config.validation_split),
-        config.eval_max_points or None,
-        config.seed,
+    val_points = load_subset(
+        config.data, config.validation_split, config.eval_max_points or None, config.seed
     )
     if not train_points or not val_points:
         raise TrainingDataError("the training or validation split is empty")
