@@ -24,6 +24,7 @@ from typing import Any
 from polylogue.models.base import Prediction
 from polylogue.models.default_model import DefaultPredictor, load_default_predictor
 from polylogue.prompts.builder import PromptOptions
+from polylogue.training.teacher_prompts import teacher_template
 from polylogue.turntaking.types import Decision, DecisionInput
 
 TEACHER_SPEC = "cues"
@@ -132,8 +133,6 @@ class CueTeacher:
         }
 
     def _label(self) -> Decision:
-        from polylogue.training.distill import teacher_template
-
         answer = self.prompt.answer_template
         for label in (Decision.SPEAK, Decision.SILENT):
             if answer == str(teacher_template(label)):

@@ -36,7 +36,6 @@ import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +51,9 @@ from polylogue.runs import (
     resume_manifest,
     write_json_atomic,
 )
+
+# teacher_template is re-exported: callers and tests import both from here.
+from polylogue.training.teacher_prompts import teacher_prompt, teacher_template  # noqa: F401
 from polylogue.turntaking.types import Decision, DecisionPoint
 
 REASONING_FILE = "reasoning.jsonl"
@@ -125,27 +127,6 @@ class DistillReport:
 
 
 # ----------------------------------------------------------------------------- prompts
-
-
-def teacher_template(label: Decision) -> Path:
-    name = "teacher_speak.txt" if label is Decision.SPEAK else "teacher_silent.txt"
-    return Path(str(resources.files("polylogue.training").joinpath("templates", name)))
-
-
-def teacher_prompt(
-    label: Decision,
-    max_prompt_tokens: int,
-    system_repeats: int = 1,
-    system_template: str | None = None,
-) -> PromptOptions:
-    """The evaluation reasoning prompt with the label-conditioned answer block."""
-    return PromptOptions(
-        mode="reasoning",
-        system_repeats=system_repeats,
-        max_prompt_tokens=max_prompt_tokens,
-        system_template=system_template,
-        answer_template=str(teacher_template(label)),
-    )
 
 
 def clean_reasoning(text: str | None, prompt_text: str = "") -> tuple[str | None, str | None]:
