@@ -376,7 +376,7 @@ def report(args: argparse.Namespace, stages: Stages) -> None:
                     if base is None or model.key == "previous-speaker"
                     else f"{100 * (m['balanced_accuracy'] - base['balanced_accuracy']):+.1f}"
                 )
-                cats = " | ".join(_cell(m, c, f"acc_{c}") for c in CATEGORIES)
+                cats = " | ".join(_cell(m, c) for c in CATEGORIES)
                 rows.append(
                     f"| {model.label} | {m['n']} | {_cell(m, 'accuracy')} | {_cell(m, 'f1_avg')} "
                     f"| {_cell(m, 'balanced_accuracy')} | {delta} | {cats} |"
