@@ -31,6 +31,7 @@ import numpy as np
 import polylogue.engine.features as features_mod
 import polylogue.engine.names as names_mod
 import polylogue.turntaking.cues as cues_mod
+from polylogue.engine.deployment import balanced_threshold
 from polylogue.engine.extract import FeatureExtractor
 from polylogue.engine.model import domain_of_corpus, load_model
 from polylogue.turntaking.dataset import load_benchmark
@@ -80,7 +81,7 @@ def main() -> None:
             x = FeatureExtractor.for_model(model).features([p.input for p in pts])
             p = model.proba(x)
             y = np.array([pt.gold.label.value == "SPEAK" for pt in pts], dtype=int)
-            thr = model.threshold_for(domain_of_corpus(corpus))
+            thr = balanced_threshold(model, domain_of_corpus(corpus))
             out[corpus] = balanced_accuracy(y, (p >= thr).astype(int))
         return out
 

@@ -6,6 +6,7 @@ loads take about a second.
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -146,3 +147,29 @@ def test_run_with_response_cache(bench: Path, tmp_path: Path) -> None:
     assert [(r["decision"], r["p_speak"]) for r in lines] == [
         (r["decision"], r["p_speak"]) for r in fresh
     ]
+
+
+def test_batches_group_prompts_of_similar_length_and_answers_keep_input_order(
+    smollm2: HFLocalPredictor, bench: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Left padding makes a batch cost its longest prompt, so ``predict`` batches by prompt
+    length; the answers come back in input order, equal to scoring each point alone."""
+    points, _ = load_points(bench, "test")
+    mixed = [p.input for p in points[:12]]
+    seen: list[list[int]] = []
+    real = smollm2._decide_batch
+
+    def spy(batch, messages):  # type: ignore[no-untyped-def]
+        seen.append([smollm2.count_tokens(smollm2.prompt_text(x)) for x in batch])
+        return real(batch, messages)
+
+    monkeypatch.setattr(smollm2, "_decide_batch", spy)
+    preds = smollm2.predict(mixed)
+    monkeypatch.undo()
+    assert [p.point_id for p in preds] == [x.point_id for x in mixed]
+    assert [len(b) for b in seen] == [4, 4, 4]
+    for shorter, longer in itertools.pairwise(seen):
+        assert max(shorter) <= min(longer) + 8  # ordered by characters, counted in tokens
+    alone = [smollm2.predict([x])[0] for x in mixed]
+    for a, b in zip(preds, alone, strict=True):
+        assert a.p_speak == pytest.approx(b.p_speak, abs=1e-4)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from pathlib import Path
+
 import pytest
 from test_training_support import tiny_friends
 
@@ -11,8 +14,10 @@ from polylogue.training.data import (
     IGNORE_INDEX,
     build_examples,
     check_example,
+    load_subset,
     stratified_subset,
     to_hf_dataset,
+    training_subset,
 )
 from polylogue.turntaking.dataset import load_benchmark
 from polylogue.turntaking.types import DecisionPoint
@@ -30,6 +35,41 @@ def test_stratified_subset_keeps_every_category(points: list[DecisionPoint]) -> 
     assert {"I1", "I2", "S1", "S2"} <= cats <= {"I1", "I2", "S1", "S2", "S3", "SA"}
     again = stratified_subset(points, 12, seed=0)
     assert [p.point_id for p in again] == [p.point_id for p in points]
+
+
+def test_four_way_training_subset_takes_equal_category_shares(tmp_path: Path) -> None:
+    train = load_benchmark(tiny_friends(tmp_path / "friends")).points("train")
+    natural = Counter(p.gold.category.four_way.value for p in train)
+    n = 4 * min(natural.values()) + 6  # the rarest category runs out; the others fill in
+    subset = training_subset(train, n, seed=3, balance="four_way")
+    got = Counter(p.gold.category.four_way.value for p in subset)
+    assert len(subset) == n and len({p.point_id for p in subset}) == n
+    rarest = min(natural, key=lambda c: natural[c])
+    assert got[rarest] == natural[rarest]
+    others = [got[c] for c in got if c != rarest]
+    assert max(others) - min(others) <= 1
+    assert [p.point_id for p in training_subset(train, n, 3, "four_way")] == [
+        p.point_id for p in subset
+    ]
+    assert training_subset(train, 12, 0) == stratified_subset(train, 12, 0)
+
+
+def test_load_subset_builds_only_the_chosen_points_and_chooses_the_same(tmp_path: Path) -> None:
+    """``polylogue train``/``distill`` draw the subset from the point index and build only it;
+    it is the subset drawn from the fully built split, point for point."""
+    from polylogue.turntaking.dataset import load_split_points
+
+    folders = [str(tiny_friends(tmp_path / "friends"))]
+    full = load_split_points(folders, "train")
+    for balance in ("natural", "four_way"):
+        light = load_subset(folders, "train", 30, 5, balance)
+        heavy = training_subset(full, 30, 5, balance)
+        assert [p.point_id for p in light] == [p.point_id for p in heavy]
+        for a, b in zip(light, heavy, strict=True):  # same gold, same context utterances
+            assert a.gold == b.gold and list(a.input.context) == list(b.input.context)
+    assert [p.point_id for p in load_subset(folders, "train", None, 5)] == [
+        p.point_id for p in full
+    ]
 
 
 @pytest.mark.slow

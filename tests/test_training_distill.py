@@ -82,6 +82,9 @@ def test_clean_reasoning_rules() -> None:
         "Rachel asked Joey directly where he was. Then more text follows here."
     )
     assert ok == "Rachel asked Joey directly where he was." and why is None
+    # A title is not a sentence end (Friends has Mr. Douglas, Mr. Bowmont, ...).
+    titled = "Mr. Douglas was addressed by name, so it is his turn to speak."
+    assert clean_reasoning(titled + " More.")[0] == titled
     assert clean_reasoning("")[0] is None
     assert clean_reasoning("Too short.")[0] is None
     assert "label" in (clean_reasoning("The ground truth says I should speak, so I will.")[1] or "")
@@ -273,3 +276,31 @@ def _read_complete(path: Path) -> list[dict[str, Any]]:
         return []
     data = path.read_bytes()
     return [json.loads(x) for x in data[: data.rfind(b"\n") + 1].splitlines() if x.strip()]
+
+
+def test_cue_teacher_writes_label_conditioned_sentences_through_distill(
+    bench: Path, tmp_path: Path
+) -> None:
+    """``--teacher cues``: every point gets a judged sentence justifying its own label, named
+    after its target; the manifest says it is a template teacher; a rerun adds nothing."""
+    from polylogue.training.distill import MANIFEST_FILE, distill_from_benchmarks
+
+    config = DistillConfig(
+        teacher="cues", data=(str(bench),), out_dir=str(tmp_path / "d"), max_points=40
+    )
+    report = distill_from_benchmarks(config)
+    assert report.failures == {} and report.n_new == report.n_points == 40
+    rows = _read(tmp_path / "d" / REASONING_FILE)
+    by_id = {p.point_id: p for p in load_benchmark(bench).points("train")}
+    texts = set()
+    for row in rows:
+        point = by_id[row["point_id"]]
+        assert row["label"] == point.gold.label.value
+        name = point.input.target.name or point.input.target.id
+        assert name in row["reasoning"]
+        texts.add(row["reasoning"])
+    assert len(texts) > 10  # sentences follow each point's cues, not one fixed line
+    manifest = json.loads((tmp_path / "d" / MANIFEST_FILE).read_text())
+    assert manifest["teacher"]["kind"] == "cue-template"
+    again = distill_from_benchmarks(config)
+    assert again.n_new == 0 and again.n_done == 40

@@ -43,6 +43,13 @@ def eval_command(
     split: Annotated[str, typer.Option(help="train, validation or test.")] = "test",
     adapter: Annotated[Path | None, typer.Option(help="LoRA adapter folder (hf backend).")] = None,
     limit: Annotated[int | None, typer.Option(help="Only the first N points.")] = None,
+    sample_seed: Annotated[
+        int | None,
+        typer.Option(
+            help="With --limit: take the N points from this seed's category-stratified random "
+            "order instead of the first N (a larger --limit extends the same sample)."
+        ),
+    ] = None,
     out: Annotated[Path, typer.Option(help="Folder holding run folders.")] = Path("runs"),
     concurrency: Annotated[int, typer.Option(help="Parallel requests (openai backend).")] = 8,
     batch_size: Annotated[int | None, typer.Option(help="Points per predictor call.")] = None,
@@ -88,7 +95,7 @@ def eval_command(
     from rich.console import Console
     from rich.markup import escape
 
-    from polylogue.evaluation.runner import load_points, run_evaluation
+    from polylogue.evaluation.runner import load_points, run_evaluation, stratified_order
     from polylogue.models.base import load_predictor, parse_model_spec
     from polylogue.prompts.builder import PromptOptions
 
@@ -143,8 +150,14 @@ def eval_command(
         options[key] = value
     options.update(_parse_options(option or []))
     points, info = load_points(data, split, balanced=balanced)
-    predictor = load_predictor(model, **options)
     extra: dict[str, Any] = {}
+    if sample_seed is not None:
+        if limit is None:
+            raise typer.BadParameter("--sample-seed needs --limit", param_hint="--sample-seed")
+        # Predictions are stored per point id, so the order never changes the run folder.
+        points = stratified_order(points, sample_seed)
+        extra["sample"] = {"seed": sample_seed, "order": "category-stratified random"}
+    predictor = load_predictor(model, **options)
     if kind == "default":
         from polylogue.evaluation.leakage import MANIFEST_KEY, training_overlap
 

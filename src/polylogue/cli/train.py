@@ -149,7 +149,11 @@ def train_command(
 
 def distill_command(
     teacher: Annotated[
-        str, typer.Option(help="Teacher model spec: hf:PATH_OR_ALIAS or openai:MODEL@URL.")
+        str,
+        typer.Option(
+            help="Teacher: hf:PATH_OR_ALIAS, openai:MODEL@URL, or 'cues' (rule-written "
+            "sentences from the default model's cue explanations; not an LLM)."
+        ),
     ],
     data: Annotated[list[Path], typer.Option("--data", "-d", help="Benchmark folder(s).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Distillation folder.")],
@@ -157,6 +161,13 @@ def distill_command(
     max_points: Annotated[
         int | None, typer.Option(help="Category-stratified subset of the split.")
     ] = None,
+    subset: Annotated[
+        str,
+        typer.Option(
+            help="How --max-points are drawn: natural (category shares) or four_way (equal "
+            "I1/I2/S1/S2, as train_subset=four_way)."
+        ),
+    ] = "natural",
     attempts: Annotated[int, typer.Option(help="Teacher answers per point before failing.")] = 3,
     retry_delay: Annotated[float, typer.Option(help="Seconds of back-off between rounds.")] = 2.0,
     rate: Annotated[
@@ -190,6 +201,7 @@ def distill_command(
         out_dir=str(out),
         split=split,
         max_points=max_points,
+        subset=subset,
         attempts=attempts,
         retry_delay_s=retry_delay,
         requests_per_second=rate,

@@ -514,6 +514,29 @@ def _manifest(
 # ----------------------------------------------------------------------------- from a folder
 
 
+def stratified_order(points: Sequence[DecisionPoint], seed: int) -> list[DecisionPoint]:
+    """``points`` in a seeded random order whose every prefix keeps the categories' shares.
+
+    Each category is shuffled on its own and its j-th point gets the position key
+    ``(j + 0.5) / n_category``; sorting by that key interleaves the categories in proportion, so
+    ``--limit N`` on this order is a category-stratified random sample, and a larger ``N``
+    extends the same sample (the run folder resumes instead of starting over).
+    """
+    import random
+
+    by_cat: dict[str, list[DecisionPoint]] = {}
+    for p in points:
+        by_cat.setdefault(p.gold.category.value, []).append(p)
+    rng = random.Random(seed)
+    keyed: list[tuple[float, str, DecisionPoint]] = []
+    for cat in sorted(by_cat):
+        members = by_cat[cat]
+        rng.shuffle(members)
+        keyed.extend(((j + 0.5) / len(members), cat, p) for j, p in enumerate(members))
+    keyed.sort(key=lambda k: (k[0], k[1]))
+    return [p for _, _, p in keyed]
+
+
 def load_points(
     data: str | Path, split: str, balanced: bool = False
 ) -> tuple[list[DecisionPoint], DatasetInfo]:

@@ -143,15 +143,26 @@ class HFLocalPredictor:
     # ------------------------------------------------------------------ predict
 
     def predict(self, inputs: Sequence[DecisionInput]) -> list[Prediction]:
-        out: list[Prediction] = []
-        for i in range(0, len(inputs), self.batch_size):
-            batch = inputs[i : i + self.batch_size]
-            messages = [self.messages(x) for x in batch]
+        """Predictions in input order; batches are formed from prompts of similar length.
+
+        Left padding makes every row of a batch cost as much as its longest prompt, so the
+        inputs are batched in order of prompt length (ties keep input order) and the answers
+        put back in input order, so less padding is computed.
+        """
+        messages = [self.messages(x) for x in inputs]
+        sizes = [sum(len(m["content"]) for m in msgs) for msgs in messages]
+        order = sorted(range(len(inputs)), key=lambda i: sizes[i])
+        by_index: dict[int, Prediction] = {}
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            batch = [inputs[i] for i in rows]
+            chunk = [messages[i] for i in rows]
             if self.prompt.mode == "decision":
-                out.extend(self._decide_batch(batch, messages))
+                preds = self._decide_batch(batch, chunk)
             else:
-                out.extend(self._generate_batch(batch, messages))
-        return out
+                preds = self._generate_batch(batch, chunk)
+            by_index.update(zip(rows, preds, strict=True))
+        return [by_index[i] for i in range(len(inputs))]
 
     def _answers(self) -> tuple[str, str]:
         return self.prompt.speak_word, self.prompt.silent_word

@@ -88,8 +88,11 @@ class TrainConfig:
     user_template: str | None = None
     #: Drop (never truncate) examples whose prompt + answer exceed this many tokens.
     max_seq_length: int | None = None
-    #: Use only a stratified subset of the training split (by category).
+    #: Use only a subset of the training split of this size.
     max_train_points: int | None = None
+    #: How that subset is drawn: ``natural`` keeps the category shares, ``four_way`` takes an
+    #: equal share of I1/I2/S1/S2 (what the balanced sampler draws; see ``training_subset``).
+    train_subset: Literal["natural", "four_way"] = "natural"
 
     # Batches
     sampler: SamplerKind = "four_way"
@@ -118,6 +121,8 @@ class TrainConfig:
     keep_checkpoints: bool = False
     logging_steps: int = 10
     dataloader_workers: int = 0
+    #: Write the point ids of every micro-batch to ``batches/rank-R.jsonl`` (coverage checks).
+    log_batches: bool = False
 
     def __post_init__(self) -> None:
         problems = []
@@ -125,6 +130,8 @@ class TrainConfig:
             problems.append(f"mode must be decision or reasoning, not {self.mode!r}")
         if self.sampler not in ("four_way", "label", "shuffle"):
             problems.append(f"sampler must be four_way, label or shuffle, not {self.sampler!r}")
+        if self.train_subset not in ("natural", "four_way"):
+            problems.append(f"train_subset must be natural or four_way, not {self.train_subset!r}")
         if self.epoch_size not in ("dataset", "largest"):
             problems.append(f"epoch_size must be dataset or largest, not {self.epoch_size!r}")
         if self.precision not in ("auto", "bf16", "fp16", "fp32"):

@@ -238,13 +238,18 @@ def stratified_subset(
 
     Deterministic for a seed; the original order is kept so runs are reproducible.
     """
-    if n is None or n >= len(points):
-        return list(points)
+    chosen = _stratified_indices([p.gold.category.value for p in points], n, seed)
+    return [points[i] for i in chosen]
+
+
+def _stratified_indices(categories: Sequence[str], n: int | None, seed: int) -> list[int]:
+    if n is None or n >= len(categories):
+        return list(range(len(categories)))
     by_cat: dict[str, list[int]] = defaultdict(list)
-    for i, p in enumerate(points):
-        by_cat[p.gold.category.value].append(i)
+    for i, c in enumerate(categories):
+        by_cat[c].append(i)
     rng = random.Random(seed)
-    total = len(points)
+    total = len(categories)
     quota = {c: max(1, round(n * len(ix) / total)) for c, ix in by_cat.items()}
     # Trim the largest quotas until the total fits (rounding and the >=1 floor can overshoot).
     while sum(quota.values()) > n:
@@ -261,7 +266,77 @@ def stratified_subset(
     chosen: set[int] = set()
     for c in sorted(by_cat):
         chosen.update(rng.sample(by_cat[c], min(quota[c], len(by_cat[c]))))
-    return [points[i] for i in sorted(chosen)]
+    return sorted(chosen)
+
+
+def training_subset(
+    points: Sequence[DecisionPoint], n: int | None, seed: int, balance: str = "natural"
+) -> list[DecisionPoint]:
+    """The training points of a run: all of them, or ``n`` of them.
+
+    ``balance="natural"`` keeps the categories' shares (:func:`stratified_subset`).
+    ``"four_way"`` takes an equal share of I1, I2, S1 and S2 (SA counts as S2, as in the
+    balanced sampler), each category short of its share giving its slots to the others. On a
+    natural-ratio build a small natural subset holds only a handful of I1/S2 points: the
+    four-way sampler then repeats them up to its cap and cuts the epoch to what they fill
+    (128 points of Friends + AMI: 2 I1, 2 S2+SA, so 8 batches an epoch instead of 32).
+    """
+    chosen = subset_indices([p.gold.category.value for p in points], n, seed, balance)
+    return [points[i] for i in chosen]
+
+
+def subset_indices(
+    categories: Sequence[str], n: int | None, seed: int, balance: str = "natural"
+) -> list[int]:
+    """Indices (in order) of :func:`training_subset`, from the points' categories alone."""
+    if balance == "natural":
+        return _stratified_indices(categories, n, seed)
+    if balance != "four_way":
+        raise ValueError(f"training subset balance must be natural or four_way, not {balance!r}")
+    if n is None or n >= len(categories):
+        return list(range(len(categories)))
+    pools: dict[str, list[int]] = defaultdict(list)
+    for i, c in enumerate(categories):
+        pools["S2" if c == "SA" else c].append(i)
+    rng = random.Random(seed)
+    for ix in pools.values():
+        rng.shuffle(ix)
+    quota = dict.fromkeys(pools, 0)
+    left = n
+    while left > 0:  # deal one slot per category in turn while a category has points left
+        open_cats = [c for c in sorted(pools) if quota[c] < len(pools[c])]
+        if not open_cats:
+            break
+        for c in open_cats[:left]:
+            quota[c] += 1
+        left = n - sum(quota.values())
+    return sorted(i for c, ix in pools.items() for i in ix[: quota[c]])
+
+
+def load_subset(
+    folders: Sequence[str], split: str, n: int | None, seed: int, balance: str = "natural"
+) -> list[DecisionPoint]:
+    """:func:`training_subset` of the combined split, building only the chosen points.
+
+    The subset is drawn from the split's point index (ids and categories); only its points
+    are built. For 128 of the 146,562 Friends + AMI training points this took 2.6 CPU-s and
+    340 MB of peak RSS, against 26.9 CPU-s and 839 MB for building the whole split first.
+    """
+    from polylogue.turntaking.dataset import load_benchmark, load_split_points
+
+    if n is None:
+        return load_split_points(folders, split)
+    benches = [load_benchmark(f) for f in folders]
+    keys = [(b, k) for b in benches for k in b.point_index(split)]
+    ids = [k.point_id for _, k in keys]
+    if len(set(ids)) != len(ids):  # the same refusal as load_split_points
+        return training_subset(load_split_points(folders, split), n, seed, balance)
+    chosen = subset_indices([k.category for _, k in keys], n, seed, balance)
+    out: list[DecisionPoint] = []
+    for bench in benches:
+        wanted = [keys[i][1].point_id for i in chosen if keys[i][0] is bench]
+        out.extend(bench.points_by_id(split, wanted))
+    return out
 
 
 def category_counts(points: Sequence[DecisionPoint]) -> dict[str, int]:

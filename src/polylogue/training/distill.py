@@ -36,7 +36,6 @@ import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +52,9 @@ from polylogue.runs import (
     resume_manifest,
     write_json_atomic,
 )
+
+# teacher_template is re-exported: callers and tests import both from here.
+from polylogue.training.teacher_prompts import teacher_prompt, teacher_template  # noqa: F401
 from polylogue.turntaking.types import Decision, DecisionPoint
 
 REASONING_FILE = "reasoning.jsonl"
@@ -67,7 +69,10 @@ _LEAK = re.compile(
     r"already known|decision (was|is) given",
     re.IGNORECASE,
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
+#: A sentence ends at . ! ? before a capital, but not after a title ("Mr. Douglas").
+_SENTENCE_END = re.compile(
+    r"(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bSt\.)(?<=[.!?])\s+(?=[A-Z\"'(])"
+)
 
 
 class DistillError(PolylogueInputError):
@@ -80,8 +85,10 @@ class DistillConfig:
     data: tuple[str, ...]
     out_dir: str
     split: str = "train"
-    #: Only a category-stratified subset of the split (None = all of it).
+    #: Only a subset of the split (None = all of it), drawn as ``polylogue train`` draws its
+    #: training subset (``subset``: natural category shares or four-way balanced).
     max_points: int | None = None
+    subset: str = "natural"
     #: Teacher answers per point per session before it is reported as a failure.
     attempts: int = 3
     retry_delay_s: float = 2.0
@@ -121,27 +128,6 @@ class DistillReport:
 
 
 # ----------------------------------------------------------------------------- prompts
-
-
-def teacher_template(label: Decision) -> Path:
-    name = "teacher_speak.txt" if label is Decision.SPEAK else "teacher_silent.txt"
-    return Path(str(resources.files("polylogue.training").joinpath("templates", name)))
-
-
-def teacher_prompt(
-    label: Decision,
-    max_prompt_tokens: int,
-    system_repeats: int = 1,
-    system_template: str | None = None,
-) -> PromptOptions:
-    """The evaluation reasoning prompt with the label-conditioned answer block."""
-    return PromptOptions(
-        mode="reasoning",
-        system_repeats=system_repeats,
-        max_prompt_tokens=max_prompt_tokens,
-        system_template=system_template,
-        answer_template=str(teacher_template(label)),
-    )
 
 
 def clean_reasoning(text: str | None, prompt_text: str = "") -> tuple[str | None, str | None]:
@@ -480,18 +466,20 @@ def distill_from_benchmarks(
 ) -> DistillReport:
     """Load the split's points and a teacher from ``config`` and run :func:`distill`."""
     from polylogue.models.base import load_predictor
-    from polylogue.training.data import stratified_subset
-    from polylogue.turntaking.dataset import load_benchmark, load_split_points
+    from polylogue.training.cue_teacher import TEACHER_SPEC, load_cue_teacher
+    from polylogue.training.data import load_subset
+    from polylogue.turntaking.dataset import load_benchmark
 
-    points = stratified_subset(
-        load_split_points(config.data, config.split), config.max_points, config.seed
-    )
+    points = load_subset(config.data, config.split, config.max_points, config.seed, config.subset)
     hashes = {str(folder): load_benchmark(folder).data_hash for folder in config.data}
     first = teacher_prompt(
         Decision.SPEAK, config.max_prompt_tokens, config.system_repeats, config.system_template
     )
-    factory = predictor_factory or load_predictor
     options = dict(config.teacher_options)
+    if config.teacher == TEACHER_SPEC:  # rule-written cue sentences, no model to cache
+        predictor: Predictor = load_cue_teacher(prompt=first)
+        return distill(config, points, predictor, data_hashes=hashes, on_chunk=on_chunk)
+    factory = predictor_factory or load_predictor
     # Deterministic teacher answers are cached beside the output (``cache_path=`` disables it).
     options.setdefault("cache_path", str(Path(config.out_dir) / "_cache" / "responses.sqlite"))
     predictor = factory(config.teacher, prompt=first, **options)

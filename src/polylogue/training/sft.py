@@ -54,10 +54,9 @@ from polylogue.training.data import (
     build_examples,
     category_counts,
     check_example,
-    stratified_subset,
+    load_subset,
     to_hf_dataset,
 )
-from polylogue.turntaking.dataset import load_split_points
 from polylogue.turntaking.types import DecisionPoint
 
 ADAPTER_META = "polylogue_adapter.json"
@@ -219,6 +218,14 @@ def _trainer_class() -> type:
             self._max_repeats = max_repeats
             self._validation = validation
             self._loss_on_eval = loss_on_eval
+            self._batch_log: BatchLog | None = None
+            self.balanced_sampler: BalancedBatchSampler | None = None
+
+        def training_step(self, model: Any, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+            loss = super().training_step(model, inputs, *args, **kwargs)
+            if self._batch_log is not None:
+                self._batch_log.write(self.state.global_step + 1, inputs, float(loss))
+            return loss
 
         def get_train_dataloader(self) -> Any:
             if self._sampler_kind == "shuffle":
@@ -227,7 +234,7 @@ def _trainer_class() -> type:
             groups, names = sampler_groups(self._sampler_kind, data["category"])
             # One global sequence of balanced batches; accelerate hands whole batches to
             # processes round-robin (BatchSamplerShard), so every rank's batch stays balanced.
-            sampler = BalancedBatchSampler(
+            sampler = self.balanced_sampler = BalancedBatchSampler(
                 groups,
                 self.args.per_device_train_batch_size,
                 group_names=names,
@@ -272,6 +279,76 @@ def _trainer_class() -> type:
             return metrics
 
     return TurnTakingTrainer
+
+
+def _sampler_epoch_callback(trainer: Any) -> Any:
+    from transformers import TrainerCallback
+
+    class SamplerEpoch(TrainerCallback):
+        """Give the balanced sampler the trainer's epoch at the start of every epoch.
+
+        The Trainer's own ``set_epoch`` calls reach the sampler through accelerate's wrappers,
+        which differ between one process, several (``BatchSamplerShard``) and a resumed epoch
+        (``SkipBatchSampler``); a resumed epoch that missed the call would replay epoch 0's
+        batches. ``state.epoch`` is the (fractional) epoch reached, so its integer part is the
+        epoch being started or resumed.
+        """
+
+        def on_epoch_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
+            sampler = trainer.balanced_sampler
+            if sampler is not None:
+                sampler.set_epoch(int(state.epoch + 1e-9))
+            return control
+
+    return SamplerEpoch()
+
+
+class BatchLog:
+    """``batches/rank-R.jsonl``: the point ids of every micro-batch a process trains on.
+
+    Rows are matched back to points by their unpadded token sequence (the collator keeps only
+    ``input_ids`` and ``labels``). Used to show that distributed and resumed runs cover the same
+    data as a single uninterrupted one.
+    """
+
+    def __init__(self, path: Path, examples: Sequence[SFTExample], rank: int) -> None:
+        self.path = path
+        self.rank = rank
+        self._ids: dict[tuple[int, ...], str] = {tuple(e.input_ids): e.point_id for e in examples}
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(self, step: int, inputs: Mapping[str, Any], loss: float) -> None:
+        ids = inputs["input_ids"].tolist()
+        mask = inputs.get("attention_mask")
+        rows = mask.tolist() if mask is not None else None
+        points = []
+        for i, row in enumerate(ids):
+            tokens = [t for t, m in zip(row, rows[i], strict=True) if m] if rows else row
+            points.append(self._ids.get(tuple(tokens), self._strip_pad(tokens)))
+        record = {"step": step, "rank": self.rank, "point_ids": points, "loss": loss}
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
+
+    def _strip_pad(self, tokens: Sequence[int]) -> str:
+        # Without an attention mask, trailing pad tokens are cut until the sequence is known.
+        for end in range(len(tokens), 0, -1):
+            if tuple(tokens[:end]) in self._ids:
+                return self._ids[tuple(tokens[:end])]
+        return "?"
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    """The newest *complete* Trainer checkpoint in ``run_dir/checkpoints`` (or None).
+
+    The Trainer writes ``trainer_state.json`` last; a process killed while saving leaves a
+    checkpoint folder without it, which ``--resume`` must skip rather than load.
+    """
+    found = []
+    for folder in (run_dir / "checkpoints").glob("checkpoint-*"):
+        step = _step_of(str(folder))
+        if step is not None and (folder / "trainer_state.json").is_file():
+            found.append((step, folder))
+    return max(found)[1] if found else None
 
 
 def _final_step_callback() -> Any:
@@ -413,9 +490,17 @@ def train(config: TrainConfig, *, resume: bool = False) -> SFTResult:
         loss_on_eval=loss_on_eval,
     )
     validation.write_files = bool(trainer.is_world_process_zero())
+    trainer.add_callback(_sampler_epoch_callback(trainer))
+    if config.log_batches:
+        rank = int(trainer.args.process_index)
+        trainer._batch_log = BatchLog(
+            run_dir / "batches" / f"rank-{rank}.jsonl", train_examples, rank
+        )
     started = time.perf_counter()
-    resume_from = resume and any((run_dir / "checkpoints").glob("checkpoint-*"))
-    output = trainer.train(resume_from_checkpoint=True if resume_from else None)
+    resume_from = latest_checkpoint(run_dir) if resume else None
+    if resume_from is not None and trainer.is_world_process_zero():
+        print(f"resuming from {resume_from}", file=sys.stderr, flush=True)
+    output = trainer.train(resume_from_checkpoint=None if resume_from is None else str(resume_from))
     seconds = time.perf_counter() - started
 
     state = trainer.state
@@ -488,13 +573,12 @@ def _training_data(config: TrainConfig, tokenizer: Any, prompt: PromptOptions) -
     """The (subsampled) splits, checked training examples and the validation dataset."""
     from polylogue.training.distill import load_reasoning
 
-    train_points = stratified_subset(
-        load_split_points(config.data, config.train_split), config.max_train_points, config.seed
+    # Only the chosen points are built (a whole split's contexts cost gigabytes).
+    train_points = load_subset(
+        config.data, config.train_split, config.max_train_points, config.seed, config.train_subset
     )
-    val_points = stratified_subset(
-        load_split_points(config.data, config.validation_split),
-        config.eval_max_points or None,
-        config.seed,
+    val_points = load_subset(
+        config.data, config.validation_split, config.eval_max_points or None, config.seed
     )
     if not train_points or not val_points:
         raise TrainingDataError("the training or validation split is empty")
