@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from polylogue.turntaking.dataset import FORMAT_VERSION
+
 POLYLOGUE = [str(Path(sys.executable).parent / "polylogue")]
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 BIG = "7" * 5000  # over json's 4,300-digit limit: a plain ValueError before the fix
@@ -188,7 +190,12 @@ def test_other_benchmark_format_versions_are_refused_or_upgraded_with_a_message(
     _set_version(folder, 99)
     _eval_and_inspect(folder, tmp_path, "benchmark format 99 is newer", "upgrade polylogue")
     # format 1 wrote no version (before BACKCHANNEL and SA); 2 grouped Molweni differently
-    for old, says in ((None, "no BACKCHANNEL"), (1, "no BACKCHANNEL"), (2, "Molweni")):
+    for old, says in (
+        (None, "no BACKCHANNEL"),
+        (1, "no BACKCHANNEL"),
+        (2, "Molweni"),
+        (3, "no S3"),
+    ):
         _set_version(folder, old)
         for args in (
             ["inspect", str(folder), "-n", "1"],
@@ -205,7 +212,8 @@ def test_other_benchmark_format_versions_are_refused_or_upgraded_with_a_message(
             _, err = _ok(_run(args))
             warning = [w for w in err.splitlines() if w.startswith("warning:")]
             assert len(warning) == 1, err
-            assert f"benchmark format {old or 1} upgraded to format 3" in warning[0], err
+            want = f"benchmark format {old or 1} upgraded to format {FORMAT_VERSION}"
+            assert want in warning[0], err
             assert says in warning[0] and "rebuild it" in warning[0], err
 
 

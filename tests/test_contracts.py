@@ -36,8 +36,12 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> list[DecisionInput]:
     return [p.input for p in points[:5]]
 
 
-def check_predictor(predictor: Predictor, inputs: list[DecisionInput]) -> list[Prediction]:
-    """The Predictor contract; returns the predictions for backend-specific checks."""
+def check_predictor(
+    predictor: Predictor, inputs: list[DecisionInput], p_tolerance: float = 0.0
+) -> list[Prediction]:
+    """The Predictor contract; returns the predictions for backend-specific checks.
+
+    ``p_tolerance``: how far a repeated P(SPEAK) may move (0 for every local backend)."""
     assert isinstance(predictor, Predictor)
     assert isinstance(predictor.name, str) and predictor.name
     description = predictor.describe()
@@ -53,7 +57,12 @@ def check_predictor(predictor: Predictor, inputs: list[DecisionInput]) -> list[P
         assert Prediction.from_dict(json.loads(json.dumps(p.to_dict()))) == p
     # Same inputs, same answers (every backend is deterministic at its defaults).
     again = predictor.predict(inputs)
-    assert [(p.decision, p.p_speak) for p in again] == [(p.decision, p.p_speak) for p in preds]
+    assert [p.decision for p in again] == [p.decision for p in preds]
+    for a, p in zip(again, preds, strict=True):
+        if p.p_speak is None:
+            assert a.p_speak is None
+        else:
+            assert a.p_speak is not None and abs(a.p_speak - p.p_speak) <= p_tolerance
     return preds
 
 
@@ -65,12 +74,14 @@ def test_baselines_meet_the_predictor_contract(name: str, inputs: list[DecisionI
 
 def test_default_model_meets_the_predictor_contract(inputs: list[DecisionInput]) -> None:
     preds = check_predictor(load_predictor("default"), inputs)
-    # A calibrated probability behind every decision, thresholded as described.
-    threshold = load_predictor("default").describe().get("threshold")
+    # A calibrated probability behind every decision; the floor decision is SPEAK exactly when
+    # the deployment's three-way action is, and then P(speak) cleared the floor threshold.
+    threshold = load_predictor("default").describe()["threshold"]
     for p in preds:
         assert p.p_speak is not None and p.decision is not None
-        if threshold is not None:
-            assert (p.decision is Decision.SPEAK) == (p.p_speak >= threshold)
+        assert (p.decision is Decision.SPEAK) == (p.extra["action"] == "SPEAK")
+        if p.decision is Decision.SPEAK:
+            assert p.p_speak >= threshold
 
 
 @pytest.mark.slow
@@ -91,7 +102,9 @@ def test_openai_predictor_meets_the_predictor_contract(
         prompt=PromptOptions(max_prompt_tokens=1200),
         concurrency=1,
     )
-    preds = check_predictor(predictor, inputs[:3])
+    # A repeated request hits llama.cpp's prompt cache, whose logits differ slightly from a
+    # fresh evaluation (measured: P(SPEAK) 0.110 then 0.128 on one point, same answer text).
+    preds = check_predictor(predictor, inputs[:3], p_tolerance=0.05)
     # The 135M model often ignores the format: such answers are unparseable, never guessed.
     assert all((p.decision is None) == (p.extra["parse_rule"] == "none") for p in preds)
 

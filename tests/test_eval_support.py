@@ -41,7 +41,8 @@ def test_benchmark_has_real_varied_points(tmp_path: Path) -> None:
     bench = load_benchmark(friends_benchmark(tmp_path / "bench"))
     points = bench.points("test")
     assert len(points) > 200
-    # v2 adds SA (silent although individually addressed) next to the paper's four.
+    # v2 adds SA (silent although individually addressed), v2.1 S3 (silent participant of the
+    # exchange) next to the paper's four.
     assert (
         {"I1", "I2", "S1", "S2"}
         <= {p.gold.category.value for p in points}
@@ -50,6 +51,7 @@ def test_benchmark_has_real_varied_points(tmp_path: Path) -> None:
             "I2",
             "S1",
             "S2",
+            "S3",
             "SA",
         }
     )

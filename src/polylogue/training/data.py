@@ -29,6 +29,7 @@ from polylogue.prompts.builder import (
     answer_text,
     build_messages_kept,
 )
+from polylogue.training.sampler import four_way_group
 from polylogue.turntaking.types import CATEGORIES, DecisionPoint
 
 IGNORE_INDEX = -100
@@ -275,7 +276,7 @@ def training_subset(
     """The training points of a run: all of them, or ``n`` of them.
 
     ``balance="natural"`` keeps the categories' shares (:func:`stratified_subset`).
-    ``"four_way"`` takes an equal share of I1, I2, S1 and S2 (SA counts as S2, as in the
+    ``"four_way"`` takes an equal share of I1, I2, S1 and S2 (SA and S3 count as S2, as in the
     balanced sampler), each category short of its share giving its slots to the others. On a
     natural-ratio build a small natural subset holds only a handful of I1/S2 points: the
     four-way sampler then repeats them up to its cap and cuts the epoch to what they fill
@@ -297,7 +298,7 @@ def subset_indices(
         return list(range(len(categories)))
     pools: dict[str, list[int]] = defaultdict(list)
     for i, c in enumerate(categories):
-        pools["S2" if c == "SA" else c].append(i)
+        pools[four_way_group(c)].append(i)
     rng = random.Random(seed)
     for ix in pools.values():
         rng.shuffle(ix)

@@ -32,7 +32,7 @@ from collections.abc import Iterator, Sequence
 from typing import Literal
 
 from polylogue.errors import PolylogueInputError
-from polylogue.turntaking.types import PAPER_CATEGORIES
+from polylogue.turntaking.types import PAPER_CATEGORIES, Category
 
 EpochSize = Literal["dataset", "largest"]
 FOUR_WAY: tuple[str, ...] = tuple(c.value for c in PAPER_CATEGORIES)
@@ -42,11 +42,20 @@ class SamplerError(PolylogueInputError):
     """The data cannot be sampled as configured (e.g. an empty category)."""
 
 
+def four_way_group(category: str) -> str:
+    """The paper's four-way category of a benchmark category (S3 and SA count as S2)."""
+    try:
+        return Category(category).four_way.value
+    except ValueError:
+        return category  # not a benchmark category: the sampler reports it as outside
+
+
 def sampler_groups(kind: str, categories: Sequence[str]) -> tuple[list[str], tuple[str, ...]]:
     """``(group of each example, group names)`` for the ``four_way`` or ``label`` sampler."""
     if kind == "four_way":
-        # SA (addressed but silent) shares S2's pool: the paper's four-way batches.
-        return ["S2" if c == "SA" else c for c in categories], FOUR_WAY
+        # SA (addressed but silent) and S3 (a silent participant of the exchange) share S2's
+        # pool: the paper's four-way batches (Category.four_way).
+        return [four_way_group(c) for c in categories], FOUR_WAY
     # "label": SPEAK/SILENT halves
     return ["SPEAK" if c.startswith("I") else "SILENT" for c in categories], ("SPEAK", "SILENT")
 

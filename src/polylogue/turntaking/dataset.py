@@ -935,7 +935,10 @@ _UPGRADES = {
     1: "outcomes are derived from the labels (no BACKCHANNEL), there is no SA category and "
     "points sit at every utterance boundary, not at real pauses: scores are not comparable "
     "with a current build",
-    2: "its points are current, but Molweni is grouped as before (train and test share messages)",
+    2: "Molweni is grouped as before (train and test share messages), and the v2.1 "
+    "definitions (S3, answers as floor takes, one backchannel rule, targets) are not applied",
+    3: "the benchmark v2 definitions: no S3 (silent participants of the exchange count as "
+    "S1 bystanders), answers counted as backchannels, non-people as targets (v2.1 changed them)",
 }
 
 
