@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
-from polylogue.errors import LocatedInputError, PolylogueInputError
+from polylogue.errors import LocatedInputError, PolylogueInputError, input_notices, note_input
 from polylogue.jsonio import JsonInputError, loads_json
 
 #: The shortest silence (s) that counts at all in timed transcripts (AMI times are in hundredths
@@ -96,8 +96,42 @@ class ConversationFormatError(LocatedInputError):
 GROUP_ROLE = "group"
 
 
-#: Participant role of a pseudo-speaker for several people at once (Friends "ALL").
-GROUP_ROLE = "group"
+#: What kind of conversation it is (``Conversation.domain``). A deployment is chosen by the
+#: same names (its thresholds, and the chat model for ``chat``): one vocabulary, whose corpora
+#: ``engine.model.DOMAINS`` maps each name to.
+DOMAIN_NAMES: tuple[str, ...] = ("meeting", "tv", "earnings", "chat")
+#: Domain values older versions wrote (the Earnings-21 reader's ``earnings_call``), read as
+#: today's names with one warning per file.
+OLD_DOMAIN_NAMES: dict[str, str] = {"earnings_call": "earnings"}
+
+
+class DomainError(PolylogueInputError):
+    """A domain name that is not one of :data:`DOMAIN_NAMES`."""
+
+
+def check_domain_name(domain: str | None, source: object = None) -> None:
+    """The one check of a domain's name (None: no domain); ``source`` says whose it is."""
+    if domain is not None and domain not in DOMAIN_NAMES:
+        where = f"{source}: " if source else ""
+        raise DomainError(
+            f"{where}unknown domain {domain!r}; choose one of {', '.join(DOMAIN_NAMES)}"
+        )
+
+
+def upgrade_domain_name(domain: str, source: str | Path) -> str:
+    """A stored domain under today's name: an old one is mapped, with a warning."""
+    new = OLD_DOMAIN_NAMES.get(domain)
+    if new is None:
+        return domain
+    note_input(
+        "old domain name",
+        source,
+        "",
+        f"domain {domain!r} (written by an older polylogue) read as {new!r}",
+    )
+    return new
+
+
 #: Participant role of a voice that cannot take part: a TV or radio, an answering machine, a
 #: recording, an announcer or an off-stage voice (Friends "Tv Doctor", "Machine").
 VOICE_ROLE = "voice"
@@ -212,6 +246,7 @@ class Conversation:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        check_domain_name(self.domain, f"conversation {self.id}")
         ids = [p.id for p in self.participants]
         if len(set(ids)) != len(ids):
             raise ValueError(f"conversation {self.id}: duplicate participant ids {ids}")
@@ -257,7 +292,9 @@ class Conversation:
         return cls(
             id=str(d["id"]),
             corpus=str(d["corpus"]),
-            domain=str(d.get("domain") or "meeting"),
+            domain=upgrade_domain_name(
+                str(d.get("domain") or "meeting"), d.get("source") or d["id"]
+            ),
             group=d.get("group"),
             roster_known=bool(d.get("roster_known", False)),
             source=d.get("source"),
@@ -394,11 +431,12 @@ def read_parquet(path: str | Path, ids: Collection[str] | None = None) -> list[C
     except Exception as exc:  # pyarrow raises several types for corrupt files
         raise ConversationFormatError(path, "", f"not a readable Parquet file: {exc}") from exc
     out = []
-    for i, r in enumerate(rows):
-        try:
-            out.append(Conversation.from_dict(r))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ConversationFormatError(path, f"row {i}", str(exc)) from exc
+    with input_notices():  # an old file: one warning for all its renamed domains
+        for i, r in enumerate(rows):
+            try:
+                out.append(Conversation.from_dict(r))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ConversationFormatError(path, f"row {i}", str(exc)) from exc
     return out
 
 
