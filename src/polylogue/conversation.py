@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
-from polylogue.errors import LocatedInputError, PolylogueInputError, input_notices, note_input
+from polylogue.errors import LocatedInputError, PolylogueInputError, note_input
 from polylogue.jsonio import JsonInputError, loads_json
 
 #: The shortest silence (s) that counts at all in timed transcripts (AMI times are in hundredths
@@ -118,17 +118,21 @@ def check_domain_name(domain: str | None, source: object = None) -> None:
         )
 
 
-def upgrade_domain_name(domain: str, source: str | Path) -> str:
-    """A stored domain under today's name: an old one is mapped, with a warning."""
+def upgrade_domain_name(domain: str, source: str | Path, noted: set[str] | None = None) -> str:
+    """A stored domain under today's name: an old one is mapped, with a warning naming
+    ``source`` (only the first time for each name in ``noted``, when given: one file)."""
     new = OLD_DOMAIN_NAMES.get(domain)
     if new is None:
         return domain
-    note_input(
-        "old domain name",
-        source,
-        "",
-        f"domain {domain!r} (written by an older polylogue) read as {new!r}",
-    )
+    if noted is None or domain not in noted:
+        note_input(
+            "old domain name",
+            source,
+            "",
+            f"domain {domain!r} (written by an older polylogue) read as {new!r}",
+        )
+    if noted is not None:
+        noted.add(domain)
     return new
 
 
@@ -292,9 +296,7 @@ class Conversation:
         return cls(
             id=str(d["id"]),
             corpus=str(d["corpus"]),
-            domain=upgrade_domain_name(
-                str(d.get("domain") or "meeting"), d.get("source") or d["id"]
-            ),
+            domain=str(d.get("domain") or "meeting"),
             group=d.get("group"),
             roster_known=bool(d.get("roster_known", False)),
             source=d.get("source"),
@@ -380,7 +382,8 @@ def write_jsonl(conversations: Iterable[Conversation], path: str | Path) -> int:
 
 
 def read_jsonl(path: str | Path) -> Iterator[Conversation]:
-    """Read conversations written by :func:`write_jsonl`."""
+    """Read conversations written by :func:`write_jsonl` (older domain names upgraded)."""
+    noted: set[str] = set()
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
             try:
@@ -391,10 +394,13 @@ def read_jsonl(path: str | Path) -> Iterator[Conversation]:
                 continue
             where = f"line {lineno}"
             try:
-                yield Conversation.from_dict(loads_json(line, path, where))
+                d = loads_json(line, path, where)
+                if isinstance(d, dict) and isinstance(d.get("domain"), str):
+                    d["domain"] = upgrade_domain_name(d["domain"], path, noted)
+                yield Conversation.from_dict(d)
             except JsonInputError as exc:
                 raise ConversationFormatError(path, where, exc.message) from None
-            except (KeyError, TypeError, ValueError, OverflowError) as exc:
+            except (KeyError, TypeError, ValueError, OverflowError, DomainError) as exc:
                 raise ConversationFormatError(path, where, str(exc)) from exc
 
 
@@ -419,8 +425,13 @@ def write_parquet(
     return len(rows)
 
 
-def read_parquet(path: str | Path, ids: Collection[str] | None = None) -> list[Conversation]:
-    """Conversations of a Parquet file; only those with an id in ``ids`` when given."""
+def read_parquet(
+    path: str | Path, ids: Collection[str] | None = None, noted: set[str] | None = None
+) -> list[Conversation]:
+    """Conversations of a Parquet file; only those with an id in ``ids`` when given.
+
+    Domain names of older versions are upgraded with one warning (per name in ``noted``, a
+    set the caller may share between the reads of one folder)."""
     import pyarrow.parquet as pq
 
     try:
@@ -431,12 +442,14 @@ def read_parquet(path: str | Path, ids: Collection[str] | None = None) -> list[C
     except Exception as exc:  # pyarrow raises several types for corrupt files
         raise ConversationFormatError(path, "", f"not a readable Parquet file: {exc}") from exc
     out = []
-    with input_notices():  # an old file: one warning for all its renamed domains
-        for i, r in enumerate(rows):
-            try:
-                out.append(Conversation.from_dict(r))
-            except (KeyError, TypeError, ValueError) as exc:
-                raise ConversationFormatError(path, f"row {i}", str(exc)) from exc
+    noted = set() if noted is None else noted
+    for i, r in enumerate(rows):
+        try:
+            if isinstance(r.get("domain"), str):
+                r["domain"] = upgrade_domain_name(r["domain"], path, noted)
+            out.append(Conversation.from_dict(r))
+        except (KeyError, TypeError, ValueError, DomainError) as exc:
+            raise ConversationFormatError(path, f"row {i}", str(exc)) from exc
     return out
 
 

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from polylogue.cli.output import plain_console
 from polylogue.conversation import DEFAULT_GAP_S, DOMAIN_NAMES, Conversation, check_domain_name
+from polylogue.corpora import CORPORA
 
 console = plain_console(stderr=True)
 
@@ -29,7 +30,7 @@ def build(
         typer.Option(
             "--corpus",
             "-c",
-            help="Shared corpus: ami, friends, earnings21, icsi, irc, molweni (repeatable).",
+            help=f"Shared corpus: {', '.join(CORPORA.names())} (repeatable).",
         ),
     ] = None,
     transcript: Annotated[
@@ -114,7 +115,7 @@ def build(
     """Build a turn-taking benchmark (decision points, categories, grouped splits)."""
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from polylogue.corpora import CORPORA, corpus_folder, load_corpus
+    from polylogue.corpora import corpus_folder, load_corpus
     from polylogue.corpora.segments import expand_transcript_paths, read_transcript_parts
     from polylogue.corpora.transcripts import TRANSCRIPT_FORMATS
     from polylogue.turntaking.dataset import (

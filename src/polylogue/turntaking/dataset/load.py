@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from polylogue.conversation import Conversation, Participant, read_parquet, upgrade_domain_name
-from polylogue.errors import input_notices
 from polylogue.jsonio import JsonInputError, load_json_object, loads_json
 from polylogue.turntaking.dataset.versions import (
     MANIFEST_KIND,
@@ -53,6 +52,8 @@ class Benchmark:
         self._points: dict[str, list[DecisionPoint]] = {}
         self._checked: set[str] = set()
         self._visible: dict[str, Prefixes] = {}
+        #: Older domain names met in this folder (warned about once: conversation.OLD_DOMAIN_NAMES).
+        self._old_domains: set[str] = set()
 
     @property
     def name(self) -> str:
@@ -72,7 +73,8 @@ class Benchmark:
 
     @cached_property
     def conversations(self) -> dict[str, Conversation]:
-        return {c.id: c for c in read_parquet(self.folder / "conversations.parquet")}
+        path = self.folder / "conversations.parquet"
+        return {c.id: c for c in read_parquet(path, noted=self._old_domains)}
 
     def _visible_for(self, ids: Iterable[str]) -> dict[str, Prefixes]:
         """Model-visible utterances of the conversations ``ids``; each read once, on demand.
@@ -85,7 +87,9 @@ class Benchmark:
             if "conversations" in self.__dict__:  # already loaded in full
                 convs = [self.conversations[i] for i in missing if i in self.conversations]
             else:
-                convs = read_parquet(self.folder / "conversations.parquet", ids=missing)
+                convs = read_parquet(
+                    self.folder / "conversations.parquet", ids=missing, noted=self._old_domains
+                )
             self._visible.update({c.id: Prefixes(model_visible(c)) for c in convs})
         return self._visible
 
@@ -211,8 +215,7 @@ class Benchmark:
 
     def _build_points(self, rows: list[dict[str, Any]], split: str) -> list[DecisionPoint]:
         self._visible_for(str(r.get("conversation_id")) for r in rows)
-        with input_notices():  # an older folder: one warning for all its renamed domains
-            return [self._point(r, split) for r in rows]
+        return [self._point(r, split) for r in rows]
 
     def inputs(self, split: str, balanced: bool = False, seed: int = 13) -> list[DecisionInput]:
         return [p.input for p in self.points(split, balanced, seed)]
@@ -228,7 +231,7 @@ class Benchmark:
                     point_id=r["point_id"],
                     conversation_id=cid,
                     corpus=r["corpus"],
-                    domain=upgrade_domain_name(r["domain"], self.folder),
+                    domain=upgrade_domain_name(r["domain"], self.folder, self._old_domains),
                     target=Participant.from_dict(inp["target"]),
                     present=tuple(Participant.from_dict(q) for q in inp["present"]),
                     context=visible.view(idx + 1),
