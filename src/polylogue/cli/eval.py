@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from polylogue.conversation import DOMAIN_NAMES
 from polylogue.jsonio import JsonInputError, loads_json
 from polylogue.models.base import BACKENDS, BASELINE_NAMES
 
@@ -72,7 +73,7 @@ def eval_command(
     domain: Annotated[
         str | None,
         typer.Option(
-            help="Default model only: deployment domain (meeting, tv, earnings, chat); picks "
+            help=f"Default model only: deployment domain ({', '.join(DOMAIN_NAMES)}); picks "
             "that domain's shipped model (chat has its own) and validation threshold."
         ),
     ] = None,
