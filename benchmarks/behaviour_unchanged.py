@@ -9,6 +9,8 @@ Recorded, through the real CLI on the shared data:
 * ``polylogue build`` of AMI (4 meetings), Earnings-21 (2 calls) and a user transcript read
   with ``--domain earnings``: every file of each benchmark folder;
 * ``polylogue eval --model default`` on the AMI build: ``metrics.json``;
+* every turn-taking baseline (``baseline:NAME``) on the AMI build's test split: name,
+  description and each point's decision, P(SPEAK), raw output and cues (no latency);
 * ``polylogue decide --json`` on the first AMI meeting replayed as JSONL (120 utterances, as
   in tests/test_deployment.py), for the meeting, earnings and tv domains, each row without its
   ``latency_ms`` (wall-clock time).
@@ -36,6 +38,8 @@ import sys
 from pathlib import Path
 
 from polylogue.corpora import load_corpus
+from polylogue.models.base import BASELINE_NAMES, load_predictor
+from polylogue.turntaking.dataset import load_benchmark
 
 #: Manifest fields that record when and with what a folder was written, not what it holds.
 VOLATILE = ("created", "polylogue_version", "python")
@@ -74,6 +78,16 @@ def record(out: Path) -> None:
     cli("eval", "--model", "default", "--data", str(out / "build" / "ami"), "--out", str(runs))
     (metrics,) = runs.glob("*/metrics.json")
     (out / "eval_metrics.json").write_bytes(metrics.read_bytes())
+    baselines: dict[str, dict[str, object]] = {}
+    inputs = load_benchmark(out / "build" / "ami").inputs("test")
+    for name in BASELINE_NAMES:
+        p = load_predictor(f"baseline:{name}")
+        answers = [
+            (x.point_id, x.decision, x.p_speak, x.raw_output, x.cues) for x in p.predict(inputs)
+        ]
+        baselines[name] = {"name": p.name, "describe": p.describe(), "predictions": answers}
+    text = json.dumps(baselines, sort_keys=True, default=str)
+    (out / "baselines.json").write_text(text + "\n", encoding="utf-8")
     conv = next(iter(load_corpus("ami")))
     lines = [{"speaker": u.speaker, "text": u.text} for u in conv.utterances[:N]]
     meeting = out / "meeting.jsonl"
@@ -95,6 +109,7 @@ def _without_latency(rows: str) -> str:
 
 def artefacts(root: Path) -> dict[str, Path]:
     files = [*sorted((root / "build").rglob("*")), root / "eval_metrics.json"]
+    files.append(root / "baselines.json")
     files += sorted(root.glob("decide_*.jsonl"))
     return {str(p.relative_to(root)): p for p in files if p.is_file()}
 

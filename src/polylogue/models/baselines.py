@@ -18,7 +18,7 @@ import hashlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from polylogue.models.base import (
     RANDOM_BASELINE_OPTIONS,
@@ -30,16 +30,32 @@ from polylogue.models.base import (
 from polylogue.turntaking.types import Decision, DecisionInput
 
 
+class _RuleBaseline:
+    """A baseline that answers each point by its own rule (``decide``), described by name."""
+
+    label: ClassVar[str] = ""
+
+    @property
+    def name(self) -> str:
+        return f"baseline:{self.label}"
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "baseline", "name": self.name}
+
+    def predict(self, inputs: Sequence[DecisionInput]) -> list[Prediction]:
+        return _per_point(inputs, self.decide)
+
+    def decide(self, inp: DecisionInput) -> _Answer:
+        raise NotImplementedError
+
+
 @dataclass(frozen=True)
-class ConstantBaseline:
+class ConstantBaseline(_RuleBaseline):
     decision: Decision
 
     @property
     def name(self) -> str:
         return f"baseline:always-{self.decision.value.lower()}"
-
-    def describe(self) -> dict[str, Any]:
-        return {"kind": "baseline", "name": self.name}
 
     def predict(self, inputs: Sequence[DecisionInput]) -> list[Prediction]:
         p = 1.0 if self.decision is Decision.SPEAK else 0.0
@@ -49,7 +65,7 @@ class ConstantBaseline:
 
 
 @dataclass(frozen=True)
-class RandomBaseline:
+class RandomBaseline(_RuleBaseline):
     """SPEAK with probability ``p_speak``, decided by a hash of (seed, point id).
 
     The answer for a point does not depend on batch order, so resumed runs reproduce it.
@@ -60,9 +76,7 @@ class RandomBaseline:
     p_speak: float = 0.5
     delay_s: float = 0.0
 
-    @property
-    def name(self) -> str:
-        return "baseline:random"
+    label: ClassVar[str] = "random"
 
     def describe(self) -> dict[str, Any]:
         # delay_s changes timing only, not answers, so it stays out of run keys.
@@ -72,10 +86,7 @@ class RandomBaseline:
         digest = hashlib.sha256(f"{self.seed}:{point_id}".encode()).digest()
         return int.from_bytes(digest[:8], "big") / 2**64
 
-    def predict(self, inputs: Sequence[DecisionInput]) -> list[Prediction]:
-        return _per_point(inputs, self._decide)
-
-    def _decide(self, inp: DecisionInput) -> _Answer:
+    def decide(self, inp: DecisionInput) -> _Answer:
         if self.delay_s:
             time.sleep(self.delay_s)
         u = self._uniform(inp.point_id)
@@ -84,26 +95,18 @@ class RandomBaseline:
 
 
 @dataclass(frozen=True)
-class ExplicitAddressBaseline:
-    @property
-    def name(self) -> str:
-        return "baseline:explicit-address"
+class ExplicitAddressBaseline(_RuleBaseline):
+    label: ClassVar[str] = "explicit-address"
 
-    def describe(self) -> dict[str, Any]:
-        return {"kind": "baseline", "name": self.name}
-
-    def predict(self, inputs: Sequence[DecisionInput]) -> list[Prediction]:
+    def decide(self, inp: DecisionInput) -> _Answer:
         from polylogue.turntaking.cues import build_matchers, is_cased, utterance_cues
 
-        def decide(inp: DecisionInput) -> _Answer:
-            people = {p.id: p for p in (*inp.present, inp.target)}
-            matchers = build_matchers(list(people.values()), cased=is_cased(inp.context))
-            cues = utterance_cues(inp.current, matchers, present=[inp.target.id])
-            evidence = cues.addressed.get(inp.target.id)
-            found = {"addressed": evidence, "referenced": cues.referenced.get(inp.target.id)}
-            return bool(evidence), 1.0 if evidence else 0.0, found
-
-        return _per_point(inputs, decide)
+        people = {p.id: p for p in (*inp.present, inp.target)}
+        matchers = build_matchers(list(people.values()), cased=is_cased(inp.context))
+        cues = utterance_cues(inp.current, matchers, present=[inp.target.id])
+        evidence = cues.addressed.get(inp.target.id)
+        found = {"addressed": evidence, "referenced": cues.referenced.get(inp.target.id)}
+        return bool(evidence), 1.0 if evidence else 0.0, found
 
 
 def held_floor_before(inp: DecisionInput) -> bool:
@@ -116,20 +119,12 @@ def held_floor_before(inp: DecisionInput) -> bool:
 
 
 @dataclass(frozen=True)
-class PreviousSpeakerBaseline:
-    @property
-    def name(self) -> str:
-        return "baseline:previous-speaker"
+class PreviousSpeakerBaseline(_RuleBaseline):
+    label: ClassVar[str] = "previous-speaker"
 
-    def describe(self) -> dict[str, Any]:
-        return {"kind": "baseline", "name": self.name}
-
-    def predict(self, inputs: Sequence[DecisionInput]) -> list[Prediction]:
-        def decide(inp: DecisionInput) -> _Answer:
-            held = held_floor_before(inp)
-            return held, 1.0 if held else 0.0, {}
-
-        return _per_point(inputs, decide)
+    def decide(self, inp: DecisionInput) -> _Answer:
+        held = held_floor_before(inp)
+        return held, 1.0 if held else 0.0, {}
 
 
 #: A baseline's answer for one point: SPEAK or not, its P(SPEAK) score, the cues it used.
