@@ -45,9 +45,7 @@ from polylogue.conversation import Conversation, ConversationFormatError, Partic
 from polylogue.corpora import load_corpus
 from polylogue.corpora.export import (
     VttStyle,
-    write_csv_transcript,
-    write_jsonl_transcript,
-    write_vtt_transcript,
+    write_transcript,
 )
 from polylogue.corpora.irc import read_irc
 from polylogue.corpora.molweni import read_molweni
@@ -75,7 +73,7 @@ class SourceResult:
 
 
 def molweni_jsonl(convs: Iterable[Conversation], folder: Path) -> list[Path]:
-    return [write_jsonl_transcript(c, folder / f"{c.id}.jsonl") for c in convs]
+    return [write_transcript(c, folder / f"{c.id}.jsonl", "jsonl") for c in convs]
 
 
 def irc_csv(
@@ -99,7 +97,7 @@ def irc_csv(
             for u in rows
         ]
         part = replace(conv, utterances=tuple(rows), participants=_participants(rows, conv))
-        out.append(write_csv_transcript(part, folder / f"{conv.id}.csv"))
+        out.append(write_transcript(part, folder / f"{conv.id}.csv", "csv"))
     return out
 
 
@@ -110,7 +108,7 @@ def _participants(rows: Sequence[Utterance], conv: Conversation) -> tuple[Partic
 
 def ami_vtt(conv: Conversation, path: Path, style: VttStyle) -> Path:
     names = {p.id: (p.aliases[0] if p.aliases else p.id) for p in conv.participants}
-    return write_vtt_transcript(conv, path, style, names)
+    return write_transcript(conv, path, "vtt", style=style, names=names)
 
 
 # ----------------------------------------------------------------------------- evaluation

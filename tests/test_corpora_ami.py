@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import itertools
 import re
-import shutil
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from corpus_copies import ami_copy
 
 from polylogue.conversation import Conversation, ConversationFormatError
 from polylogue.corpora import load_corpus
@@ -251,23 +251,8 @@ def test_topics(ami: Path) -> None:
 # ----------------------------------------------------------------------------- bad input
 
 
-def _mini_copy(release: Path, dest: Path, meeting: str = "ES2008a") -> Path:
-    """A copy of one meeting's words and dialogue acts plus the shared resources."""
-    out = dest / RELEASE_DIR
-    for sub, pattern in (
-        ("words", f"{meeting}.*.words.xml"),
-        ("dialogueActs", f"{meeting}.*.dialog-act.xml"),
-        ("corpusResources", "meetings.xml"),
-        ("ontologies", "da-types.xml"),
-    ):
-        (out / sub).mkdir(parents=True, exist_ok=True)
-        for p in (release / sub).glob(pattern):
-            shutil.copy(p, out / sub / p.name)
-    return out
-
-
 def test_copy_reads_like_the_original(release: Path, tmp_path: Path, es2008a: Conversation) -> None:
-    _mini_copy(release, tmp_path)
+    ami_copy(tmp_path)
     copy = next(read_ami(tmp_path))
     assert copy.utterances == es2008a.utterances
     assert copy.participants == es2008a.participants
@@ -275,7 +260,7 @@ def test_copy_reads_like_the_original(release: Path, tmp_path: Path, es2008a: Co
 
 
 def test_malformed_xml_names_file_and_line(release: Path, tmp_path: Path) -> None:
-    out = _mini_copy(release, tmp_path)
+    out = ami_copy(tmp_path)
     words = out / "words" / "ES2008a.C.words.xml"
     lines = words.read_text(encoding="iso-8859-1").splitlines()
     lines[5] = lines[5].replace("</w>", "</x>", 1)  # unbalanced tag on line 6
@@ -287,7 +272,7 @@ def test_malformed_xml_names_file_and_line(release: Path, tmp_path: Path) -> Non
 
 
 def test_dangling_word_reference_names_the_act(release: Path, tmp_path: Path) -> None:
-    out = _mini_copy(release, tmp_path)
+    out = ami_copy(tmp_path)
     acts = out / "dialogueActs" / "ES2008a.B.dialog-act.xml"
     text = acts.read_text(encoding="iso-8859-1")
     acts.write_text(text.replace("id(ES2008a.B.words21)", "id(ES2008a.B.words999999)", 1),

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from polylogue.conversation import Conversation, ConversationFormatError
-from polylogue.corpora import READERS, load_corpus
+from polylogue.corpora import CORPORA, load_corpus
 from polylogue.corpora.chat import leading_address, mentions, nick_lookup
 from polylogue.corpora.irc import BOT_NICKS, read_irc, read_irc_file, thread_conversations
 from polylogue.corpora.molweni import read_molweni
@@ -43,7 +43,7 @@ def _raw_kinds(path: Path) -> tuple[int, int, int]:
 
 
 def test_both_readers_are_registered() -> None:
-    assert {"irc", "molweni"} <= set(READERS)
+    assert {"irc", "molweni"} <= set(CORPORA.names())
     first = next(iter(load_corpus("molweni")))
     assert first.corpus == "molweni" and first.domain == "chat"
 

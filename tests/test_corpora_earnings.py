@@ -46,7 +46,7 @@ def test_readme_counts(root: Path, calls: dict[str, Conversation]) -> None:
 def test_conversation_shape(calls: dict[str, Conversation]) -> None:
     conv = calls["4341191"]
     assert conv.id == "earnings21_4341191" and conv.group == "4341191"
-    assert conv.corpus == "earnings21" and conv.domain == "earnings_call"
+    assert conv.corpus == "earnings21" and conv.domain == "earnings"
     assert conv.roster_known is False
     assert conv.metadata["company_name"] == "General Electric"
     # A turn is a maximal run of one speaker.

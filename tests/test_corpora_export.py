@@ -10,9 +10,7 @@ import pytest
 from polylogue.conversation import Conversation
 from polylogue.corpora import load_corpus
 from polylogue.corpora.export import (
-    write_csv_transcript,
-    write_jsonl_transcript,
-    write_vtt_transcript,
+    write_transcript,
 )
 from polylogue.corpora.irc import read_irc
 from polylogue.corpora.molweni import read_molweni
@@ -29,7 +27,7 @@ def ami() -> Conversation:
 @pytest.mark.parametrize("style", ["zoom", "teams"])
 def test_ami_meeting_as_webvtt_round_trips(ami: Conversation, tmp_path: Path, style: str) -> None:
     names = {p.id: p.aliases[0] for p in ami.participants}  # role codes: PM, ME, UI, ID
-    path = write_vtt_transcript(ami, tmp_path / f"{style}.vtt", style, names)  # type: ignore[arg-type]
+    path = write_transcript(ami, tmp_path / f"{style}.vtt", "vtt", style=style, names=names)  # type: ignore[arg-type]
     back = read_transcript(path)
     timed = [u for u in ami.utterances if u.start is not None and u.text.strip()]
     assert [u.text for u in back.utterances] == [" ".join(u.text.split()) for u in timed]
@@ -44,7 +42,7 @@ def test_ami_meeting_as_webvtt_round_trips(ami: Conversation, tmp_path: Path, st
 
 def test_irc_log_as_csv_keeps_markup_like_text_and_addressees(tmp_path: Path) -> None:
     conv = next(iter(read_irc(corpus_dir("ubuntu-irc-disentanglement"), "dev")))
-    path = write_csv_transcript(conv, tmp_path / "irc.csv", breaks=[500])
+    path = write_transcript(conv, tmp_path / "irc.csv", "csv", breaks=[500])
     back = read_transcript(path)
     kept = [u for u in conv.utterances if u.text.strip()]
     assert len(back.utterances) == len(kept)
@@ -59,17 +57,17 @@ def test_irc_log_as_csv_keeps_markup_like_text_and_addressees(tmp_path: Path) ->
 def test_molweni_dialogue_as_jsonl_and_vtt_with_break(tmp_path: Path) -> None:
     convs = list(read_molweni(corpus_dir("molweni"), "test"))[:2]
     first = convs[0]
-    back = read_transcript(write_jsonl_transcript(first, tmp_path / "m.jsonl", breaks=[3]))
+    back = read_transcript(write_transcript(first, tmp_path / "m.jsonl", "jsonl", breaks=[3]))
     assert [(u.speaker, u.text) for u in back.utterances] == [
         (u.speaker, u.text) for u in first.utterances
     ]
     assert back.metadata["breaks"] == [3]
     # No times: a WebVTT file cannot hold the dialogue, and says so by being empty of cues.
-    empty = write_vtt_transcript(first, tmp_path / "m.vtt")
+    empty = write_transcript(first, tmp_path / "m.vtt", "vtt")
     with pytest.raises(ValueError, match="no utterances"):
         read_transcript(empty)
     with pytest.raises(ValueError, match="style"):
-        write_vtt_transcript(first, tmp_path / "x.vtt", "slack")  # type: ignore[arg-type]
+        write_transcript(first, tmp_path / "x.vtt", "vtt", style="slack")  # type: ignore[arg-type]
 
 
 def test_chat_csv_export_declared_chat_makes_every_message_a_decision_moment(
@@ -81,7 +79,7 @@ def test_chat_csv_export_declared_chat_makes_every_message_a_decision_moment(
 
     conv = next(iter(read_irc(corpus_dir("ubuntu-irc-disentanglement"), "dev")))
     rows = [u for u in conv.utterances if u.text.strip()][:200]
-    path = write_csv_transcript(replace(conv, utterances=tuple(rows)), tmp_path / "irc.csv")
+    path = write_transcript(replace(conv, utterances=tuple(rows)), tmp_path / "irc.csv", "csv")
 
     as_meeting = read_transcript(path)
     as_chat = read_transcript(path, domain="chat")

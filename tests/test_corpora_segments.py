@@ -161,13 +161,13 @@ def test_csv_text_with_control_separators_stays_one_row(tmp_path: Path) -> None:
 def test_cli_build_domain_chat_for_a_chat_export(tmp_path: Path) -> None:
     from dataclasses import replace
 
-    from polylogue.corpora.export import write_csv_transcript
+    from polylogue.corpora.export import write_transcript
     from polylogue.corpora.irc import read_irc
     from polylogue.paths import corpus_dir
 
     conv = next(iter(read_irc(corpus_dir("ubuntu-irc-disentanglement"), "dev")))
     rows = tuple(u for u in conv.utterances if u.text.strip())[:150]
-    path = write_csv_transcript(replace(conv, utterances=rows), tmp_path / "channel.csv")
+    path = write_transcript(replace(conv, utterances=rows), tmp_path / "channel.csv", "csv")
     runner = CliRunner()
     sizes = {}
     for domain in ("chat", None):

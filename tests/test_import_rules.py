@@ -20,6 +20,7 @@ LAYERS: dict[str, int] = {
     "extras": 0,
     "jsonio": 0,
     "paths": 0,
+    "registry": 0,
     "runs": 0,
     "conversation": 1,
     "llm": 1,

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
-from polylogue.errors import LocatedInputError, PolylogueInputError
+from polylogue.errors import LocatedInputError, PolylogueInputError, note_input
 from polylogue.jsonio import JsonInputError, loads_json
 
 #: The shortest silence (s) that counts at all in timed transcripts (AMI times are in hundredths
@@ -96,8 +96,46 @@ class ConversationFormatError(LocatedInputError):
 GROUP_ROLE = "group"
 
 
-#: Participant role of a pseudo-speaker for several people at once (Friends "ALL").
-GROUP_ROLE = "group"
+#: What kind of conversation it is (``Conversation.domain``). A deployment is chosen by the
+#: same names (its thresholds, and the chat model for ``chat``): one vocabulary, whose corpora
+#: ``engine.model.DOMAINS`` maps each name to.
+DOMAIN_NAMES: tuple[str, ...] = ("meeting", "tv", "earnings", "chat")
+#: Domain values older versions wrote (the Earnings-21 reader's ``earnings_call``), read as
+#: today's names with one warning per file.
+OLD_DOMAIN_NAMES: dict[str, str] = {"earnings_call": "earnings"}
+
+
+class DomainError(PolylogueInputError):
+    """A domain name that is not one of :data:`DOMAIN_NAMES`."""
+
+
+def check_domain_name(domain: str | None, source: object = None) -> None:
+    """The one check of a domain's name (None: no domain); ``source`` says whose it is."""
+    if domain is not None and domain not in DOMAIN_NAMES:
+        where = f"{source}: " if source else ""
+        raise DomainError(
+            f"{where}unknown domain {domain!r}; choose one of {', '.join(DOMAIN_NAMES)}"
+        )
+
+
+def upgrade_domain_name(domain: str, source: str | Path, noted: set[str] | None = None) -> str:
+    """A stored domain under today's name: an old one is mapped, with a warning naming
+    ``source`` (only the first time for each name in ``noted``, when given: one file)."""
+    new = OLD_DOMAIN_NAMES.get(domain)
+    if new is None:
+        return domain
+    if noted is None or domain not in noted:
+        note_input(
+            "old domain name",
+            source,
+            "",
+            f"domain {domain!r} (written by an older polylogue) read as {new!r}",
+        )
+    if noted is not None:
+        noted.add(domain)
+    return new
+
+
 #: Participant role of a voice that cannot take part: a TV or radio, an answering machine, a
 #: recording, an announcer or an off-stage voice (Friends "Tv Doctor", "Machine").
 VOICE_ROLE = "voice"
@@ -212,6 +250,7 @@ class Conversation:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        check_domain_name(self.domain, f"conversation {self.id}")
         ids = [p.id for p in self.participants]
         if len(set(ids)) != len(ids):
             raise ValueError(f"conversation {self.id}: duplicate participant ids {ids}")
@@ -343,7 +382,8 @@ def write_jsonl(conversations: Iterable[Conversation], path: str | Path) -> int:
 
 
 def read_jsonl(path: str | Path) -> Iterator[Conversation]:
-    """Read conversations written by :func:`write_jsonl`."""
+    """Read conversations written by :func:`write_jsonl` (older domain names upgraded)."""
+    noted: set[str] = set()
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
             try:
@@ -354,10 +394,13 @@ def read_jsonl(path: str | Path) -> Iterator[Conversation]:
                 continue
             where = f"line {lineno}"
             try:
-                yield Conversation.from_dict(loads_json(line, path, where))
+                d = loads_json(line, path, where)
+                if isinstance(d, dict) and isinstance(d.get("domain"), str):
+                    d["domain"] = upgrade_domain_name(d["domain"], path, noted)
+                yield Conversation.from_dict(d)
             except JsonInputError as exc:
                 raise ConversationFormatError(path, where, exc.message) from None
-            except (KeyError, TypeError, ValueError, OverflowError) as exc:
+            except (KeyError, TypeError, ValueError, OverflowError, DomainError) as exc:
                 raise ConversationFormatError(path, where, str(exc)) from exc
 
 
@@ -382,8 +425,13 @@ def write_parquet(
     return len(rows)
 
 
-def read_parquet(path: str | Path, ids: Collection[str] | None = None) -> list[Conversation]:
-    """Conversations of a Parquet file; only those with an id in ``ids`` when given."""
+def read_parquet(
+    path: str | Path, ids: Collection[str] | None = None, noted: set[str] | None = None
+) -> list[Conversation]:
+    """Conversations of a Parquet file; only those with an id in ``ids`` when given.
+
+    Domain names of older versions are upgraded with one warning (per name in ``noted``, a
+    set the caller may share between the reads of one folder)."""
     import pyarrow.parquet as pq
 
     try:
@@ -394,10 +442,13 @@ def read_parquet(path: str | Path, ids: Collection[str] | None = None) -> list[C
     except Exception as exc:  # pyarrow raises several types for corrupt files
         raise ConversationFormatError(path, "", f"not a readable Parquet file: {exc}") from exc
     out = []
+    noted = set() if noted is None else noted
     for i, r in enumerate(rows):
         try:
+            if isinstance(r.get("domain"), str):
+                r["domain"] = upgrade_domain_name(r["domain"], path, noted)
             out.append(Conversation.from_dict(r))
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, DomainError) as exc:
             raise ConversationFormatError(path, f"row {i}", str(exc)) from exc
     return out
 

@@ -38,7 +38,14 @@ from typing import Any
 from livekit.agents import StopResponse, llm, stt
 
 from polylogue.adapters import start_live
-from polylogue.adapters.room import DECISION_TIMEOUT_S, Heard, RoomTracker, decision_row, log
+from polylogue.adapters.room import (
+    DECISION_TIMEOUT_S,
+    Heard,
+    RoomRole,
+    RoomTracker,
+    decision_row,
+    log,
+)
 from polylogue.conversation import Participant, Utterance
 from polylogue.engine.deployment import Deployment
 from polylogue.engine.live import Action, LiveDecision, Policy
@@ -162,7 +169,7 @@ async def gate_reply(
 DecisionHook = Callable[[Heard, LiveDecision], Any]
 
 
-class MultiPartySession:
+class MultiPartySession(RoomRole):
     """Every remote participant of a LiveKit room heard, one polylogue conversation decided.
 
     Start the ``AgentSession`` with its own audio input off
@@ -203,19 +210,6 @@ class MultiPartySession:
         self._mixed: str | None = None
         if session is not None:
             self.attach(session)
-
-    @property
-    def observer(self) -> bool:
-        """Listening only (the ``observer`` role): every decision logged, none acted on."""
-        return self.room.observer
-
-    @observer.setter
-    def observer(self, on: bool) -> None:
-        self.room.observer = on
-
-    def set_role(self, role: str | None) -> None:
-        """Switch the role while the session runs (``observer``, ``assistant``, ...)."""
-        self.room.set_role(role)
 
     # ----------------------------------------------------------------- the AgentSession
 

@@ -64,6 +64,7 @@ from polylogue.adapters.room import (
     BACKCHANNEL_PHRASES,
     DECISION_TIMEOUT_S,
     Heard,
+    RoomRole,
     RoomTracker,
     log,
 )
@@ -91,7 +92,7 @@ def frame_time(frame: Frame) -> float | None:
     return None
 
 
-class PolylogueGate(FrameProcessor):
+class PolylogueGate(RoomRole, FrameProcessor):
     """Gates the LLM response on polylogue's multi-party turn-taking decision."""
 
     def __init__(
@@ -122,19 +123,6 @@ class PolylogueGate(FrameProcessor):
         self._timed = False
         self._register_event_handler("on_decision")
         self._register_event_handler("on_barge_in")
-
-    @property
-    def observer(self) -> bool:
-        """Listening only (the ``observer`` role): every decision logged, none acted on."""
-        return self.room.observer
-
-    @observer.setter
-    def observer(self, on: bool) -> None:
-        self.room.observer = on
-
-    def set_role(self, role: str | None) -> None:
-        """Switch the role while the pipeline runs (``observer``, ``assistant``, ...)."""
-        self.room.set_role(role)
 
     def participant_joined(self, identity: str, name: str | None = None) -> None:
         """Someone joined (the transport's participant id, the name people call them)."""

@@ -396,6 +396,25 @@ def decision_row(
     return row
 
 
+class RoomRole:
+    """The role switch both front ends expose over their :class:`RoomTracker`."""
+
+    room: RoomTracker
+
+    @property
+    def observer(self) -> bool:
+        """Listening only (the ``observer`` role): every decision logged, none acted on."""
+        return self.room.observer
+
+    @observer.setter
+    def observer(self, on: bool) -> None:
+        self.room.observer = on
+
+    def set_role(self, role: str | None) -> None:
+        """Switch the role while the session runs (``observer``, ``assistant``, ...)."""
+        self.room.set_role(role)
+
+
 def participants_of(people: Iterable[Participant | str]) -> list[Participant]:
     """A roster from participants or bare identities."""
     return [p if isinstance(p, Participant) else Participant(id=p) for p in people]

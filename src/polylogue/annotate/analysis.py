@@ -223,20 +223,27 @@ def export_adjudicated(
         "annotators": annotator_names(store, study),
         "rule": "adjudicator decision, else strict majority of annotators",
     }
+    job = _Adjudicated(study, kept, labels, out, provenance)
     if study.kind is StudyKind.TURNTAKING:
-        _export_turntaking(study, kept, labels, out, provenance)
+        _export_turntaking(job)
     else:
-        _export_meetingtom(study, kept, labels, out, provenance)
+        _export_meetingtom(job)
     return ExportReport(out, len(kept), counts, changed, unresolved)
 
 
-def _export_turntaking(
-    study: Study,
-    items: Sequence[StudyItem],
-    labels: Mapping[str, Mapping[str, str | None]],
-    out: Path,
-    provenance: dict[str, Any],
-) -> None:
+@dataclass(frozen=True)
+class _Adjudicated:
+    """What an export writes: the kept items with their adjudicated labels, and provenance."""
+
+    study: Study
+    items: Sequence[StudyItem]
+    labels: Mapping[str, Mapping[str, str | None]]
+    out: Path
+    provenance: dict[str, Any]
+
+
+def _export_turntaking(job: _Adjudicated) -> None:
+    study, items, labels, out = job.study, job.items, job.labels, job.out
     from polylogue.annotate.study import DECISION_QUESTION_ID
     from polylogue.turntaking.dataset import (
         BenchmarkBuild,
@@ -279,17 +286,12 @@ def _export_turntaking(
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     # The points were built with the source's options, not with the placeholder used to save.
     manifest["options"] = source_options
-    manifest["human_labels"] = provenance
+    manifest["human_labels"] = job.provenance
     manifest_path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
 
 
-def _export_meetingtom(
-    study: Study,
-    items: Sequence[StudyItem],
-    labels: Mapping[str, Mapping[str, str | None]],
-    out: Path,
-    provenance: dict[str, Any],
-) -> None:
+def _export_meetingtom(job: _Adjudicated) -> None:
+    study, items, labels, out = job.study, job.items, job.labels, job.out
     from polylogue.tom.records import RECONSTRUCTION_FILE, TASK_FILES, ToMTask
 
     out.mkdir(parents=True, exist_ok=True)
@@ -311,7 +313,7 @@ def _export_meetingtom(
                 f.write(json.dumps(r) + "\n")
     (out / RECONSTRUCTION_FILE).write_text("".join(recon_lines), encoding="utf-8")
     (out / "human_labels.json").write_text(
-        json.dumps(provenance, indent=2) + "\n", encoding="utf-8"
+        json.dumps(job.provenance, indent=2) + "\n", encoding="utf-8"
     )
 
 

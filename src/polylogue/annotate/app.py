@@ -47,6 +47,7 @@ from polylogue.serve.guard import (  # one home for the checks both local servic
     host_allowed,
     is_loopback,
     listening_socket,
+    send_json_body,
     token_problem,
 )
 
@@ -136,18 +137,7 @@ class _Guard:
 
 
 async def _send_json(send: Any, status: int, detail: str) -> None:
-    body = json.dumps({"detail": detail}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await send_json_body(send, status, json.dumps({"detail": detail}).encode())
 
 
 def static_dir() -> Path:

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import errno
 import functools
-import importlib
 import os
 import sys
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import typer
 
 from polylogue.cli.output import WholeHelpGroup
+from polylogue.registry import Registry, load_target
 
 app = typer.Typer(
     name="polylogue",
@@ -30,17 +31,23 @@ app = typer.Typer(
     cls=WholeHelpGroup,  # command descriptions whole in the list, not cut at "..."
 )
 
-# One line per command module, in the order of the data flow; each defines register(app).
-_COMMAND_MODULES: tuple[str, ...] = (
-    "polylogue.cli.build",
-    "polylogue.cli.addressing",
-    "polylogue.cli.decide",
-    "polylogue.cli.serve",
-    "polylogue.cli.eval",
-    "polylogue.cli.train",
-    "polylogue.cli.tom",
-    "polylogue.cli.annotate",
-)
+
+@dataclass(frozen=True)
+class CommandModule:
+    """A module of ``polylogue.cli`` whose ``register(app)`` adds its commands."""
+
+    name: str
+
+    @property
+    def target(self) -> str:
+        return f"polylogue.cli.{self.name}:register"
+
+
+#: The command modules, in the order of the data flow (the registry style of corpora and
+#: model backends, ``polylogue.registry``).
+COMMAND_MODULES: Registry[CommandModule] = Registry("command module")
+for _module in ("build", "addressing", "decide", "serve", "eval", "train", "tom", "annotate"):
+    COMMAND_MODULES.register(CommandModule(_module))
 
 
 def _report_errors(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -114,8 +121,8 @@ def _wrap_commands(typer_app: typer.Typer) -> None:
 
 _default_show_warning = warnings.showwarning
 
-for _name in _COMMAND_MODULES:
-    importlib.import_module(_name).register(app)
+for _entry in COMMAND_MODULES:
+    load_target(_entry.target)(app)
 _wrap_commands(app)
 
 

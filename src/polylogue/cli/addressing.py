@@ -59,8 +59,7 @@ def addressing(
     from polylogue.addressing import Task, evaluate_task, examples, report_markdown, write_reports
     from polylogue.addressing.baselines import baselines_for
     from polylogue.addressing.model import turn_taking_ranker
-    from polylogue.corpora import READERS, load_corpus
-    from polylogue.paths import corpus_dir
+    from polylogue.corpora import corpus_folder, load_corpus
 
     corpora = corpus or list(CHAT_CORPORA)
     for c in corpora:
@@ -80,7 +79,7 @@ def addressing(
         ) from None
     reports = []
     for name in corpora:
-        folder = corpus_dir(READERS[name][1], data_root)
+        folder = corpus_folder(name, data_root)
         convs = list(itertools.islice(load_corpus(name, folder, splits=split), limit_conversations))
         for t in tasks:
             predictors = baselines_for(t)

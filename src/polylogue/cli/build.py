@@ -12,7 +12,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from polylogue.cli.output import plain_console
-from polylogue.conversation import DEFAULT_GAP_S, Conversation
+from polylogue.conversation import DEFAULT_GAP_S, DOMAIN_NAMES, Conversation, check_domain_name
+from polylogue.corpora import CORPORA
 
 console = plain_console(stderr=True)
 
@@ -29,7 +30,7 @@ def build(
         typer.Option(
             "--corpus",
             "-c",
-            help="Shared corpus: ami, friends, earnings21, icsi, irc, molweni (repeatable).",
+            help=f"Shared corpus: {', '.join(CORPORA.names())} (repeatable).",
         ),
     ] = None,
     transcript: Annotated[
@@ -56,7 +57,7 @@ def build(
         str | None,
         typer.Option(
             "--domain",
-            help="Domain of every --transcript: meeting, tv, earnings or chat (else a JSONL "
+            help=f"Domain of every --transcript: {', '.join(DOMAIN_NAMES)} (else a JSONL "
             "header's 'domain', else meeting). With chat every message is a decision moment, "
             "whatever its timestamps say.",
         ),
@@ -114,34 +115,31 @@ def build(
     """Build a turn-taking benchmark (decision points, categories, grouped splits)."""
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from polylogue.corpora import READERS, load_corpus
+    from polylogue.corpora import corpus_folder, load_corpus
     from polylogue.corpora.segments import expand_transcript_paths, read_transcript_parts
-    from polylogue.corpora.transcripts import TRANSCRIPT_DOMAINS, TRANSCRIPT_FORMATS
-    from polylogue.paths import corpus_dir
+    from polylogue.corpora.transcripts import TRANSCRIPT_FORMATS
     from polylogue.turntaking.dataset import (
         BuildOptions,
         build_benchmark,
-        hash_tree,
+        corpus_input,
         reader_options,
         save_benchmark,
         stats_markdown,
+        transcript_input,
     )
     from polylogue.turntaking.points import PointOptions
 
     if protocol not in ("default", "paper"):
         raise typer.BadParameter(f"--protocol must be 'default' or 'paper', not {protocol!r}")
     paper = protocol == "paper"
-    ami_unit = unit or ("da" if paper else "ipu")
-    if ami_unit not in ("ipu", "da", "turn"):
-        raise typer.BadParameter(f"--unit must be 'ipu', 'da' or 'turn', not {ami_unit!r}")
+    units = [u for c in CORPORA if c.units is not None for u in c.units.choices]
+    if unit is not None and unit not in units:
+        names = ", ".join(f"'{u}'" for u in dict.fromkeys(units))
+        raise typer.BadParameter(f"--unit must be one of {names}, not {unit!r}")
 
     if fmt is not None and fmt not in TRANSCRIPT_FORMATS:
         raise typer.BadParameter(f"unknown format {fmt!r}; known: {', '.join(TRANSCRIPT_FORMATS)}")
-    if domain is not None and domain not in TRANSCRIPT_DOMAINS:
-        raise typer.BadParameter(
-            f"unknown domain {domain!r}; known: {', '.join(TRANSCRIPT_DOMAINS)}",
-            param_hint="--domain",
-        )
+    check_domain_name(domain, "--domain")
     if reset_after is not None and reset_after <= 0:
         raise typer.BadParameter("must be positive seconds", param_hint="--reset-after")
     corpora = corpus or []
@@ -149,8 +147,8 @@ def build(
     if not corpora and not transcripts:
         raise typer.BadParameter("give at least one --corpus or --transcript")
     for c in corpora:
-        if c not in READERS:
-            raise typer.BadParameter(f"unknown corpus {c!r}; known: {', '.join(sorted(READERS))}")
+        if c not in CORPORA:
+            raise typer.BadParameter(str(CORPORA.unknown(c)))
 
     inputs: dict[str, dict[str, str]] = {}
     current = {"input": ""}  # what the progress line names
@@ -158,13 +156,9 @@ def build(
     def sources() -> Iterator[Conversation]:
         for name in corpora:
             current["input"] = name
-            folder = corpus_dir(READERS[name][1], data_root)
-            inputs[name] = {"path": str(folder), "sha256": hash_tree(folder)}
-            # AMI acts are split at the same silence that makes a pause: every pause is a
-            # boundary (reader_options); --unit overrides the unit.
-            opts = reader_options(name, gap, "paper" if paper else "default")
-            if name == "ami" and unit is not None:
-                opts = {"unit": ami_unit, **({"ipu_gap": gap} if ami_unit == "ipu" else {})}
+            folder = corpus_folder(name, data_root)
+            inputs[name] = corpus_input(folder)
+            opts = reader_options(name, gap, "paper" if paper else "default", unit)
             yield from itertools.islice(load_corpus(name, folder, **opts), limit_conversations)
             progress.advance(task)
         if not transcripts:
@@ -172,11 +166,7 @@ def build(
         seen: set[str] = set()
         for path in transcripts:
             current["input"] = path.name
-            inputs[f"transcript:{path}"] = {
-                "path": str(path),
-                "sha256": hash_tree(path.parent, [path.name]),
-                **({"domain": domain} if domain else {}),
-            }
+            inputs[f"transcript:{path}"] = transcript_input(path, domain)
             parts = read_transcript_parts(path, format=fmt, reset_after=reset_after, domain=domain)
             if any(c.id in seen for c in parts):
                 # Several files from one template: fall back to the file name (then its path).

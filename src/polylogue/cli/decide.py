@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from polylogue.conversation import DOMAIN_NAMES
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -22,6 +24,9 @@ if TYPE_CHECKING:
     from polylogue.corpora.transcripts import AliasSpec
     from polylogue.engine.deployment import Deployment
     from polylogue.engine.live import LiveConversation, LiveDecision
+
+
+_DOMAINS = ", ".join(DOMAIN_NAMES[:-1]) + f" or {DOMAIN_NAMES[-1]}"
 
 
 def register(app: typer.Typer) -> None:
@@ -464,7 +469,7 @@ def decide(
     domain: Annotated[
         str | None,
         typer.Option(
-            help="Kind of conversation: meeting, tv, earnings or chat (chat has its own model); "
+            help=f"Kind of conversation: {_DOMAINS} (chat has its own model); "
             "picks that domain's operating-point thresholds."
         ),
     ] = None,
@@ -653,9 +658,7 @@ def tune_threshold(
     model_dir: Annotated[
         Path | None, typer.Option(help="Model folder (default: the shipped one).")
     ] = None,
-    domain: Annotated[
-        str | None, typer.Option(help="Deployment domain: meeting, tv, earnings or chat.")
-    ] = None,
+    domain: Annotated[str | None, typer.Option(help=f"Deployment domain: {_DOMAINS}.")] = None,
     operating_point: Annotated[
         str | None,
         typer.Option(help="The point to compare with (default: matched)."),

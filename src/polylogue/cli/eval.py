@@ -7,8 +7,9 @@ from typing import Annotated, Any
 
 import typer
 
+from polylogue.conversation import DOMAIN_NAMES
 from polylogue.jsonio import JsonInputError, loads_json
-from polylogue.models.base import BASELINE_NAMES
+from polylogue.models.base import BACKENDS, BASELINE_NAMES
 
 
 def _parse_options(items: list[str]) -> dict[str, Any]:
@@ -72,7 +73,7 @@ def eval_command(
     domain: Annotated[
         str | None,
         typer.Option(
-            help="Default model only: deployment domain (meeting, tv, earnings, chat); picks "
+            help=f"Default model only: deployment domain ({', '.join(DOMAIN_NAMES)}); picks "
             "that domain's shipped model (chat has its own) and validation threshold."
         ),
     ] = None,
@@ -85,7 +86,7 @@ def eval_command(
     ] = None,
     threshold: Annotated[
         float | None,
-        typer.Option(help="Default model only: raw floor threshold on P(SPEAK) in [0, 1]."),
+        typer.Option(help="Default or hf: model: raw floor threshold on P(SPEAK) in [0, 1]."),
     ] = None,
     n_boot: Annotated[int, typer.Option(help="Bootstrap replicates for 95% intervals.")] = 1000,
     cache: Annotated[bool, typer.Option(help="Use the deterministic response cache.")] = True,
@@ -126,27 +127,31 @@ def eval_command(
     except (ValueError, FileNotFoundError, TypeError) as exc:
         raise typer.BadParameter(str(exc)) from exc
     kind = parse_model_spec(model).kind
-    # Each backend gets the options it understands; -O KEY=VALUE passes anything else through.
-    options: dict[str, Any] = {}
-    if kind in ("hf", "openai"):
-        options["prompt"] = prompt
-        if cache:
-            options["cache_path"] = str(out / "_cache" / "responses.sqlite")
-        if batch_size is not None:
-            options["batch_size"] = batch_size
-    if kind == "openai":
-        options.update(concurrency=concurrency, api_key_env=api_key_env)
-    if adapter is not None:
-        if kind != "hf":
-            raise typer.BadParameter("--adapter needs an hf: model", param_hint="--adapter")
-        options["adapter"] = str(adapter)
-    deployment = {"domain": domain, "operating_point": operating_point, "threshold": threshold}
-    for key, value in deployment.items():
+    backend = BACKENDS[kind]
+    # Each backend gets the flags it declares it takes (models.base.BACKENDS): these by
+    # default, where it takes them; the ones below only when given, and an error where it
+    # does not; -O KEY=VALUE passes anything else through.
+    offered: dict[str, Any] = {
+        "prompt": prompt,
+        "cache_path": str(out / "_cache" / "responses.sqlite") if cache else None,
+        "batch_size": batch_size,
+        "concurrency": concurrency,
+        "api_key_env": api_key_env,
+    }
+    options = {k: v for k, v in offered.items() if v is not None and backend.takes(k)}
+    given = {
+        "adapter": None if adapter is None else str(adapter),
+        "domain": domain,
+        "operating_point": operating_point,
+        "threshold": threshold,
+    }
+    for key, value in given.items():
         if value is None:
             continue
-        if kind != "default":
+        if not backend.takes(key):
             flag = "--" + key.replace("_", "-")
-            raise typer.BadParameter(f"{flag} applies to the default model", param_hint=flag)
+            takers = " or ".join(f"{b.name}" for b in BACKENDS if b.takes(key))
+            raise typer.BadParameter(f"{flag} applies to {takers} models", param_hint=flag)
         options[key] = value
     options.update(_parse_options(option or []))
     points, info = load_points(data, split, balanced=balanced)

@@ -2,36 +2,84 @@
 
 Readers know conversations and nothing downstream. Use :func:`load_corpus` for the shared
 corpora by name and :func:`polylogue.corpora.transcripts.read_transcript` for users' own files.
+Each shared corpus is one :class:`CorpusReader` in :data:`CORPORA`: its name, its folder under
+the data root, its reader function and the options that reader takes.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from polylogue.conversation import Conversation, ConversationFormatError
+from polylogue.registry import Registry, load_target
 
-# name -> (module:function, folder under the data root)
-READERS: dict[str, tuple[str, str]] = {
-    "ami": ("polylogue.corpora.ami:read_ami", "ami"),
-    "friends": ("polylogue.corpora.friends:read_friends", "friends"),
-    "earnings21": ("polylogue.corpora.earnings:read_earnings21", "earnings21"),
-    "icsi": ("polylogue.corpora.icsi:read_icsi", "icsi-qmsum"),
-    "irc": ("polylogue.corpora.irc:read_irc", "ubuntu-irc-disentanglement"),
-    "molweni": ("polylogue.corpora.molweni:read_molweni", "molweni"),
-}
+
+@dataclass(frozen=True)
+class ReaderUnits:
+    """A reader that can cut utterances several ways (its ``unit=`` option).
+
+    ``pauses`` is the unit cut at every silence of the gap given as ``gap_option`` (what a
+    benchmark reads, so every pause is a boundary); ``whole`` keeps the annotated utterances
+    whole (the paper protocol's reading).
+    """
+
+    choices: tuple[str, ...]
+    pauses: str
+    whole: str
+    gap_option: str
+
+    def options(self, unit: str, gap: float) -> dict[str, Any]:
+        """The reader's options for ``unit`` (the gap only where the unit is cut at pauses)."""
+        return {"unit": unit, **({self.gap_option: gap} if unit == self.pauses else {})}
+
+
+@dataclass(frozen=True)
+class CorpusReader:
+    """One shared corpus: its name, folder under the data root and reader."""
+
+    name: str
+    #: Folder under the shared data root.
+    folder: str
+    #: ``"module:function"`` of the reader, ``(folder, **options) -> Iterator[Conversation]``.
+    target: str
+    #: The utterance units the reader can cut, or None when it takes no unit option.
+    units: ReaderUnits | None = None
+
+    def reader(self) -> Callable[..., Iterator[Conversation]]:
+        fn: Callable[..., Iterator[Conversation]] = load_target(self.target)
+        return fn
+
+
+CORPORA: Registry[CorpusReader] = Registry("corpus")
+for _entry in (
+    CorpusReader(
+        "ami",
+        "ami",
+        "polylogue.corpora.ami:read_ami",
+        ReaderUnits(("ipu", "da", "turn"), pauses="ipu", whole="da", gap_option="ipu_gap"),
+    ),
+    CorpusReader("friends", "friends", "polylogue.corpora.friends:read_friends"),
+    CorpusReader("earnings21", "earnings21", "polylogue.corpora.earnings:read_earnings21"),
+    CorpusReader("icsi", "icsi-qmsum", "polylogue.corpora.icsi:read_icsi"),
+    CorpusReader("irc", "ubuntu-irc-disentanglement", "polylogue.corpora.irc:read_irc"),
+    CorpusReader("molweni", "molweni", "polylogue.corpora.molweni:read_molweni"),
+):
+    CORPORA.register(_entry)
 
 
 def reader(name: str) -> Callable[..., Iterator[Conversation]]:
-    try:
-        target, _ = READERS[name]
-    except KeyError:
-        raise KeyError(f"unknown corpus {name!r}; known: {', '.join(sorted(READERS))}") from None
-    mod, fn = target.split(":")
-    fn_obj: Callable[..., Iterator[Conversation]] = getattr(importlib.import_module(mod), fn)
-    return fn_obj
+    """The reader function of the shared corpus ``name``."""
+    return CORPORA[name].reader()
+
+
+def corpus_folder(name: str, data_root: str | Path | None = None) -> Path:
+    """The folder of the shared corpus ``name`` under ``data_root`` (default: the shared one)."""
+    from polylogue.paths import corpus_dir
+
+    return corpus_dir(CORPORA[name].folder, data_root)
 
 
 def load_corpus(
@@ -42,19 +90,17 @@ def load_corpus(
 
     ``root`` is the corpus folder; by default it is found under the shared data root.
     """
-    from polylogue.paths import corpus_dir
-
-    folder = (
-        Path(root)
-        if root is not None
-        else corpus_dir(READERS[name][1])
-        if name in READERS
-        else None
-    )
-    if folder is None:
-        reader(name)  # raises the helpful KeyError
-        raise AssertionError("unreachable")
-    return reader(name)(folder, **options)
+    entry = CORPORA[name]
+    folder = Path(root) if root is not None else corpus_folder(name)
+    return entry.reader()(folder, **options)
 
 
-__all__ = ["READERS", "ConversationFormatError", "load_corpus", "reader"]
+__all__ = [
+    "CORPORA",
+    "ConversationFormatError",
+    "CorpusReader",
+    "ReaderUnits",
+    "corpus_folder",
+    "load_corpus",
+    "reader",
+]

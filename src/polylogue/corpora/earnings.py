@@ -55,7 +55,7 @@ from polylogue.conversation import (
 from polylogue.corpora._text import csv_records, read_text, split_lines
 
 CORPUS = "earnings21"
-DOMAIN = "earnings_call"
+DOMAIN = "earnings"
 
 _NLP_COLUMNS = ("token", "speaker", "ts", "endTs", "punctuation", "case", "tags", "wer_tags")
 #: Columns a Rev ``.nlp`` file must have; the others of _NLP_COLUMNS are optional.

@@ -5,11 +5,13 @@ Used to put corpus data through exactly the path a user's file takes (the outsid
 
 Utterances without text are left out (a transcript line needs text).
 
-* :func:`write_jsonl_transcript`: one ``{"speaker", "text", "start", "end", "addressee"}``
+:func:`write_transcript` writes one of three formats:
+
+* ``jsonl``: one ``{"speaker", "text", "start", "end", "addressee"}``
   object per line (``addressee`` only where annotated), ``{"break": true}`` at breaks;
-* :func:`write_csv_transcript`: ``speaker,text,start,end,addressee[,break]`` (addressees
+* ``csv``: ``speaker,text,start,end,addressee[,break]`` (addressees
   joined with ``;``);
-* :func:`write_vtt_transcript`: WebVTT in the Zoom style (numbered cues, ``Name: text``) or the
+* ``vtt``: WebVTT in the Zoom style (numbered cues, ``Name: text``) or the
   Teams style (cue ids, ``<v Name>text</v>``); utterances without times are left out, since a
   cue needs them.
 
@@ -23,7 +25,7 @@ import csv
 import html
 import io
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -65,13 +67,32 @@ class _Lines:
         return None if u.addressees is None else [self.who.get(a, a) for a in u.addressees]
 
 
-def write_jsonl_transcript(
+ExportFormat = Literal["jsonl", "csv", "vtt"]
+
+
+def write_transcript(
     conv: Conversation,
     path: str | Path,
+    fmt: ExportFormat,
+    *,
+    style: VttStyle = "teams",
     names: Mapping[str, str] | None = None,
     breaks: Iterable[int] = (),
 ) -> Path:
-    t = _Lines.of(conv, names, breaks)
+    """Write ``conv`` to ``path`` as a ``jsonl``, ``csv`` or ``vtt`` transcript (``style``:
+    the WebVTT flavour) and return the path."""
+    if fmt not in _RENDERERS:
+        raise ValueError(f"format must be one of {', '.join(_RENDERERS)}, not {fmt!r}")
+    if style not in ("zoom", "teams"):
+        raise ValueError(f"style must be 'zoom' or 'teams', not {style!r}")
+    t = _Lines.of(conv, names, breaks, timed=fmt == "vtt")
+    text = _RENDERERS[fmt](t, style)
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+    return Path(path)
+
+
+def _jsonl(t: _Lines, style: VttStyle) -> str:
     lines = []
     for _, u, cut in t.rows:
         if cut:
@@ -80,16 +101,10 @@ def write_jsonl_transcript(
         times = {"start": u.start, "end": u.end, "addressee": t.addressees(u)}
         rec.update({k: v for k, v in times.items() if v is not None})
         lines.append(json.dumps(rec, ensure_ascii=False))
-    return _write(path, "".join(line + "\n" for line in lines))
+    return "".join(line + "\n" for line in lines)
 
 
-def write_csv_transcript(
-    conv: Conversation,
-    path: str | Path,
-    names: Mapping[str, str] | None = None,
-    breaks: Iterable[int] = (),
-) -> Path:
-    t = _Lines.of(conv, names, breaks)
+def _csv(t: _Lines, style: VttStyle) -> str:
     buf = io.StringIO(newline="")
     w = csv.writer(buf)
     w.writerow(
@@ -104,19 +119,10 @@ def write_csv_transcript(
             ";".join(t.addressees(u) or []),
         ]
         w.writerow(row + (["1" if cut else ""] if t.has_breaks else []))
-    return _write(path, buf.getvalue())
+    return buf.getvalue()
 
 
-def write_vtt_transcript(
-    conv: Conversation,
-    path: str | Path,
-    style: VttStyle = "teams",
-    names: Mapping[str, str] | None = None,
-    breaks: Iterable[int] = (),
-) -> Path:
-    if style not in ("zoom", "teams"):
-        raise ValueError(f"style must be 'zoom' or 'teams', not {style!r}")
-    t = _Lines.of(conv, names, breaks, timed=True)
+def _vtt(t: _Lines, style: VttStyle) -> str:
     lines = ["WEBVTT", ""]
     for k, (i, u, cut) in enumerate(t.rows, 1):
         if cut:
@@ -131,14 +137,14 @@ def write_vtt_transcript(
         else:
             cue_id = f"{k:08x}-0000-4000-8000-{i:012x}/{k}"  # Teams writes GUID/n cue ids
             lines += [cue_id, timing, f"<v {t.who[u.speaker]}>{text}</v>", ""]
-    return _write(path, "\n".join(lines))
+    return "\n".join(lines)
 
 
-def _write(path: str | Path, text: str) -> Path:
-    path = Path(path)
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
-    return path
+_RENDERERS: dict[str, Callable[[_Lines, VttStyle], str]] = {
+    "jsonl": _jsonl,
+    "csv": _csv,
+    "vtt": _vtt,
+}
 
 
 def _written(
@@ -171,4 +177,4 @@ def _num(v: float | None) -> str:
     return "" if v is None else f"{v:.3f}"
 
 
-__all__ = ["write_csv_transcript", "write_jsonl_transcript", "write_vtt_transcript"]
+__all__ = ["ExportFormat", "VttStyle", "write_transcript"]

@@ -66,7 +66,9 @@ from polylogue.conversation import (
     ConversationFormatError,
     Participant,
     Utterance,
+    check_domain_name,
     clean_name,
+    upgrade_domain_name,
 )
 from polylogue.corpora._text import csv_records, decode_line, loads_json, read_text, split_lines
 from polylogue.errors import input_notices, note_input
@@ -74,10 +76,6 @@ from polylogue.errors import input_notices, note_input
 CORPUS = "user"
 
 #: format name -> file suffixes it is inferred from
-#: Domains a user transcript can declare (the deployment domains of
-#: :data:`polylogue.engine.model.DOMAINS`; kept here because corpora sit below the engine).
-TRANSCRIPT_DOMAINS: tuple[str, ...] = ("meeting", "tv", "earnings", "chat")
-
 TRANSCRIPT_FORMATS: dict[str, tuple[str, ...]] = {
     "jsonl": (".jsonl", ".ndjson"),
     "csv": (".csv",),
@@ -175,7 +173,9 @@ def _read_transcript(
     if not raw:
         raise ConversationFormatError(path, "", "empty transcript: no utterances")
     conv_id = conversation_id or (header or {}).get("id") or path.stem
-    domain = domain or str((header or {}).get("domain") or "meeting")
+    if domain is None:  # a header's domain may be an older polylogue's name
+        domain = upgrade_domain_name(str((header or {}).get("domain") or "meeting"), path)
+    check_domain_name(domain, path)
     return _build(raw, participants, str(conv_id), domain, path, fmt)
 
 

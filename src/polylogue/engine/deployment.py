@@ -38,9 +38,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from polylogue.conversation import Participant
+from polylogue.conversation import DomainError, Participant, check_domain_name
 from polylogue.engine.engine import TurnTakingEngine
-from polylogue.engine.model import DOMAINS, TurnTakingModel, load_model, model_dir_for
+from polylogue.engine.model import TurnTakingModel, load_model, model_dir_for
 from polylogue.errors import PolylogueInputError
 
 
@@ -196,7 +196,10 @@ class Deployment:
         model: TurnTakingModel | None = None,
     ) -> Deployment:
         """Check every option, load the model (unless given) and pick its thresholds."""
-        _check_choice("domain", domain, DOMAINS)
+        try:
+            check_domain_name(domain)
+        except DomainError as exc:
+            raise DeploymentError("domain", str(exc)) from None
         _check_choice("operating point", operating_point, OPERATING_POINTS)
         _check_choice("role", role, ROLES)
         if threshold is not None:

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from polylogue.conversation import check_domain_name
 from polylogue.engine.chat_features import CHAT_FEATURE_NAMES
 from polylogue.engine.features import FEATURE_NAMES
 from polylogue.engine.text import HASH_SIZE
@@ -55,7 +56,8 @@ def feature_names(blocks: tuple[str, ...] | list[str] = ()) -> tuple[str, ...]:
     return FEATURE_NAMES + tuple(n for b in blocks for n in FEATURE_BLOCKS[b])
 
 
-#: Deployment domains with their own floor threshold, and the corpora each is tuned on.
+#: The domains (``conversation.DOMAIN_NAMES``, each with its own floor threshold) and the
+#: corpora each is tuned on.
 DOMAINS: dict[str, tuple[str, ...]] = {
     "meeting": ("ami", "icsi"),
     "tv": ("friends",),
@@ -64,17 +66,11 @@ DOMAINS: dict[str, tuple[str, ...]] = {
 }
 
 
-def check_domain(domain: str | None) -> None:
-    """The one check of a deployment domain's name (None: no domain)."""
-    if domain is not None and domain not in DOMAINS:
-        raise PolylogueInputError(f"unknown domain {domain!r}; choose one of {', '.join(DOMAINS)}")
-
-
 def domain_threshold(domain: str | None, overall: float, per_domain: Mapping[str, float]) -> float:
     """The threshold for ``domain`` (None: ``overall``; a domain without its own: ``overall``)."""
     if domain is None:
         return overall
-    check_domain(domain)
+    check_domain_name(domain)
     return per_domain.get(domain, overall)
 
 
@@ -252,7 +248,7 @@ class TurnTakingModel:
 
 def model_dir_for(domain: str | None) -> Path:
     """The shipped model folder for a deployment domain (the default one unless it has its own)."""
-    check_domain(domain)
+    check_domain_name(domain)
     own = DOMAIN_MODEL_DIRS.get(domain or "")
     return own if own is not None and (own / "model.json").is_file() else DEFAULT_MODEL_DIR
 

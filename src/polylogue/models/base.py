@@ -15,12 +15,13 @@ Model specs (``polylogue eval --model SPEC``)::
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from polylogue.extras import require_extra
 from polylogue.llm.spec import LLMSpecError, parse_llm_spec
+from polylogue.registry import Registry, load_target
 from polylogue.turntaking.types import Decision, DecisionInput
 
 
@@ -147,6 +148,8 @@ BASELINE_NAMES = (
     "explicit-address",
     "previous-speaker",
 )
+#: The options of ``baseline:random`` (the other baselines take none).
+RANDOM_BASELINE_OPTIONS = ("seed", "p_speak", "delay_s")
 
 
 def parse_model_spec(spec: str) -> ModelSpec:
@@ -169,32 +172,79 @@ def parse_model_spec(spec: str) -> ModelSpec:
         except LLMSpecError as exc:
             raise ModelSpecError(str(exc)) from exc
         return ModelSpec(llm.kind, llm.target, llm.url)
-    raise ModelSpecError(f"unknown model kind {kind!r} in {spec!r}")
+    known = ", ".join(BACKENDS.names())
+    raise ModelSpecError(f"unknown model kind {kind!r} in {spec!r}; known: {known}")
 
 
-#: kind -> "module:function" building a predictor from (spec, **options). Imported lazily so
-#: ``polylogue --help`` never pulls in torch.
-_FACTORIES: dict[str, str] = {
-    "default": "polylogue.models.default_model:load_default_predictor",
-    "baseline": "polylogue.models.baselines:make_baseline",
-    "hf": "polylogue.models.hf_local:make_hf_predictor",
-    "openai": "polylogue.models.openai_compat:make_openai_predictor",
-}
+@dataclass(frozen=True)
+class Backend:
+    """One model kind of a ``--model`` spec: its factory, the options it takes, its extra.
+
+    The factory (``"module:function"``, imported only when a predictor is built, so
+    ``polylogue --help`` never pulls in torch) is called as ``factory(spec, **options)``, or
+    ``factory(**options)`` when ``takes_spec`` is false; options it does not list are refused
+    before it runs, and the optional extra it needs is checked then too.
+    """
+
+    name: str
+    factory: str
+    #: Every option the factory takes (front ends pass a flag only to backends that take it).
+    options: tuple[str, ...]
+    #: The ``pip install 'polylogue[EXTRA]'`` this backend needs, and the modules it checks.
+    extra: str | None = None
+    extra_modules: tuple[str, ...] = ()
+    takes_spec: bool = True
+
+    def takes(self, option: str) -> bool:
+        return option in self.options
+
+    def load(self, spec: ModelSpec, options: Mapping[str, Any]) -> Predictor:
+        check_options(spec.text, options, self.options)
+        if self.extra is not None:
+            require_extra(self.extra, *self.extra_modules, what=f"--model {spec.text}")
+        factory: Callable[..., Predictor] = load_target(self.factory)
+        return factory(spec, **options) if self.takes_spec else factory(**options)
 
 
-def _factory(kind: str) -> Callable[..., Predictor]:
-    mod, fn = _FACTORIES[kind].split(":")
-    factory: Callable[..., Predictor] = getattr(importlib.import_module(mod), fn)
-    return factory
+#: What an LLM backend's prompt, cache and batching options are called.
+_LLM_OPTIONS = ("prompt", "cache_path", "batch_size")
+
+BACKENDS: Registry[Backend] = Registry("model kind")
+for _backend in (
+    Backend(
+        "default",
+        "polylogue.models.default_model:load_default_predictor",
+        ("threshold", "model_dir", "domain", "operating_point"),
+        takes_spec=False,
+    ),
+    Backend("baseline", "polylogue.models.baselines:make_baseline", RANDOM_BASELINE_OPTIONS),
+    Backend(
+        "hf",
+        "polylogue.models.hf_local:make_hf_predictor",
+        (*_LLM_OPTIONS, "adapter", "threshold", "max_new_tokens", "device"),
+        extra="hf",
+        extra_modules=("torch", "transformers"),
+    ),
+    Backend(
+        "openai",
+        "polylogue.models.openai_compat:make_openai_predictor",
+        (
+            *_LLM_OPTIONS,
+            "concurrency",
+            "api_key_env",
+            "temperature",
+            "max_tokens",
+            "top_logprobs",
+            "timeout_s",
+            "max_retries",
+            "backoff_s",
+        ),
+    ),
+):
+    BACKENDS.register(_backend)
 
 
 def load_predictor(spec: str | ModelSpec, **options: Any) -> Predictor:
-    """Build a predictor from a model spec; ``options`` go to the backend's factory.
-
-    The default model's factory is called with ``(**options)``; every other factory receives the
-    parsed :class:`ModelSpec` first.
-    """
+    """Build a predictor from a model spec; ``options`` go to its backend's factory."""
     parsed = parse_model_spec(spec) if isinstance(spec, str) else spec
-    if parsed.kind == "default":
-        return _factory("default")(**options)
-    return _factory(parsed.kind)(parsed, **options)
+    return BACKENDS[parsed.kind].load(parsed, options)

@@ -16,24 +16,46 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from polylogue.models.base import ModelSpec, ModelSpecError, Prediction, check_options
+from polylogue.models.base import (
+    RANDOM_BASELINE_OPTIONS,
+    ModelSpec,
+    ModelSpecError,
+    Prediction,
+    check_options,
+)
 from polylogue.turntaking.types import Decision, DecisionInput
 
 
+class _RuleBaseline:
+    """A baseline that answers each point by its own rule (``decide``), described by name."""
+
+    label: ClassVar[str] = ""
+
+    @property
+    def name(self) -> str:
+        return f"baseline:{self.label}"
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "baseline", "name": self.name}
+
+    def predict(self, inputs: Sequence[DecisionInput]) -> list[Prediction]:
+        return _per_point(inputs, self.decide)
+
+    def decide(self, inp: DecisionInput) -> _Answer:
+        raise NotImplementedError
+
+
 @dataclass(frozen=True)
-class ConstantBaseline:
+class ConstantBaseline(_RuleBaseline):
     decision: Decision
 
     @property
     def name(self) -> str:
         return f"baseline:always-{self.decision.value.lower()}"
-
-    def describe(self) -> dict[str, Any]:
-        return {"kind": "baseline", "name": self.name}
 
     def predict(self, inputs: Sequence[DecisionInput]) -> list[Prediction]:
         p = 1.0 if self.decision is Decision.SPEAK else 0.0
@@ -43,7 +65,7 @@ class ConstantBaseline:
 
 
 @dataclass(frozen=True)
-class RandomBaseline:
+class RandomBaseline(_RuleBaseline):
     """SPEAK with probability ``p_speak``, decided by a hash of (seed, point id).
 
     The answer for a point does not depend on batch order, so resumed runs reproduce it.
@@ -54,9 +76,7 @@ class RandomBaseline:
     p_speak: float = 0.5
     delay_s: float = 0.0
 
-    @property
-    def name(self) -> str:
-        return "baseline:random"
+    label: ClassVar[str] = "random"
 
     def describe(self) -> dict[str, Any]:
         # delay_s changes timing only, not answers, so it stays out of run keys.
@@ -66,63 +86,27 @@ class RandomBaseline:
         digest = hashlib.sha256(f"{self.seed}:{point_id}".encode()).digest()
         return int.from_bytes(digest[:8], "big") / 2**64
 
-    def predict(self, inputs: Sequence[DecisionInput]) -> list[Prediction]:
-        out = []
-        for inp in inputs:
-            start = time.perf_counter()
-            if self.delay_s:
-                time.sleep(self.delay_s)
-            u = self._uniform(inp.point_id)
-            decision = Decision.SPEAK if u < self.p_speak else Decision.SILENT
-            # 1 - u is a score whose threshold at 1 - p_speak reproduces the decision.
-            out.append(
-                Prediction(
-                    inp.point_id,
-                    decision,
-                    1.0 - u,
-                    None,
-                    decision.value,
-                    time.perf_counter() - start,
-                )
-            )
-        return out
+    def decide(self, inp: DecisionInput) -> _Answer:
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        u = self._uniform(inp.point_id)
+        # 1 - u is a score whose threshold at 1 - p_speak reproduces the decision.
+        return u < self.p_speak, 1.0 - u, {}
 
 
 @dataclass(frozen=True)
-class ExplicitAddressBaseline:
-    @property
-    def name(self) -> str:
-        return "baseline:explicit-address"
+class ExplicitAddressBaseline(_RuleBaseline):
+    label: ClassVar[str] = "explicit-address"
 
-    def describe(self) -> dict[str, Any]:
-        return {"kind": "baseline", "name": self.name}
-
-    def predict(self, inputs: Sequence[DecisionInput]) -> list[Prediction]:
+    def decide(self, inp: DecisionInput) -> _Answer:
         from polylogue.turntaking.cues import build_matchers, is_cased, utterance_cues
 
-        out = []
-        for inp in inputs:
-            start = time.perf_counter()
-            people = {p.id: p for p in (*inp.present, inp.target)}
-            matchers = build_matchers(list(people.values()), cased=is_cased(inp.context))
-            cues = utterance_cues(inp.current, matchers, present=[inp.target.id])
-            evidence = cues.addressed.get(inp.target.id)
-            decision = Decision.SPEAK if evidence else Decision.SILENT
-            out.append(
-                Prediction(
-                    inp.point_id,
-                    decision,
-                    1.0 if evidence else 0.0,
-                    None,
-                    decision.value,
-                    time.perf_counter() - start,
-                    cues={
-                        "addressed": evidence,
-                        "referenced": cues.referenced.get(inp.target.id),
-                    },
-                )
-            )
-        return out
+        people = {p.id: p for p in (*inp.present, inp.target)}
+        matchers = build_matchers(list(people.values()), cased=is_cased(inp.context))
+        cues = utterance_cues(inp.current, matchers, present=[inp.target.id])
+        evidence = cues.addressed.get(inp.target.id)
+        found = {"addressed": evidence, "referenced": cues.referenced.get(inp.target.id)}
+        return bool(evidence), 1.0 if evidence else 0.0, found
 
 
 def held_floor_before(inp: DecisionInput) -> bool:
@@ -135,37 +119,38 @@ def held_floor_before(inp: DecisionInput) -> bool:
 
 
 @dataclass(frozen=True)
-class PreviousSpeakerBaseline:
-    @property
-    def name(self) -> str:
-        return "baseline:previous-speaker"
+class PreviousSpeakerBaseline(_RuleBaseline):
+    label: ClassVar[str] = "previous-speaker"
 
-    def describe(self) -> dict[str, Any]:
-        return {"kind": "baseline", "name": self.name}
+    def decide(self, inp: DecisionInput) -> _Answer:
+        held = held_floor_before(inp)
+        return held, 1.0 if held else 0.0, {}
 
-    def predict(self, inputs: Sequence[DecisionInput]) -> list[Prediction]:
-        out = []
-        for inp in inputs:
-            start = time.perf_counter()
-            held = held_floor_before(inp)
-            decision = Decision.SPEAK if held else Decision.SILENT
-            out.append(
-                Prediction(
-                    inp.point_id,
-                    decision,
-                    1.0 if held else 0.0,
-                    None,
-                    decision.value,
-                    time.perf_counter() - start,
-                )
-            )
-        return out
+
+#: A baseline's answer for one point: SPEAK or not, its P(SPEAK) score, the cues it used.
+_Answer = tuple[bool, float, dict[str, Any]]
+
+
+def _per_point(
+    inputs: Sequence[DecisionInput], decide: Callable[[DecisionInput], _Answer]
+) -> list[Prediction]:
+    """One timed prediction per input from a per-point rule."""
+    out = []
+    for inp in inputs:
+        start = time.perf_counter()
+        speak, p_speak, cues = decide(inp)
+        decision = Decision.SPEAK if speak else Decision.SILENT
+        latency = time.perf_counter() - start
+        out.append(
+            Prediction(inp.point_id, decision, p_speak, None, decision.value, latency, cues=cues)
+        )
+    return out
 
 
 def make_baseline(spec: ModelSpec, **options: Any) -> Any:
     """Factory for ``baseline:NAME`` specs. Options: ``seed``, ``p_speak``, ``delay_s`` (random)."""
     name = spec.target
-    check_options(spec.text, options, ("seed", "p_speak", "delay_s") if name == "random" else ())
+    check_options(spec.text, options, RANDOM_BASELINE_OPTIONS if name == "random" else ())
     if name == "always-speak":
         return ConstantBaseline(Decision.SPEAK)
     if name == "always-silent":

@@ -16,7 +16,7 @@ from polylogue.engine.deployment import Action, Deployment
 from polylogue.engine.engine import describe_cues, is_addressed
 from polylogue.engine.extract import FeatureExtractor
 from polylogue.engine.features import N_FEATURES
-from polylogue.models.base import ModelSpecError, Prediction
+from polylogue.models.base import Prediction
 from polylogue.turntaking.types import Decision, DecisionInput
 
 
@@ -92,7 +92,6 @@ def load_default_predictor(
     model_dir: str | Path | None = None,
     domain: str | None = None,
     operating_point: str | None = None,
-    **unknown: Any,
 ) -> DefaultPredictor:
     """The shipped model (or a model folder written by ``polylogue train-default``).
 
@@ -102,11 +101,6 @@ def load_default_predictor(
     overrides the point's floor threshold; resolved by
     :class:`~polylogue.engine.deployment.Deployment`, as in every other front end.
     """
-    if unknown:
-        raise ModelSpecError(
-            f"unknown option(s) for the default model: {', '.join(sorted(unknown))} "
-            "(known: threshold, model_dir, domain, operating_point)"
-        )
     return DefaultPredictor(
         Deployment.resolve(
             model_dir=model_dir, domain=domain, operating_point=operating_point, threshold=threshold

@@ -37,7 +37,7 @@ from polylogue.llm.hf import (
     resolve_model_path,
     smollm2_gguf_path,
 )
-from polylogue.models.base import ModelSpec, Prediction, check_options
+from polylogue.models.base import ModelSpec, Prediction
 from polylogue.prompts.builder import ChatMessage, PromptOptions, build_messages, prompt_fingerprint
 from polylogue.prompts.parsing import parse_decision
 from polylogue.turntaking.types import Decision, DecisionInput
@@ -226,15 +226,5 @@ class HFLocalPredictor:
 def make_hf_predictor(spec: ModelSpec, **options: Any) -> HFLocalPredictor:
     """Factory for ``hf:PATH_OR_ALIAS``. Options: prompt, adapter, batch_size, threshold,
     max_new_tokens, cache_path, device."""
-    allowed = {
-        "prompt",
-        "adapter",
-        "batch_size",
-        "threshold",
-        "max_new_tokens",
-        "cache_path",
-        "device",
-    }
-    check_options(spec.text, options, allowed)
     kwargs = {k: v for k, v in options.items() if v is not None}
     return HFLocalPredictor(model_id=spec.target, **kwargs)

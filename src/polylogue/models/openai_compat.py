@@ -35,10 +35,8 @@ from polylogue.llm.openai import (
 )
 from polylogue.models.base import (
     ModelSpec,
-    ModelSpecError,
     Prediction,
     PredictionError,
-    check_options,
 )
 from polylogue.prompts.builder import PromptOptions, build_messages, prompt_fingerprint
 from polylogue.prompts.parsing import parse_decision
@@ -229,22 +227,6 @@ def make_openai_predictor(spec: ModelSpec, **options: Any) -> OpenAICompatPredic
     Options: prompt, concurrency, api_key_env, temperature, max_tokens, top_logprobs, timeout_s,
     max_retries, backoff_s, cache_path, batch_size.
     """
-    allowed = {
-        "prompt",
-        "concurrency",
-        "api_key_env",
-        "temperature",
-        "max_tokens",
-        "top_logprobs",
-        "timeout_s",
-        "max_retries",
-        "backoff_s",
-        "cache_path",
-        "batch_size",
-    }
-    if options.get("adapter"):
-        raise ModelSpecError("LoRA adapters are served by the server; --adapter is for hf: models")
-    check_options(spec.text, {k: v for k, v in options.items() if k != "adapter"}, allowed)
     kwargs = {k: v for k, v in options.items() if v is not None}
     assert spec.url is not None
     return OpenAICompatPredictor(model=spec.target, base_url=spec.url, **kwargs)

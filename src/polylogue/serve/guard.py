@@ -190,6 +190,13 @@ async def _send_json(
     send: Any, status: int, error: str | None, extra: list[tuple[bytes, bytes]] | None = None
 ) -> None:
     body = b"" if error is None else json.dumps({"ok": False, "error": error}).encode()
+    await send_json_body(send, status, body, extra)
+
+
+async def send_json_body(
+    send: Any, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    """A whole JSON response straight to an ASGI ``send`` (for middleware that answers itself)."""
     await send(
         {
             "type": "http.response.start",

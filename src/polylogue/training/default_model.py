@@ -602,7 +602,7 @@ def build_benchmarks(
     """Build (or reuse, when already built in ``work_dir``) one benchmark folder per corpus."""
     import functools
 
-    from polylogue.corpora import READERS, load_corpus
+    from polylogue.corpora import CORPORA, load_corpus
     from polylogue.turntaking.dataset import (
         BenchmarkBuild,
         BuildOptions,
@@ -612,7 +612,7 @@ def build_benchmarks(
     )
 
     def make(name: str) -> BenchmarkBuild:
-        root = None if data_root is None else data_root / READERS[name][1]
+        root = None if data_root is None else data_root / CORPORA[name].folder
         # The benchmark's own reader options (AMI: acts split at word gaps, v2).
         convs = load_corpus(name, root, **reader_options(name))
         if limit_conversations is not None:

@@ -32,7 +32,7 @@ import numpy as np
 from polylogue.conversation import GROUP_ROLE, Participant, Utterance
 from polylogue.engine.engine import EngineDecision, TurnTakingEngine
 from polylogue.engine.features import SPOKEN, Spoken
-from polylogue.engine.model import TurnTakingModel, domain_threshold, load_model
+from polylogue.engine.model import TurnTakingModel, load_model
 from polylogue.errors import PolylogueInputError
 from polylogue.jsonio import load_json_object
 
@@ -233,9 +233,6 @@ class TextTier:
             domain_thresholds={str(k): float(v) for k, v in meta["domain_thresholds"].items()},
             metadata=meta,
         )
-
-    def threshold_for(self, domain: str | None) -> float:
-        return domain_threshold(domain, self.threshold, self.domain_thresholds)
 
 
 #: Utterances kept for the text window (enough for MAX_TURNS turns of short AMI units).
