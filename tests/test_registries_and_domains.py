@@ -131,3 +131,35 @@ def test_a_transcript_header_domain_old_new_and_unknown(tmp_path: Path) -> None:
         app, ["build", "--out", str(tmp_path / "b"), "-t", str(transcript("podcast"))]
     )
     assert r.exit_code == 2 and "unknown domain 'podcast'" in r.output
+
+
+def test_meetingtom_kinds_share_the_registry_style_and_declare_their_options() -> None:
+    from polylogue.tom.generators import GENERATORS, GeneratorSpecError, load_generator
+
+    assert GENERATORS.names() == (
+        "chance",
+        "majority",
+        "majority-cv",
+        "heuristic",
+        "heuristic-fixed",
+        "leak",
+        "hf",
+        "openai",
+    )
+    assert GENERATORS["hf"].extra == "hf" and GENERATORS["hf"].takes("threads")
+    assert GENERATORS["openai"].takes("video_mode") and not GENERATORS["openai"].takes("threads")
+    assert load_generator("chance:7").describe() == {"kind": "chance", "seed": 7}
+    assert load_generator("heuristic-fixed", speak_s=2.0).speak_s == 2.0  # type: ignore[attr-defined]
+    refusals = [
+        (("chance:seven",), {}, "whole number"),
+        (("nope",), {}, "unknown model spec 'nope'; known: chance[:SEED], majority"),
+        (("chance",), {"threads": 1}, "unknown option(s) for --model chance: threads"),
+        (("majority",), {}, "majority labels of the evaluated records"),
+        (("heuristic",), {}, "reads the AMI transcripts"),
+        (("majority-cv",), {}, "needs the benchmark's records"),
+        (("leak:x",), {}, "leak takes no ':' part"),
+    ]
+    for args, options, message in refusals:
+        with pytest.raises(GeneratorSpecError) as err:
+            load_generator(*args, **options)
+        assert message in str(err.value)

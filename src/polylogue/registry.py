@@ -9,7 +9,7 @@ listing the names (``polylogue --help``) never imports a reader or torch.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Generic, Protocol, TypeVar
 
 from polylogue.errors import PolylogueInputError
@@ -63,6 +63,32 @@ class Registry(Generic[E]):
 
     def names(self) -> tuple[str, ...]:
         return tuple(self._entries)
+
+
+#: Option names that hold secrets: refused as options, so they never reach a command line
+#: that a manifest records.
+_SECRET_OPTION_HINTS = ("key", "token", "secret", "password", "auth")
+
+
+def unknown_options_message(
+    what: str, options: Mapping[str, Any], allowed: Iterable[str]
+) -> str | None:
+    """The message refusing options ``what`` does not take (None: all are known)."""
+    known = set(allowed)
+    unknown = sorted(k for k in options if k not in known)
+    if not unknown:
+        return None
+    secret = [k for k in unknown if any(h in k.lower() for h in _SECRET_OPTION_HINTS)]
+    hint = (
+        f"; {secret[0]!r} looks like a secret: put it in an environment variable and name that "
+        "variable with --api-key-env (secrets are never passed as options)"
+        if secret
+        else ""
+    )
+    return (
+        f"unknown option(s) for {what}: {', '.join(unknown)}; known: "
+        f"{', '.join(sorted(known)) or 'none'}{hint}"
+    )
 
 
 def load_target(target: str) -> Any:

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from polylogue.cli.output import WholeHelpGroup, counter_progress, markdown_table, plain_console
+from polylogue.tom.generators import KIND_SUMMARY
 
 console = plain_console(stderr=True)
 tom_app = typer.Typer(
@@ -102,10 +103,7 @@ def _ami_folder(ami: Path | None) -> Path:
 def run_cmd(
     model: Annotated[
         str,
-        typer.Option(
-            help="chance[:SEED], majority, majority-cv, heuristic (cross-fitted), "
-            "heuristic-fixed, leak (copy Q2's subject), hf:smollm2, openai:M@URL"
-        ),
+        typer.Option(help=KIND_SUMMARY),
     ],
     variant: Annotated[
         str,
@@ -145,29 +143,31 @@ def run_cmd(
     ] = 3,
 ) -> None:
     """Run a model over records; resumes in the same hash-keyed run folder."""
-    from polylogue.tom.backends import load_generator
+    from polylogue.tom.generators import GeneratorFit, generator_kind
     from polylogue.tom.prompts import parse_variant
     from polylogue.tom.records import load_tom_benchmark
     from polylogue.tom.runner import run_tom
-    from polylogue.tom.scoring import majority_labels
 
+    kind, target = generator_kind(model)  # an unknown spec fails before any data is read
     options = parse_variant(variant)
     bench = load_tom_benchmark(data)
     records = bench.select(_split(tasks), _split(ids), _split(sessions), limit)
     if not records:
         raise typer.BadParameter("no records match the selection")
-    extra: dict[str, Any] = {}
-    kind = model.split(":", 1)[0]
-    if kind == "hf":
-        extra = {"mode": hf_mode, "max_prompt_tokens": max_prompt_tokens, "threads": threads}
-    elif kind == "openai":
-        extra = {"video_mode": video_mode}
-    if kind in ("hf", "openai"):
-        extra["cache_path"] = cache  # the backend wraps its LLM client; baselines need none
-    majority = {f"{t.value}.{q}": lab for (t, q), lab in majority_labels(records).items()}
-    generator = _baseline(model, bench, _ami_folder(ami), folds, records)
-    if generator is None:
-        generator = load_generator(model, majority_labels=majority, **extra)
+    flags = {
+        "mode": hf_mode,
+        "max_prompt_tokens": max_prompt_tokens,
+        "threads": threads,
+        "video_mode": video_mode,
+        "cache_path": cache,
+    }
+    fit = GeneratorFit(
+        records=records,
+        all_records=list(bench.all_records()),
+        ami_folder=_ami_folder(ami),
+        folds=folds,
+    )
+    generator = kind.load(model, target, fit, {k: v for k, v in flags.items() if kind.takes(k)})
     media = None
     if options.uses_video:
         if ami_media is None:
@@ -198,26 +198,6 @@ def run_cmd(
                 "prompt"
             )
     typer.echo(str(result.folder))
-
-
-def _baseline(model: str, bench: Any, ami: Path, folds: int, records: Any) -> Any:
-    """The baselines of :mod:`polylogue.tom.baselines`, or None for the other specs."""
-    from polylogue.tom import baselines
-
-    if model == "leak":
-        bad = sorted({r.task.value for r in records} - {"you"})
-        if bad:
-            raise typer.BadParameter(f"the leak baseline answers YOU only (not {bad}): --tasks you")
-        return baselines.LeakGenerator()
-    if model == "heuristic-fixed":
-        return baselines.FixedHeuristic()
-    if model == "majority-cv":
-        return baselines.fit_crossfit_majority(list(bench.all_records()), folds)
-    if model == "heuristic":
-        from polylogue.tom.transcript import AmiSessions
-
-        return baselines.fit_crossfit_heuristic(list(bench.all_records()), AmiSessions(ami), folds)
-    return None
 
 
 def _media_provider(ami_media: Path, media_out: Path, options: Any) -> Any:

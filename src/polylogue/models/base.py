@@ -21,7 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from polylogue.extras import require_extra
 from polylogue.llm.spec import LLMSpecError, parse_llm_spec
-from polylogue.registry import Registry, load_target
+from polylogue.registry import Registry, load_target, unknown_options_message
 from polylogue.turntaking.types import Decision, DecisionInput
 
 
@@ -100,28 +100,11 @@ class ModelSpecError(LLMSpecError):
     """A ``--model`` string no backend understands, or an option its backend does not take."""
 
 
-#: Option names that hold secrets: refused as options, so they never reach a command line
-#: that a manifest records.
-_SECRET_OPTION_HINTS = ("key", "token", "secret", "password", "auth")
-
-
 def check_options(backend: str, options: Mapping[str, Any], allowed: Iterable[str]) -> None:
     """Refuse options ``backend`` does not take (``-O typo=1`` was silently ignored before)."""
-    known = set(allowed)
-    unknown = sorted(k for k in options if k not in known)
-    if not unknown:
-        return
-    secret = [k for k in unknown if any(h in k.lower() for h in _SECRET_OPTION_HINTS)]
-    hint = (
-        f"; {secret[0]!r} looks like a secret: put it in an environment variable and name that "
-        "variable with --api-key-env (secrets are never passed as options)"
-        if secret
-        else ""
-    )
-    raise ModelSpecError(
-        f"unknown option(s) for {backend}: {', '.join(unknown)}; known: "
-        f"{', '.join(sorted(known)) or 'none'}{hint}"
-    )
+    problem = unknown_options_message(backend, options, allowed)
+    if problem:
+        raise ModelSpecError(problem)
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,14 +4,8 @@ A generator turns one :class:`GenerationRequest` (the rendered prompt plus the m
 item and transcript window, never gold) into raw reply text. Every reply is scored by the same
 text parser, so baselines and models are compared on equal terms.
 
-Specs (``polylogue tom run --model SPEC``)::
-
-    chance[:SEED]              uniform random option per question (seeded per record)
-    majority                   the most frequent gold label per question (fitted beforehand)
-    heuristic                  transcript cues: speaking time, next speaker, agreement words
-    hf:smollm2 | hf:PATH       local Hugging Face causal LM, text only (utterance modality)
-    openai:MODEL@URL           OpenAI-compatible chat server; frames sent as images, or whole
-                               clips as ``video_url`` parts with ``video_mode=video``
+The kinds a ``--model`` spec names, and how each is built, are in
+:mod:`polylogue.tom.generators` (one registry).
 
 The two model backends take ``cache_path``: their LLM client is then wrapped in a
 :class:`~polylogue.llm.cache.CachedLM`, so a prompt asked before (by any run) is answered from
@@ -34,7 +28,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from polylogue.errors import RunStopped
 from polylogue.llm.base import GenerateConfig, ScoreOptions
 from polylogue.llm.cache import with_cache
-from polylogue.llm.spec import parse_llm_spec
 from polylogue.tom.prompts import ToMPrompt
 from polylogue.tom.records import LABELS, PARTICIPANT_LETTERS, ToMItem, ToMTask
 from polylogue.tom.transcript import DISCOURSE_MARKERS, TranscriptWindow
@@ -406,29 +399,3 @@ class OpenAIChatGenerator:
             raise TransientGenerationError(f"{self.base_url}: {exc}") from exc
         latency = time.perf_counter() - t0
         return Generation(result.text, latency, dict(result.usage or {}), result.cached)
-
-
-def load_generator(
-    spec: str, majority_labels: Mapping[str, str] | None = None, **options: Any
-) -> ToMGenerator:
-    """Build a generator from a spec string (see the module docstring)."""
-    kind, _, target = spec.partition(":")
-    if kind == "chance":
-        return ChanceGenerator(seed=int(target or 0))
-    if kind == "majority":
-        if majority_labels is None:
-            raise ValueError(
-                "the majority baseline needs the majority labels of the evaluated records"
-            )
-        return MajorityGenerator(dict(majority_labels))
-    if kind == "heuristic":
-        return HeuristicGenerator(**options)
-    if kind in ("hf", "openai"):
-        llm = parse_llm_spec(spec, default_hf="smollm2")
-        if llm.kind == "hf":
-            return HFTextGenerator(model=llm.target, **options)
-        assert llm.url is not None
-        return OpenAIChatGenerator(model=llm.target, base_url=llm.url, **options)
-    raise ValueError(
-        f"unknown model spec {spec!r} (chance, majority, heuristic, hf:..., openai:M@URL)"
-    )
