@@ -667,7 +667,7 @@ def listener_minutes(
         lo, hi = spans.get(c, (v, v))
         spans[c] = (min(lo, v), max(hi, v))
     pairs = set(zip(conversation, target, strict=True))
-    seconds = sum(spans[c][1] - spans[c][0] for c, _ in pairs)
+    seconds = sum(spans[c][1] - spans[c][0] for c, _ in sorted(pairs))
     return seconds / 60.0 if seconds > 0 else None
 
 
