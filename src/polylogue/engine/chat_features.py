@@ -16,6 +16,7 @@ is causal: nicks in the words of messages up to the pause, never reply annotatio
 from __future__ import annotations
 
 import bisect
+import copy
 from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from typing import Any, cast
 import numpy as np
 
 from polylogue.conversation import Participant, Utterance
+from polylogue.engine.blocks import FeatureBlock, Present, Scorer
 
 CHAT_FEATURE_NAMES: tuple[str, ...] = (
     "chat_addr_target",
@@ -121,6 +123,10 @@ class ChatState:
     last_addressee: dict[str, str] = field(default_factory=dict)
     first_speaker: str | None = None
     last_ref_time: dict[str, float] = field(default_factory=dict)
+
+    def fork(self) -> ChatState:
+        """A copy that observing more messages does not share with this one (a live probe)."""
+        return copy.deepcopy(self)
 
     # ------------------------------------------------------------------ nicks
 
@@ -380,3 +386,38 @@ def chat_state_from_dict(d: dict[str, object]) -> ChatState:
     state.first_speaker = g["first_speaker"]
     state.last_ref_time.update({str(k): float(v) for k, v in g["last_ref_time"].items()})
     return state
+
+
+# ---------------------------------------------------------------------- the chat block
+
+
+def _new_state(_yield: Scorer, _relation: Scorer, people: Iterable[Participant]) -> ChatState:
+    return new_chat_state(people)  # nicks only: the word models are the base block's
+
+
+def _row(
+    state: ChatState, target: str, _present: Present, _keys: list[tuple[int, ...]] | None
+) -> np.ndarray:
+    return state.features(target)
+
+
+def _from_dict(d: dict[str, object], _yield: Scorer, _relation: Scorer) -> ChatState:
+    return chat_state_from_dict(d)
+
+
+def nick_addressed(x: np.ndarray) -> bool:
+    """The message starts with the target's nick (any case, a unique prefix): the chat row."""
+    return bool(x[_IDX["chat_addr_target"]] == 1.0)
+
+
+#: Read only by models trained with it (the chat-domain model).
+CHAT_BLOCK: FeatureBlock[ChatState] = FeatureBlock(
+    name="chat",
+    names=CHAT_FEATURE_NAMES,
+    new_state=_new_state,
+    row=_row,
+    snapshot_key="chat_state",
+    to_dict=chat_state_to_dict,
+    from_dict=_from_dict,
+    addressed=nick_addressed,
+)

@@ -29,6 +29,7 @@ from typing import Any, cast
 import numpy as np
 
 from polylogue.conversation import GROUP_ROLE, Participant, Utterance
+from polylogue.engine.blocks import FeatureBlock
 from polylogue.engine.names import NameIndex
 from polylogue.engine.text import TextFacts, hash_keys, text_facts
 from polylogue.turntaking.cues import UtteranceCues, is_cased, utterance_cues
@@ -761,3 +762,31 @@ def state_from_dict(
     state.run_words = int(g["run_words"])
     state.run_start = g["run_start"]
     return state
+
+
+# ---------------------------------------------------------------------- the base block
+
+_ADDRESS_IDX = tuple(
+    _IDX[n] for n in ("target_vocative", "question_to_prev_target", "second_person_to_prev_target")
+)
+
+
+def is_addressed(x: np.ndarray) -> bool:
+    """Is the target addressed by the current utterance (read off its base feature row)?
+
+    Named as addressee, or asked ("you", a question) right after the target spoke.
+    """
+    return bool(x[_ADDRESS_IDX[0]] == 1.0 or x[_ADDRESS_IDX[1]] == 1.0 or x[_ADDRESS_IDX[2]] == 1.0)
+
+
+#: The features every model reads, first in its row (:mod:`polylogue.engine.blocks`).
+BASE_BLOCK: FeatureBlock[ConversationState] = FeatureBlock(
+    name="base",
+    names=FEATURE_NAMES,
+    new_state=new_state,
+    row=ConversationState.features,
+    snapshot_key="state",
+    to_dict=state_to_dict,
+    from_dict=state_from_dict,
+    addressed=is_addressed,
+)
