@@ -1,8 +1,9 @@
 """Chat feature block: who addresses whom by nick, and who still owes a reply.
 
-Read only by models trained with the ``chat`` feature block (the chat-domain model,
-``--domain chat``); the default model's 65 features (:mod:`polylogue.engine.features`) are
-untouched. The block is appended after them in the feature row.
+Read only by models trained with the ``chat`` feature block (:data:`CHAT_BLOCK`; the
+chat-domain model, ``--domain chat``); the default model's 65 features
+(:mod:`polylogue.engine.features`) are untouched. The block is appended after them in the
+feature row (:mod:`polylogue.engine.blocks`).
 
 In a channel several threads interleave, so whether a listener sends the next message depends
 less on the message that just ended than on the *reply structure visible so far*: messages

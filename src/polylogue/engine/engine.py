@@ -148,10 +148,12 @@ class TurnTakingEngine:
         self.model = model
         #: The model's blocks, looked up once (a decision loops over them).
         self.blocks = model.blocks
-        self.states: list[BlockState] = self._new_states(participants)
-        # Each block that can say "addressed", with where its columns are in a row.
+        self._rows = tuple(b.row for b in self.blocks)
+        self.use_states(self._new_states(participants))
+        # Each block that can say "addressed", with its columns in a row (None: the block
+        # starts the row and its reader can take the row itself, no slice to make per pause).
         self._address_readers = [
-            (b.addressed, start, start + b.width)
+            (b.addressed, None if start == 0 else slice(start, start + b.width))
             for b, start in zip(self.blocks, _starts(self.blocks), strict=True)
             if b.addressed is not None
         ]
@@ -161,10 +163,14 @@ class TurnTakingEngine:
         m = self.model
         return [b.new_state(m.yield_model, m.relation_model, people) for b in self.blocks]
 
-    @property
-    def state(self) -> ConversationState:
-        """The base block's state: who is here, what was said, the speaker statistics."""
-        return cast(ConversationState, self.states[0])  # base is always first
+    def use_states(self, states: list[BlockState]) -> None:
+        """Continue from these block states (one per block of the model, in its order)."""
+        if len(states) != len(self.blocks):
+            raise ValueError(f"{len(states)} states for {len(self.blocks)} feature blocks")
+        self.states = states
+        #: The base block's state (always first): who is here, what was said, the speaker
+        #: statistics. An attribute, not a property: it is read several times per pause.
+        self.state = cast(ConversationState, states[0])
 
     @classmethod
     def load(
@@ -187,12 +193,12 @@ class TurnTakingEngine:
 
     def reset(self, participants: Iterable[Participant] = ()) -> None:
         """Start the conversation over (keeps the model)."""
-        self.states = self._new_states(participants)
+        self.use_states(self._new_states(participants))
 
     def fork(self) -> TurnTakingEngine:
         """A copy to observe and decide on without changing this engine (the model is shared)."""
         new = copy.copy(self)
-        new.states = [s.fork() for s in self.states]
+        new.use_states([s.fork() for s in self.states])
         return new
 
     def observe(self, utterance: Utterance) -> float:
@@ -215,7 +221,10 @@ class TurnTakingEngine:
 
     def _addressed(self, row: np.ndarray) -> bool:
         """Does any block's part of the row say the target is addressed?"""
-        return any(read(row[a:b]) for read, a, b in self._address_readers)
+        for read, columns in self._address_readers:
+            if read(row if columns is None else row[columns]):
+                return True
+        return False
 
     def decide(
         self, target: str, present: Sequence[str] | Spoken | None = None, explain: bool = False
@@ -228,10 +237,12 @@ class TurnTakingEngine:
         # None: everyone registered is present, SPOKEN: everyone who spoke (both computed from
         # counters, O(1) in the roster).
         people = present if present is None or present is SPOKEN else list(present)
-        parts = [
-            b.row(s, target, people, None) for b, s in zip(self.blocks, self.states, strict=True)
-        ]
-        x = (parts[0] if len(parts) == 1 else np.concatenate(parts))[None, :]
+        states = self.states
+        if len(states) == 1:  # one block: no list to build nor rows to join at the pause
+            x = self._rows[0](states[0], target, people, None)[None, :]
+        else:
+            rows = [row(s, target, people, None) for row, s in zip(self._rows, states, strict=True)]
+            x = np.concatenate(rows)[None, :]
         outcomes = self.model.outcomes(x)
         p = float(outcomes.take_floor[0])
         p_back = float(outcomes.backchannel[0])

@@ -269,8 +269,9 @@ class LiveConversation:
 
     Every attribute a snapshot carries is declared once below with :func:`_saved` (its key
     and, where it is not plain JSON, how it is written and read); :meth:`to_dict` and
-    :meth:`from_dict` loop over those declarations. The engine's state is saved by the engine's
-    own functions; the deployment as its options (:func:`snapshot_deployment`).
+    :meth:`from_dict` loop over those declarations. The engine's state is saved block by block,
+    each under its feature block's key (:mod:`polylogue.engine.blocks`); the deployment as its
+    options (:func:`snapshot_deployment`).
     """
 
     #: The model, domain, operating point and role (the thresholds come from here only).
@@ -698,7 +699,7 @@ def _restored_engine(d: dict[str, Any], deployment: Deployment) -> TurnTakingEng
             raise SnapshotError(
                 f"live-conversation snapshot: bad {block.snapshot_key!r} ({e!r})"
             ) from None
-    engine.states = states
+    engine.use_states(states)
     return engine
 
 
