@@ -13,7 +13,7 @@ models that do not use it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, Self, TypeVar
 
@@ -23,8 +23,9 @@ from polylogue.conversation import Participant, Utterance
 
 #: A hashed-vocabulary word model (the model's turn-yield and relation models).
 Scorer = Callable[[tuple[int, ...]], float]
-#: Who is present at a decision: ids, ``features.SPOKEN`` (whoever spoke) or None (everyone).
-Present = Sequence[str] | Any | None
+#: Who is present at a decision: a list of ids, ``features.SPOKEN`` (whoever spoke) or None
+#: (everyone registered). ``Any``: ``Spoken`` lives in ``features``, which imports this module.
+Present = Any
 
 
 class BlockState(Protocol):
