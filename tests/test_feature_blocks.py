@@ -318,3 +318,16 @@ def test_a_version_3_snapshot_from_before_the_seam_continues(irc: Conversation) 
     want = [[i, a, p] for i, a, p in saved["next_decisions"]]
     assert [(i, a) for i, a, _ in got] == [(i, a) for i, a, _ in want]
     assert [None if p is None else round(p, 4) for _, _, p in got] == [p for _, _, p in want]
+
+
+def test_a_snapshot_taken_is_not_changed_by_what_follows(irc: Conversation) -> None:
+    """``to_dict`` hands out copies: a snapshot kept in memory (not written out at once, as
+    ``serve`` does) still restores the conversation as it stood."""
+    live = LiveConversation.start("kleedrac", deployment=Deployment.resolve(domain="chat"))
+    _decisions(live, irc.utterances[:40])
+    kept = live.to_dict()
+    frozen = json.loads(json.dumps(kept))
+    rest = _decisions(live, irc.utterances[40:60])
+    assert json.loads(json.dumps(kept)) == frozen
+    again = LiveConversation.from_dict(kept, snapshot_deployment(kept))
+    assert _decisions(again, irc.utterances[40:60]) == rest

@@ -347,20 +347,21 @@ def _msg_from_list(row: list[Any]) -> _Msg:
 
 
 def chat_state_to_dict(state: ChatState) -> dict[str, object]:
-    """A JSON-able snapshot of a :class:`ChatState` (bounded like the state)."""
+    """A JSON-able snapshot of a :class:`ChatState` (bounded like the state; a copy, as
+    :func:`~polylogue.engine.features.state_to_dict`)."""
     return {
         "participants": [p.to_dict() for p in state.participants.values()],
         "n": state.n,
         "window": [_msg_to_list(m) for m in state.window],
         "last_msg": [_msg_to_list(m) for m in state.last_msg.values()],
-        "last_ref": state.last_ref,
+        "last_ref": dict(state.last_ref),
         "pending": dict(state.pending),
         "pending_from": {k: sorted(v) for k, v in state.pending_from.items()},
         "recent": [[s, sorted(named)] for s, named in state.recent],
         "timed": [[t, s] for t, s in state.timed],
-        "last_addressee": state.last_addressee,
+        "last_addressee": dict(state.last_addressee),
         "first_speaker": state.first_speaker,
-        "last_ref_time": state.last_ref_time,
+        "last_ref_time": dict(state.last_ref_time),
     }
 
 

@@ -691,7 +691,10 @@ def _utt_to_list(u: _Utt) -> list[object]:
 
 
 def state_to_dict(state: ConversationState) -> dict[str, object]:
-    """A JSON-able snapshot of everything a later decision reads (bounded, like the state)."""
+    """A JSON-able snapshot of everything a later decision reads (bounded, like the state).
+
+    Nothing in it is the state's own: observing more does not change a snapshot already taken.
+    """
     return {
         "participants": [p.to_dict() for p in state.participants.values()],
         "n_utterances": state.n_utterances,
@@ -704,14 +707,14 @@ def state_to_dict(state: ConversationState) -> dict[str, object]:
         "transitions": [[a, b, n] for (a, b), n in state.transitions.items()],
         "yields": dict(state.yields),
         "holds": dict(state.holds),
-        "last_index": state.last_index,
-        "last_turn": state.last_turn,
-        "last_end": state.last_end,
-        "last_duration": state.last_duration,
+        "last_index": dict(state.last_index),
+        "last_turn": dict(state.last_turn),
+        "last_end": dict(state.last_end),
+        "last_duration": dict(state.last_duration),
         "n_turns": state.n_turns,
         "turn_speakers": list(state.turn_speakers),
         "recent": list(state.recent),
-        "last_mentioned": state.last_mentioned,
+        "last_mentioned": dict(state.last_mentioned),
         "run_length": state.run_length,
         "run_words": state.run_words,
         "run_start": state.run_start,
