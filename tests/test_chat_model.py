@@ -104,7 +104,8 @@ def test_extractor_appends_the_block_and_keeps_the_default_features(irc: Convers
     default = load_model()
     plain = FeatureExtractor.for_model(default).features(inputs)
     assert plain.shape == (len(inputs), N_FEATURES)
-    wide = FeatureExtractor(default.yield_model, default.relation_model, chat=True).features(inputs)
+    chat = FeatureExtractor(default.yield_model, default.relation_model, blocks=("chat",))
+    wide = chat.features(inputs)
     assert wide.shape == (len(inputs), N_FEATURES + len(CHAT_FEATURE_NAMES))
     np.testing.assert_array_equal(wide[:, :N_FEATURES], plain)
     # Real channel traffic: some targets are addressed by nick, some owe replies.

@@ -1,8 +1,9 @@
 """Chat feature block: who addresses whom by nick, and who still owes a reply.
 
-Read only by models trained with the ``chat`` feature block (the chat-domain model,
-``--domain chat``); the default model's 65 features (:mod:`polylogue.engine.features`) are
-untouched. The block is appended after them in the feature row.
+Read only by models trained with the ``chat`` feature block (:data:`CHAT_BLOCK`; the
+chat-domain model, ``--domain chat``); the default model's 65 features
+(:mod:`polylogue.engine.features`) are untouched. The block is appended after them in the
+feature row (:mod:`polylogue.engine.blocks`).
 
 In a channel several threads interleave, so whether a listener sends the next message depends
 less on the message that just ended than on the *reply structure visible so far*: messages
@@ -16,6 +17,7 @@ is causal: nicks in the words of messages up to the pause, never reply annotatio
 from __future__ import annotations
 
 import bisect
+import copy
 from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -24,6 +26,7 @@ from typing import Any, cast
 import numpy as np
 
 from polylogue.conversation import Participant, Utterance
+from polylogue.engine.blocks import FeatureBlock, Present, Scorer
 
 CHAT_FEATURE_NAMES: tuple[str, ...] = (
     "chat_addr_target",
@@ -121,6 +124,10 @@ class ChatState:
     last_addressee: dict[str, str] = field(default_factory=dict)
     first_speaker: str | None = None
     last_ref_time: dict[str, float] = field(default_factory=dict)
+
+    def fork(self) -> ChatState:
+        """A copy that observing more messages does not share with this one (a live probe)."""
+        return copy.deepcopy(self)
 
     # ------------------------------------------------------------------ nicks
 
@@ -340,20 +347,21 @@ def _msg_from_list(row: list[Any]) -> _Msg:
 
 
 def chat_state_to_dict(state: ChatState) -> dict[str, object]:
-    """A JSON-able snapshot of a :class:`ChatState` (bounded like the state)."""
+    """A JSON-able snapshot of a :class:`ChatState` (bounded like the state; a copy, as
+    :func:`~polylogue.engine.features.state_to_dict`)."""
     return {
         "participants": [p.to_dict() for p in state.participants.values()],
         "n": state.n,
         "window": [_msg_to_list(m) for m in state.window],
         "last_msg": [_msg_to_list(m) for m in state.last_msg.values()],
-        "last_ref": state.last_ref,
+        "last_ref": dict(state.last_ref),
         "pending": dict(state.pending),
         "pending_from": {k: sorted(v) for k, v in state.pending_from.items()},
         "recent": [[s, sorted(named)] for s, named in state.recent],
         "timed": [[t, s] for t, s in state.timed],
-        "last_addressee": state.last_addressee,
+        "last_addressee": dict(state.last_addressee),
         "first_speaker": state.first_speaker,
-        "last_ref_time": state.last_ref_time,
+        "last_ref_time": dict(state.last_ref_time),
     }
 
 
@@ -380,3 +388,38 @@ def chat_state_from_dict(d: dict[str, object]) -> ChatState:
     state.first_speaker = g["first_speaker"]
     state.last_ref_time.update({str(k): float(v) for k, v in g["last_ref_time"].items()})
     return state
+
+
+# ---------------------------------------------------------------------- the chat block
+
+
+def _new_state(_yield: Scorer, _relation: Scorer, people: Iterable[Participant]) -> ChatState:
+    return new_chat_state(people)  # nicks only: the word models are the base block's
+
+
+def _row(
+    state: ChatState, target: str, _present: Present, _keys: list[tuple[int, ...]] | None
+) -> np.ndarray:
+    return state.features(target)
+
+
+def _from_dict(d: dict[str, object], _yield: Scorer, _relation: Scorer) -> ChatState:
+    return chat_state_from_dict(d)
+
+
+def nick_addressed(x: np.ndarray) -> bool:
+    """The message starts with the target's nick (any case, a unique prefix): the chat row."""
+    return bool(x[_IDX["chat_addr_target"]] == 1.0)
+
+
+#: Read only by models trained with it (the chat-domain model).
+CHAT_BLOCK: FeatureBlock[ChatState] = FeatureBlock(
+    name="chat",
+    names=CHAT_FEATURE_NAMES,
+    new_state=_new_state,
+    row=_row,
+    snapshot_key="chat_state",
+    to_dict=chat_state_to_dict,
+    from_dict=_from_dict,
+    addressed=nick_addressed,
+)

@@ -19,20 +19,20 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from polylogue.conversation import GROUP_ROLE, Participant, Utterance
-from polylogue.engine.chat_features import CHAT_FEATURE_NAMES, ChatState, new_chat_state
+from polylogue.engine.blocks import BlockState
 from polylogue.engine.features import (
     FEATURE_NAMES,
     N_FEATURES,
     SPOKEN,
     ConversationState,
     Spoken,
-    new_state,
 )
+from polylogue.engine.features import is_addressed as is_addressed  # its home before blocks
 from polylogue.engine.model import TurnTakingModel, load_model
 
 #: Readable phrases for binary features that, when set, explain a decision.
@@ -82,21 +82,6 @@ class EngineDecision:
     def p_silent(self) -> float:
         """P(stay silent) = 1 - P(take floor) - P(backchannel)."""
         return max(0.0, 1.0 - self.p_speak - self.p_backchannel)
-
-
-def is_addressed(x: np.ndarray) -> bool:
-    """Is the target addressed by the current utterance (read off its feature row)?"""
-    return bool(
-        x[_ADDRESS_IDX["target_vocative"]] == 1.0
-        or x[_ADDRESS_IDX["question_to_prev_target"]] == 1.0
-        or x[_ADDRESS_IDX["second_person_to_prev_target"]] == 1.0
-    )
-
-
-_ADDRESS_IDX = {
-    n: FEATURE_NAMES.index(n)
-    for n in ("target_vocative", "question_to_prev_target", "second_person_to_prev_target")
-}
 
 
 def describe_cues(x: np.ndarray) -> dict[str, Any]:
@@ -153,18 +138,39 @@ _DESCRIBE_IDX = {
 
 
 class TurnTakingEngine:
-    """Streaming turn-taking decisions for one conversation."""
+    """Streaming turn-taking decisions for one conversation.
+
+    One state per feature block of the model (:mod:`polylogue.engine.blocks`), base first;
+    every utterance goes to each and a decision row is their rows side by side.
+    """
 
     def __init__(self, model: TurnTakingModel, participants: Iterable[Participant] = ()) -> None:
         self.model = model
-        participants = list(participants)
-        self.state: ConversationState = new_state(
-            model.yield_model, model.relation_model, participants
-        )
-        #: Nick-address state for models trained with the chat feature block (else None).
-        self.chat_state: ChatState | None = (
-            new_chat_state(participants) if "chat" in model.feature_blocks else None
-        )
+        #: The model's blocks, looked up once (a decision loops over them).
+        self.blocks = model.blocks
+        self._rows = tuple(b.row for b in self.blocks)
+        self.use_states(self._new_states(participants))
+        # Each block that can say "addressed", with its columns in a row (None: the block
+        # starts the row and its reader can take the row itself, no slice to make per pause).
+        self._address_readers = [
+            (b.addressed, None if start == 0 else slice(start, start + b.width))
+            for b, start in zip(self.blocks, _starts(self.blocks), strict=True)
+            if b.addressed is not None
+        ]
+
+    def _new_states(self, participants: Iterable[Participant]) -> list[BlockState]:
+        people = list(participants)
+        m = self.model
+        return [b.new_state(m.yield_model, m.relation_model, people) for b in self.blocks]
+
+    def use_states(self, states: list[BlockState]) -> None:
+        """Continue from these block states (one per block of the model, in its order)."""
+        if len(states) != len(self.blocks):
+            raise ValueError(f"{len(states)} states for {len(self.blocks)} feature blocks")
+        self.states = states
+        #: The base block's state (always first): who is here, what was said, the speaker
+        #: statistics. An attribute, not a property: it is read several times per pause.
+        self.state = cast(ConversationState, states[0])
 
     @classmethod
     def load(
@@ -182,30 +188,24 @@ class TurnTakingEngine:
 
     def add_participants(self, people: Iterable[Participant]) -> None:
         people = list(people)
-        self.state.register(people)
-        if self.chat_state is not None:
-            self.chat_state.register(people)
+        for s in self.states:
+            s.register(people)
 
     def reset(self, participants: Iterable[Participant] = ()) -> None:
         """Start the conversation over (keeps the model)."""
-        participants = list(participants)
-        self.state = new_state(self.model.yield_model, self.model.relation_model, participants)
-        if self.chat_state is not None:
-            self.chat_state = new_chat_state(participants)
+        self.use_states(self._new_states(participants))
 
     def fork(self) -> TurnTakingEngine:
         """A copy to observe and decide on without changing this engine (the model is shared)."""
         new = copy.copy(self)
-        new.state = self.state.fork()
-        new.chat_state = copy.deepcopy(self.chat_state)
+        new.use_states([s.fork() for s in self.states])
         return new
 
     def observe(self, utterance: Utterance) -> float:
         """Take in an utterance that just ended; returns the seconds the cached work took."""
         start = time.perf_counter()
-        self.state.observe(utterance)
-        if self.chat_state is not None:
-            self.chat_state.observe(utterance)
+        for s in self.states:
+            s.observe(utterance)
         return time.perf_counter() - start
 
     def listeners(self) -> list[str]:
@@ -219,11 +219,12 @@ class TurnTakingEngine:
             if pid != speaker and p.role != GROUP_ROLE
         ]
 
-    def _nick_addressed(self, row: np.ndarray) -> bool:
-        """Chat models: the message starts with the target's nick (any case, a unique prefix)."""
-        if self.chat_state is None:
-            return False
-        return bool(row[N_FEATURES + CHAT_FEATURE_NAMES.index("chat_addr_target")] == 1.0)
+    def _addressed(self, row: np.ndarray) -> bool:
+        """Does any block's part of the row say the target is addressed?"""
+        for read, columns in self._address_readers:
+            if read(row if columns is None else row[columns]):
+                return True
+        return False
 
     def decide(
         self, target: str, present: Sequence[str] | Spoken | None = None, explain: bool = False
@@ -236,9 +237,12 @@ class TurnTakingEngine:
         # None: everyone registered is present, SPOKEN: everyone who spoke (both computed from
         # counters, O(1) in the roster).
         people = present if present is None or present is SPOKEN else list(present)
-        x = self.state.features(target, people)[None, :]
-        if self.chat_state is not None:
-            x = np.concatenate([x, self.chat_state.features(target)[None, :]], axis=1)
+        states = self.states
+        if len(states) == 1:  # one block: no list to build nor rows to join at the pause
+            x = self._rows[0](states[0], target, people, None)[None, :]
+        else:
+            rows = [row(s, target, people, None) for row, s in zip(self._rows, states, strict=True)]
+            x = np.concatenate(rows)[None, :]
         outcomes = self.model.outcomes(x)
         p = float(outcomes.take_floor[0])
         p_back = float(outcomes.backchannel[0])
@@ -258,6 +262,15 @@ class TurnTakingEngine:
             features=dict(zip(self.model.feature_names, x[0].tolist(), strict=True))
             if explain
             else {},
-            addressed=is_addressed(x[0]) or self._nick_addressed(x[0]),
+            addressed=self._addressed(x[0]),
             p_backchannel=p_back,
         )
+
+
+def _starts(blocks: Sequence[Any]) -> list[int]:
+    """The first column of each block in a row."""
+    out, at = [], 0
+    for b in blocks:
+        out.append(at)
+        at += b.width
+    return out

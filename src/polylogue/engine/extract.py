@@ -1,31 +1,31 @@
 """Feature matrices for batches of :class:`DecisionInput` (training and offline evaluation).
 
 Benchmark points of one conversation share growing prefixes of the same context, so the
-extractor keeps a streaming :class:`ConversationState` per conversation and only feeds it the
-utterances it has not seen yet: a whole benchmark costs one pass over its utterances.
+extractor keeps a streaming :class:`ConversationState` (and the state of each further feature
+block) per conversation and only feeds them the utterances they have not seen yet: a whole
+benchmark costs one pass over its utterances.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Any, cast
 
 import numpy as np
 
-from polylogue.engine.chat_features import N_CHAT_FEATURES, ChatState, new_chat_state
-from polylogue.engine.features import N_FEATURES, ConversationState, HashedScorer, new_state
+from polylogue.engine.blocks import BlockState, FeatureBlock
+from polylogue.engine.features import ConversationState, HashedScorer
+from polylogue.engine.model import TurnTakingModel, blocks_of
 from polylogue.turntaking.types import DecisionInput
-
-if TYPE_CHECKING:
-    from polylogue.engine.model import TurnTakingModel
 
 
 class FeatureExtractor:
     """Turns decision inputs into feature rows, reusing conversation state across calls.
 
-    ``chat=True`` appends the chat feature block (:mod:`polylogue.engine.chat_features`) to
-    every row, as models trained with that block expect (:meth:`for_model` decides).
+    Each row is the base features followed by those of ``blocks`` (names of feature blocks,
+    :mod:`polylogue.engine.blocks`; ``("chat",)`` for the chat model), as the models trained
+    with them expect (:meth:`for_model` decides). Each conversation keeps one state per block.
     """
 
     def __init__(
@@ -33,58 +33,52 @@ class FeatureExtractor:
         yield_scorer: HashedScorer,
         relation_scorer: HashedScorer,
         max_states: int = 16,
-        chat: bool = False,
+        blocks: Sequence[str] = (),
     ) -> None:
         self.yield_scorer = yield_scorer
         self.relation_scorer = relation_scorer
         self.max_states = max_states
-        self.chat = chat
-        self._states: OrderedDict[str, ConversationState] = OrderedDict()
-        self._chat_states: dict[str, ChatState] = {}
+        self.blocks: tuple[FeatureBlock[Any], ...] = blocks_of(tuple(blocks))
+        self.width = sum(b.width for b in self.blocks)
+        self._states: OrderedDict[str, list[BlockState]] = OrderedDict()
 
     @classmethod
     def for_model(cls, model: TurnTakingModel, max_states: int = 16) -> FeatureExtractor:
         """The extractor whose rows ``model`` reads (its word models and feature blocks)."""
-        return cls(
-            model.yield_model,
-            model.relation_model,
-            max_states,
-            chat="chat" in model.feature_blocks,
-        )
+        return cls(model.yield_model, model.relation_model, max_states, model.feature_blocks)
 
-    def state_for(self, inp: DecisionInput) -> ConversationState:
-        """The conversation state advanced to exactly ``inp.context``."""
+    def _states_for(self, inp: DecisionInput) -> list[BlockState]:
+        """Every block's state advanced to exactly ``inp.context`` (base first)."""
         ctx = inp.context
-        state = self._states.get(inp.conversation_id)
-        seen = 0 if state is None else state.n_utterances
+        states = self._states.get(inp.conversation_id)
+        base = None if states is None else cast(ConversationState, states[0])
+        seen = 0 if base is None else base.n_utterances
         # Reuse only when the stored prefix is a prefix of this context (same utterances).
         if (
-            state is None
+            states is None
+            or base is None
             or seen > len(ctx)
             or (
-                seen
-                and ctx[seen - 1] is not state.last.source
-                and ctx[seen - 1] != state.last.source
+                seen and ctx[seen - 1] is not base.last.source and ctx[seen - 1] != base.last.source
             )
         ):
-            state = new_state(self.yield_scorer, self.relation_scorer)
+            states = [b.new_state(self.yield_scorer, self.relation_scorer, ()) for b in self.blocks]
             seen = 0
-            if self.chat:
-                self._chat_states[inp.conversation_id] = new_chat_state()
-        state.register((*inp.present, inp.target))
-        chat = self._chat_states.get(inp.conversation_id) if self.chat else None
-        if chat is not None:
-            chat.register((*inp.present, inp.target))
+        people = (*inp.present, inp.target)
+        for s in states:
+            s.register(people)
         for i in range(seen, len(ctx)):
-            state.observe(ctx[i])
-            if chat is not None:
-                chat.observe(ctx[i])
-        self._states[inp.conversation_id] = state
+            for s in states:
+                s.observe(ctx[i])
+        self._states[inp.conversation_id] = states
         self._states.move_to_end(inp.conversation_id)
         while len(self._states) > self.max_states:
-            gone, _ = self._states.popitem(last=False)
-            self._chat_states.pop(gone, None)
-        return state
+            self._states.popitem(last=False)
+        return states
+
+    def state_for(self, inp: DecisionInput) -> ConversationState:
+        """The base conversation state advanced to exactly ``inp.context``."""
+        return cast(ConversationState, self._states_for(inp)[0])
 
     def features(
         self,
@@ -92,8 +86,7 @@ class FeatureExtractor:
         relation_keys: list[tuple[int, ...]] | None = None,
     ) -> np.ndarray:
         """One feature row per input; ``relation_keys`` collects each row's relation vocabulary."""
-        width = N_FEATURES + (N_CHAT_FEATURES if self.chat else 0)
-        x = np.empty((len(inputs), width), dtype=np.float32)
+        x = np.empty((len(inputs), self.width), dtype=np.float32)
         # Rows are computed in conversation order (each conversation's points by context length)
         # so one streaming state serves a conversation's points whatever order they come in; a
         # shuffled or per-sample split would otherwise replay the history for every point.
@@ -104,19 +97,19 @@ class FeatureExtractor:
             range(len(inputs)),
             key=lambda r: (first_seen[inputs[r].conversation_id], len(inputs[r].context)),
         )
-        # The state appends a row's relation keys to ``sink``; they are moved to the row's place.
+        # The base state appends a row's relation keys to ``sink``; they move to the row's place.
         sink: list[tuple[int, ...]] | None = [] if relation_keys is not None else None
         row_keys: list[tuple[int, ...]] = [()] * len(inputs)
         for row in order:
             inp = inputs[row]
-            state = self.state_for(inp)
+            states = self._states_for(inp)
             present = [p.id for p in inp.present]
-            x[row, :N_FEATURES] = state.features(inp.target.id, present, sink)
+            at = 0
+            for block, state in zip(self.blocks, states, strict=True):
+                x[row, at : at + block.width] = block.row(state, inp.target.id, present, sink)
+                at += block.width
             if sink is not None:
                 row_keys[row] = sink.pop()
-            if self.chat:
-                chat = self._chat_states[inp.conversation_id]
-                x[row, N_FEATURES:] = chat.features(inp.target.id)
         if relation_keys is not None:
             relation_keys.extend(row_keys)
         return x

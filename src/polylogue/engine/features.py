@@ -29,6 +29,7 @@ from typing import Any, cast
 import numpy as np
 
 from polylogue.conversation import GROUP_ROLE, Participant, Utterance
+from polylogue.engine.blocks import FeatureBlock
 from polylogue.engine.names import NameIndex
 from polylogue.engine.text import TextFacts, hash_keys, text_facts
 from polylogue.turntaking.cues import UtteranceCues, is_cased, utterance_cues
@@ -690,7 +691,10 @@ def _utt_to_list(u: _Utt) -> list[object]:
 
 
 def state_to_dict(state: ConversationState) -> dict[str, object]:
-    """A JSON-able snapshot of everything a later decision reads (bounded, like the state)."""
+    """A JSON-able snapshot of everything a later decision reads (bounded, like the state).
+
+    Nothing in it is the state's own: observing more does not change a snapshot already taken.
+    """
     return {
         "participants": [p.to_dict() for p in state.participants.values()],
         "n_utterances": state.n_utterances,
@@ -703,14 +707,14 @@ def state_to_dict(state: ConversationState) -> dict[str, object]:
         "transitions": [[a, b, n] for (a, b), n in state.transitions.items()],
         "yields": dict(state.yields),
         "holds": dict(state.holds),
-        "last_index": state.last_index,
-        "last_turn": state.last_turn,
-        "last_end": state.last_end,
-        "last_duration": state.last_duration,
+        "last_index": dict(state.last_index),
+        "last_turn": dict(state.last_turn),
+        "last_end": dict(state.last_end),
+        "last_duration": dict(state.last_duration),
         "n_turns": state.n_turns,
         "turn_speakers": list(state.turn_speakers),
         "recent": list(state.recent),
-        "last_mentioned": state.last_mentioned,
+        "last_mentioned": dict(state.last_mentioned),
         "run_length": state.run_length,
         "run_words": state.run_words,
         "run_start": state.run_start,
@@ -761,3 +765,31 @@ def state_from_dict(
     state.run_words = int(g["run_words"])
     state.run_start = g["run_start"]
     return state
+
+
+# ---------------------------------------------------------------------- the base block
+
+_ADDRESS_IDX = tuple(
+    _IDX[n] for n in ("target_vocative", "question_to_prev_target", "second_person_to_prev_target")
+)
+
+
+def is_addressed(x: np.ndarray) -> bool:
+    """Is the target addressed by the current utterance (read off its base feature row)?
+
+    Named as addressee, or asked ("you", a question) right after the target spoke.
+    """
+    return bool(x[_ADDRESS_IDX[0]] == 1.0 or x[_ADDRESS_IDX[1]] == 1.0 or x[_ADDRESS_IDX[2]] == 1.0)
+
+
+#: The features every model reads, first in its row (:mod:`polylogue.engine.blocks`).
+BASE_BLOCK: FeatureBlock[ConversationState] = FeatureBlock(
+    name="base",
+    names=FEATURE_NAMES,
+    new_state=new_state,
+    row=ConversationState.features,
+    snapshot_key="state",
+    to_dict=state_to_dict,
+    from_dict=state_from_dict,
+    addressed=is_addressed,
+)

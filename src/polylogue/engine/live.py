@@ -31,10 +31,9 @@ from typing import Any
 
 from polylogue.conversation import GROUP_ROLE, Participant, Utterance
 from polylogue.engine.bargein import BargeInDecision, BargeInModel, load_barge_in_model
-from polylogue.engine.chat_features import chat_state_from_dict, chat_state_to_dict
 from polylogue.engine.deployment import Action, Deployment, choose_action
 from polylogue.engine.engine import EngineDecision, TurnTakingEngine
-from polylogue.engine.features import SPOKEN, Spoken, state_from_dict, state_to_dict
+from polylogue.engine.features import SPOKEN, Spoken
 from polylogue.engine.model import TurnTakingModel
 from polylogue.errors import PolylogueInputError
 from polylogue.turntaking.points import PointOptions, boundary_is_decision_point
@@ -270,8 +269,9 @@ class LiveConversation:
 
     Every attribute a snapshot carries is declared once below with :func:`_saved` (its key
     and, where it is not plain JSON, how it is written and read); :meth:`to_dict` and
-    :meth:`from_dict` loop over those declarations. The engine's state is saved by the engine's
-    own functions; the deployment as its options (:func:`snapshot_deployment`).
+    :meth:`from_dict` loop over those declarations. The engine's state is saved block by block,
+    each under its feature block's key (:mod:`polylogue.engine.blocks`); the deployment as its
+    options (:func:`snapshot_deployment`).
     """
 
     #: The model, domain, operating point and role (the thresholds come from here only).
@@ -643,9 +643,8 @@ class LiveConversation:
         }
         for f, saved in _LIVE_FIELDS:
             out[saved.key] = saved.encode(getattr(self, f.name))
-        out["state"] = state_to_dict(self.engine.state)
-        if self.engine.chat_state is not None:
-            out["chat_state"] = chat_state_to_dict(self.engine.chat_state)
+        for block, state in zip(self.engine.blocks, self.engine.states, strict=True):
+            out[block.snapshot_key] = block.to_dict(state)
         return out
 
     @classmethod
@@ -688,20 +687,19 @@ def _read(d: dict[str, Any], saved: _Saved) -> Any:
 
 
 def _restored_engine(d: dict[str, Any], deployment: Deployment) -> TurnTakingEngine:
+    """The engine with each of its model's blocks' states read from the snapshot."""
     engine = deployment.engine()
     model = engine.model
-    state = _read(d, _Saved("state"))
-    try:
-        engine.state = state_from_dict(state, model.yield_model, model.relation_model)
-    except (KeyError, TypeError, ValueError) as e:
-        raise SnapshotError(f"live-conversation snapshot: bad 'state' ({e!r})") from None
-    if engine.chat_state is not None:
-        if "chat_state" not in d:
-            raise SnapshotError("snapshot lacks the chat state this engine's model reads")
+    states = []
+    for block in engine.blocks:
+        saved = _read(d, _Saved(block.snapshot_key))
         try:
-            engine.chat_state = chat_state_from_dict(d["chat_state"])
-        except (KeyError, TypeError, ValueError) as e:
-            raise SnapshotError(f"live-conversation snapshot: bad 'chat_state' ({e!r})") from None
+            states.append(block.from_dict(saved, model.yield_model, model.relation_model))
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise SnapshotError(
+                f"live-conversation snapshot: bad {block.snapshot_key!r} ({e!r})"
+            ) from None
+    engine.use_states(states)
     return engine
 
 

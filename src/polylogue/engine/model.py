@@ -29,8 +29,9 @@ from typing import Any
 import numpy as np
 
 from polylogue.conversation import check_domain_name
-from polylogue.engine.chat_features import CHAT_FEATURE_NAMES
-from polylogue.engine.features import FEATURE_NAMES
+from polylogue.engine.blocks import FeatureBlock
+from polylogue.engine.chat_features import CHAT_BLOCK
+from polylogue.engine.features import BASE_BLOCK
 from polylogue.engine.text import HASH_SIZE
 from polylogue.engine.trees import TreeEnsemble
 from polylogue.errors import PolylogueInputError
@@ -44,16 +45,26 @@ DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "weights"
 #: ``load_model(domain=...)``; other domains use the default model with their own threshold.
 DOMAIN_MODEL_DIRS: dict[str, Path] = {"chat": DEFAULT_MODEL_DIR / "chat"}
 
-#: Optional feature blocks a model can be trained with, appended after ``FEATURE_NAMES``.
-FEATURE_BLOCKS: dict[str, tuple[str, ...]] = {"chat": CHAT_FEATURE_NAMES}
+#: Every feature block this version has (:mod:`polylogue.engine.blocks`): ``base`` starts
+#: every row; a model trained with more blocks appends theirs after it, in its own order. A new
+#: block is one entry here (names unique across blocks: a recorded feature list that has no
+#: ``blocks`` record is split by them).
+FEATURE_BLOCKS: dict[str, FeatureBlock[Any]] = {b.name: b for b in (BASE_BLOCK, CHAT_BLOCK)}
+BASE = BASE_BLOCK.name
+
+
+def blocks_of(extra: tuple[str, ...] | list[str] = ()) -> tuple[FeatureBlock[Any], ...]:
+    """The blocks of a row: ``base``, then the ``extra`` ones in order."""
+    unknown = [b for b in extra if b not in FEATURE_BLOCKS or b == BASE]
+    if unknown:
+        known = [b for b in FEATURE_BLOCKS if b != BASE]
+        raise ValueError(f"unknown feature block(s) {unknown}; known: {known}")
+    return (BASE_BLOCK, *(FEATURE_BLOCKS[b] for b in extra))
 
 
 def feature_names(blocks: tuple[str, ...] | list[str] = ()) -> tuple[str, ...]:
-    """Names of a feature row: the default features, then each block's in order."""
-    unknown = [b for b in blocks if b not in FEATURE_BLOCKS]
-    if unknown:
-        raise ValueError(f"unknown feature block(s) {unknown}; known: {list(FEATURE_BLOCKS)}")
-    return FEATURE_NAMES + tuple(n for b in blocks for n in FEATURE_BLOCKS[b])
+    """Names of a feature row: the base features, then each extra block's in order."""
+    return tuple(n for b in blocks_of(blocks) for n in b.names)
 
 
 #: The domains (``conversation.DOMAIN_NAMES``, each with its own floor threshold) and the
@@ -64,14 +75,6 @@ DOMAINS: dict[str, tuple[str, ...]] = {
     "earnings": ("earnings21",),
     "chat": ("irc", "molweni"),
 }
-
-
-def domain_threshold(domain: str | None, overall: float, per_domain: Mapping[str, float]) -> float:
-    """The threshold for ``domain`` (None: ``overall``; a domain without its own: ``overall``)."""
-    if domain is None:
-        return overall
-    check_domain_name(domain)
-    return per_domain.get(domain, overall)
 
 
 def domain_of_corpus(corpus: str) -> str | None:
@@ -153,7 +156,7 @@ class TurnTakingModel:
     backchannel_threshold: float = 1.0
     #: Floor threshold per deployment domain (see ``DOMAINS``), chosen on validation.
     domain_thresholds: dict[str, float] = field(default_factory=dict)
-    #: Extra feature blocks after the default features (``("chat",)`` for the chat model).
+    #: Feature blocks after the base one (``("chat",)`` for the chat model).
     feature_blocks: tuple[str, ...] = ()
     #: Named operating points chosen on validation: ``{point: {domain or "default":
     #: {"take_floor": t, "backchannel": b, "backchannel_margin": m}}}`` (read by
@@ -168,6 +171,11 @@ class TurnTakingModel:
     @property
     def feature_names(self) -> tuple[str, ...]:
         return feature_names(self.feature_blocks)
+
+    @property
+    def blocks(self) -> tuple[FeatureBlock[Any], ...]:
+        """The blocks of this model's feature row, base first."""
+        return blocks_of(self.feature_blocks)
 
     def raw_proba(self, x: np.ndarray) -> np.ndarray:
         return self.trees.predict(x)
@@ -228,18 +236,18 @@ class TurnTakingModel:
         np.save(folder / "relation_weights.npy", self.relation_model.weights.astype(np.float32))
         if self.backchannel_trees is not None:
             self.backchannel_trees.save(folder / "backchannel_trees.npz")
-        meta = {
-            **self.metadata,
+        # The blocks record replaces the older chat-only list (one fact, one key).
+        meta = {k: v for k, v in self.metadata.items() if k != _LEGACY_BLOCKS}
+        meta |= {
             "format": MODEL_FORMAT if self.backchannel_trees is not None else _READABLE_FORMATS[0],
             "features": list(self.feature_names),
+            "blocks": [{"name": b.name, "n_features": b.width} for b in self.blocks],
             "calibration": self.calibration.to_dict(),
             "threshold": self.threshold,
             "domain_thresholds": self.domain_thresholds,
             "backchannel_calibration": self.backchannel_calibration.to_dict(),
             "backchannel_threshold": self.backchannel_threshold,
         }
-        if self.feature_blocks:
-            meta["feature_blocks"] = list(self.feature_blocks)
         if self.operating_points:
             meta["operating_points"] = self.operating_points
         (folder / "model.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
@@ -275,13 +283,7 @@ def load_model(folder: str | Path | None = None, domain: str | None = None) -> T
         raise ModelFilesError(
             f"{paths['model.json']}: format {meta.get('format')!r}, want {MODEL_FORMAT!r}"
         )
-    blocks = tuple(str(b) for b in meta.get("feature_blocks", ()))
-    if any(b not in FEATURE_BLOCKS for b in blocks) or meta.get("features") != list(
-        feature_names(blocks)
-    ):
-        raise ModelFilesError(
-            f"{paths['model.json']}: trained on a different feature set than this polylogue version"
-        )
+    blocks = model_blocks(meta, paths["model.json"])
     n_features = len(feature_names(blocks))
     weights = {}
     for name in ("yield_weights.npy", "relation_weights.npy"):
@@ -335,3 +337,96 @@ def _operating_points(meta: dict[str, Any], path: Path) -> dict[str, dict[str, d
             f"{path}: operating_points is not {{point: {{domain: {{...}}}}}}"
         ) from None
     return out
+
+
+#: The key older model folders list their non-base blocks under (read, no longer written).
+_LEGACY_BLOCKS = "feature_blocks"
+
+
+def model_blocks(meta: dict[str, Any], path: Path) -> tuple[str, ...]:
+    """The blocks after ``base`` that a model.json's ``features`` are made of, each checked.
+
+    The ``blocks`` record (``[{"name", "n_features"}]``, written since the block seam) cuts the
+    feature list; a folder without it (written before, the shipped ones included) is cut where
+    the names pass from one block of this version to another (a name no block has stays with
+    the block before it). Each block's features must be this version's: a block a model does
+    not read is never checked, so adding one leaves every other model loadable.
+    """
+    recorded = meta.get("features")
+    if not isinstance(recorded, list) or not all(isinstance(n, str) for n in recorded):
+        raise ModelFilesError(f"{path}: 'features' is not a list of feature names")
+    parts = _recorded_parts(meta, recorded, path)
+    if parts[0][0] != BASE:
+        raise ModelFilesError(
+            f"{path}: the feature row starts with block {parts[0][0]!r}, not {BASE!r}"
+        )
+    problems = []
+    for name, names in parts:
+        block = FEATURE_BLOCKS.get(name)
+        if block is None:
+            known = ", ".join(FEATURE_BLOCKS)
+            problems.append(f"block {name!r} is not in this version (known: {known})")
+        elif tuple(names) != block.names:
+            problems.append(f"block {name!r} {_difference(names, block.names)}")
+    seen = [name for name, _ in parts]
+    if len(set(seen)) != len(seen):
+        problems.append(f"blocks repeat ({', '.join(seen)})")
+    if problems:
+        raise ModelFilesError(
+            f"{path}: trained on features this polylogue version does not compute: "
+            + "; ".join(problems)
+        )
+    extra = tuple(seen[1:])
+    legacy = meta.get(_LEGACY_BLOCKS)
+    if "blocks" not in meta and legacy is not None and list(legacy) != list(extra):
+        raise ModelFilesError(
+            f"{path}: {_LEGACY_BLOCKS} {legacy!r} but the features are those of {list(extra)}"
+        )
+    return extra
+
+
+def _recorded_parts(
+    meta: dict[str, Any], recorded: list[str], path: Path
+) -> list[tuple[str, list[str]]]:
+    """(block, its recorded feature names) in row order, from the record or the names."""
+    record = meta.get("blocks")
+    if record is not None:
+        try:
+            widths = [(str(b["name"]), int(b["n_features"])) for b in record]
+        except (KeyError, TypeError, ValueError):
+            raise ModelFilesError(f"{path}: 'blocks' is not [{{name, n_features}}, ...]") from None
+        if (
+            not widths
+            or sum(w for _, w in widths) != len(recorded)
+            or min(w for _, w in widths) < 0
+        ):
+            raise ModelFilesError(
+                f"{path}: 'blocks' covers {sum(w for _, w in widths)} features, "
+                f"'features' lists {len(recorded)}"
+            )
+        out, start = [], 0
+        for name, width in widths:
+            out.append((name, recorded[start : start + width]))
+            start += width
+        return out
+    owner = {n: b.name for b in FEATURE_BLOCKS.values() for n in b.names}
+    parts: list[tuple[str, list[str]]] = []
+    for n in recorded:
+        name = owner.get(n) or (parts[-1][0] if parts else BASE)
+        if parts and parts[-1][0] == name:
+            parts[-1][1].append(n)
+        else:
+            parts.append((name, [n]))
+    return parts or [(BASE, [])]
+
+
+def _difference(recorded: list[str], current: tuple[str, ...]) -> str:
+    """How a block's recorded features differ from this version's, named."""
+    lacks = [n for n in current if n not in recorded]
+    extra = [n for n in recorded if n not in current]
+    said = []
+    if extra:
+        said.append(f"has {', '.join(extra)} that this version lacks")
+    if lacks:
+        said.append(f"lacks {', '.join(lacks)}")
+    return " and ".join(said) or "has this version's features in another order"

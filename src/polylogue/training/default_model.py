@@ -179,7 +179,7 @@ def split_data(
         for i, p in enumerate(points):
             scorer = scorer_for_group(p.group)
             extractors.setdefault(
-                id(scorer), FeatureExtractor(scorer, no_relation, chat="chat" in feature_blocks)
+                id(scorer), FeatureExtractor(scorer, no_relation, blocks=feature_blocks)
             )
             rows_of.setdefault(id(scorer), []).append(i)
         x_bench: np.ndarray | None = None
