@@ -20,7 +20,6 @@ Nothing is pickled; every file is JSON or plain numeric arrays, and loading need
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
