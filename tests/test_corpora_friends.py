@@ -193,7 +193,9 @@ def test_s10_text_equals_the_transcript_without_notes(
     # but for the one direction that lost its "(" (EmoryNLP kept it as speech, we do not).
     differ = {k for k, v in joined.items() if letters(" ".join(v)) != letters(transcript[k])}
     assert differ == {"s10_e13_c09_u016"}
-    assert all(letters(" ".join(joined[k])) == letters(split_notes(transcript[k])[0]) for k in differ)
+    assert all(
+        letters(" ".join(joined[k])) == letters(split_notes(transcript[k])[0]) for k in differ
+    )
 
 
 def test_to_note_sets_addressee_and_splits_the_line(s10: dict[str, Conversation]) -> None:

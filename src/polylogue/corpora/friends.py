@@ -690,12 +690,12 @@ def _scene_conversation(sc: _Scene, path: Path, source: str) -> Conversation | N
 __all__ = [
     "CORPUS",
     "GROUP_SPEAKER",
+    "bracket_orphan_directions",
     "display_name",
     "participant_for",
     "read_friends",
     "read_friends_csv",
     "read_friends_s10_json",
-    "bracket_orphan_directions",
     "resolve_addressees",
     "split_merged_tags",
     "split_notes",
