@@ -29,7 +29,7 @@ class ScoredSplit:
 
     points: Sequence[DecisionPoint]
     corpus: str
-    domain: str
+    domain: str | None  # None: a corpus of no deployment domain (overall thresholds)
     model: TurnTakingModel
     take_floor: np.ndarray  # P(take floor)
     backchannel: np.ndarray  # P(backchannel)
