@@ -27,15 +27,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from agent_common import score_split
 
-from polylogue.engine.deployment import DEFAULT_OPERATING_POINT, OPERATING_POINTS, Deployment
-from polylogue.engine.engine import is_addressed
-from polylogue.engine.extract import FeatureExtractor
-from polylogue.engine.model import domain_of_corpus, load_model
+from polylogue.engine.deployment import (
+    DEFAULT_OPERATING_POINT,
+    OPERATING_POINTS,
+    Action,
+    Deployment,
+)
 from polylogue.evaluation.metrics import agent_metrics, backchannel_metrics, listener_minutes
-from polylogue.models.baselines import ExplicitAddressBaseline, held_floor_before
+from polylogue.models.baselines import ExplicitAddressBaseline
 from polylogue.turntaking.dataset import load_benchmark
-from polylogue.turntaking.types import Decision, DecisionPoint, Outcome
+from polylogue.turntaking.types import Decision, DecisionPoint
 
 #: Issue 23's targets at the product default.
 SPEAK_RATIO = (0.8, 1.25)
@@ -55,15 +58,8 @@ def precision_at_rate(y: np.ndarray, p: np.ndarray, rate: float) -> float | None
 def evaluate_corpus(
     points: Sequence[DecisionPoint], model_dir: Path | None = None
 ) -> dict[str, Any]:
-    corpus = points[0].input.corpus
-    domain = domain_of_corpus(corpus)
-    model = load_model(model_dir, domain)
-    x = FeatureExtractor.for_model(model).features([p.input for p in points])
-    out = model.outcomes(x)
-    y = np.asarray([p.gold.label is Decision.SPEAK for p in points])
-    yb = np.asarray([p.gold.floor_outcome is Outcome.BACKCHANNEL for p in points])
-    cats = [p.gold.category.value for p in points]
-    addressed = [is_addressed(row) for row in x]
+    s = score_split(points, model_dir)
+    y = s.took_floor
     minutes = listener_minutes(
         [p.input.conversation_id for p in points],
         [p.input.target.id for p in points],
@@ -71,21 +67,16 @@ def evaluate_corpus(
     )
     rows: dict[str, Any] = {}
     for point in OPERATING_POINTS:
-        dep = Deployment.resolve(model=model, domain=domain, operating_point=point)
-        acts = [
-            dep.choose(pt, pb, a).value
-            for pt, pb, a in zip(
-                out.take_floor.tolist(), out.backchannel.tolist(), addressed, strict=True
-            )
-        ]
-        speak = np.asarray([a == "SPEAK" for a in acts])
-        back = np.asarray([a == "BACKCHANNEL" for a in acts])
+        dep = Deployment.resolve(model=s.model, domain=s.domain, operating_point=point)
+        acts = s.actions(dep)
+        speak = np.asarray([a is Action.SPEAK for a in acts])
+        back = np.asarray([a is Action.BACKCHANNEL for a in acts])
         rows[point] = {
             "thresholds": dep.thresholds.to_dict(),
-            **agent_metrics(y, speak, cats, minutes),
-            "backchannel": backchannel_metrics(yb, back),
+            **agent_metrics(y, speak, s.categories, minutes),
+            "backchannel": backchannel_metrics(s.backchanneled, back),
         }
-    prev = np.asarray([held_floor_before(p.input) for p in points])
+    prev = s.previous_speaker
     explicit = np.asarray(
         [
             q.decision is Decision.SPEAK
@@ -93,19 +84,19 @@ def evaluate_corpus(
         ]
     )
     baselines = {
-        "previous-speaker": agent_metrics(y, prev, cats, minutes),
-        "explicit-address": agent_metrics(y, explicit, cats, minutes),
+        "previous-speaker": agent_metrics(y, prev, s.categories, minutes),
+        "explicit-address": agent_metrics(y, explicit, s.categories, minutes),
     }
     return {
-        "corpus": corpus,
-        "domain": domain,
+        "corpus": s.corpus,
+        "domain": s.domain,
         "n": len(points),
         "groups": len({p.group for p in points}),
         "model": rows,
         "baselines": baselines,
         "at_rule_rate": {
             "rule_speak_rate": float(prev.mean()),
-            "model_precision": precision_at_rate(y, out.take_floor, float(prev.mean())),
+            "model_precision": precision_at_rate(y, s.take_floor, float(prev.mean())),
             "rule_precision": float(y[prev].mean()) if prev.any() else None,
         },
     }

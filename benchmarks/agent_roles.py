@@ -29,15 +29,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from agent_common import score_split
 
 from polylogue.engine.deployment import ROLES, Action, Deployment
-from polylogue.engine.engine import is_addressed
-from polylogue.engine.extract import FeatureExtractor
-from polylogue.engine.features import N_FEATURES
-from polylogue.engine.model import domain_of_corpus
-from polylogue.models.baselines import held_floor_before
 from polylogue.turntaking.dataset import load_benchmark
-from polylogue.turntaking.types import Category, Decision
 
 ROLE_ORDER: tuple[str | None, ...] = (None, *ROLES)
 
@@ -57,20 +52,12 @@ def corpus_figures(folder: Path, split: str) -> dict[str, Any]:
     points = load_benchmark(folder).points(split)
     if not points:
         raise SystemExit(f"{folder}: no {split} points")
-    corpus = points[0].input.corpus
-    domain = domain_of_corpus(corpus)
-    base = Deployment.resolve(domain=domain)
-    x = FeatureExtractor.for_model(base.model).features([p.input for p in points])
-    out = base.model.outcomes(x)
-    p_take = np.asarray(out.take_floor, dtype=float)
-    p_back = np.asarray(out.backchannel, dtype=float)
-    addressed = np.asarray([is_addressed(row[:N_FEATURES]) for row in x], dtype=bool)
-    take = np.asarray([p.gold.label is Decision.SPEAK for p in points], dtype=bool)
-    i1 = np.asarray([p.gold.category is Category.I1 for p in points], dtype=bool)
+    s = score_split(points)
+    take, i1 = s.took_floor, s.i1
     rows: dict[str, Any] = {}
     for role in ROLE_ORDER:
-        dep = Deployment.resolve(domain=domain, role=role)
-        suggested = [dep.choose(a, b, c) for a, b, c in zip(p_take, p_back, addressed, strict=True)]
+        dep = Deployment.resolve(domain=s.domain, role=role, model=s.model)
+        suggested = s.actions(dep)
         acts = suggested if dep.speaks else [Action.SILENT] * len(suggested)
         speak = np.asarray([a is Action.SPEAK for a in acts], dtype=bool)
         back = np.asarray([a is Action.BACKCHANNEL for a in acts], dtype=bool)
@@ -84,10 +71,10 @@ def corpus_figures(folder: Path, split: str) -> dict[str, Any]:
             s_back = np.asarray([a is Action.BACKCHANNEL for a in suggested], dtype=bool)
             entry["suggested"] = rates(s_speak, s_back, take, i1)
         rows[role or "default"] = entry
-    prev = np.asarray([held_floor_before(p.input) for p in points], dtype=bool)
+    prev = s.previous_speaker
     return {
-        "corpus": corpus,
-        "domain": domain,
+        "corpus": s.corpus,
+        "domain": s.domain,
         "points": len(points),
         "i1_points": int(i1.sum()),
         "real_take_floor_rate": float(take.mean()),

@@ -13,7 +13,7 @@ from polylogue.conversation import Conversation, Utterance
 from polylogue.corpora.ami import read_ami
 from polylogue.corpora.friends import participant_for, read_friends
 from polylogue.paths import corpus_dir
-from polylogue.turntaking.cues import build_matchers, utterance_cues
+from polylogue.turntaking.cues import build_matchers, says_own_departure, utterance_cues
 from polylogue.turntaking.dataset import FORMAT_VERSION
 from polylogue.turntaking.points import (
     conversation_points,
@@ -30,6 +30,8 @@ SCENES = {
     "friends_s10e02c04",  # "So, did you bring a little something for Ross?"
     "friends_s10e03c07",  # "How was your date with Joey?"
     "friends_s10e01c01",  # "(Ross leaves the room)", "(spoken together by ...)"
+    "friends_s02e18c05",  # Tilly "Well, ok then. I'm gonna go. Bye."
+    "friends_s02e01c11",  # Ross "Well, I gotta go. Bye. Bye, Rach." - "Wait, are you leaving?"
     "friends_s02e12c12",  # "Tv Doctor"
     "friends_s02e05c04",  # "Machine"
     "friends_s05e17c05",  # "Gary's Radio"
@@ -149,6 +151,37 @@ def test_a_character_who_leaves_is_no_target_until_back(friends, friends_points)
         p.input.target.id == "Ross Geller" and p.index >= back
         for p in friends_points["friends_s10e01c01"]
     )
+
+
+def test_a_character_who_takes_leave_in_words_is_no_target_until_back(
+    friends, friends_points
+) -> None:
+    # s02e18c05: Tilly "Well, ok then. I'm gonna go. Bye." and never speaks again in the scene.
+    conv = friends["friends_s02e18c05"]
+    i = next(
+        k for k, u in enumerate(conv.utterances) if u.text == "Well, ok then. I'm gonna go. Bye."
+    )
+    assert conv.utterances[i].speaker == "Tilly"
+    assert "Tilly" not in {u.speaker for u in conv.utterances[i + 1 :]}
+    before = [p for p in friends_points["friends_s02e18c05"] if p.index < i]
+    after = [p for p in friends_points["friends_s02e18c05"] if p.index > i]
+    assert any(p.input.target.id == "Tilly" for p in before) and after
+    assert all("Tilly" not in {q.id for q in p.input.present} for p in after)
+    # s02e01c11: Ross "Well, I gotta go. Bye. Bye, Rach." - Rachel "Wait, are you leaving?" -
+    # Ross "Yeah, ...": he is gone at the boundary after Rachel's question (the cost of a
+    # causal rule) and present again from his own next line on.
+    conv = friends["friends_s02e01c11"]
+    i = next(
+        k for k, u in enumerate(conv.utterances) if u.text == "Well, I gotta go. Bye. Bye, Rach."
+    )
+    back = next(k for k in range(i + 1, len(conv)) if conv.utterances[k].speaker == "Ross Geller")
+    assert back == i + 2
+    pts = friends_points["friends_s02e01c11"]
+    assert all(p.input.target.id != "Ross Geller" for p in pts if p.index == i + 1)
+    assert any(p.input.target.id == "Ross Geller" for p in pts if p.index == back + 1)
+    # Either half alone is no departure.
+    assert not says_own_departure("I gotta go.") and not says_own_departure("Okay. Bye.")
+    assert says_own_departure("I'm gonna go wash up first. Thanks!")  # the line
 
 
 def test_joining_a_line_everyone_says_takes_the_floor(friends, friends_points) -> None:

@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any, Literal
@@ -242,6 +242,29 @@ def read_friends_csv(
             yield conv
 
 
+#: A speaker tag left inside another character's line after a sentence end ("Maybe. Joey:
+#: Wait. Your 'not a real date' tonight is with Paul the Wine Guy?").
+_MERGED_TAG = re.compile(r"(?:(?<=[.!?] )|(?<=\.\.\.))([A-Za-z][a-z]+): (?=\S)")
+
+
+def split_merged_tags(utterances: Sequence[Utterance]) -> list[Utterance]:
+    """Split a line at a speaker tag of another speaker of the scene: the words after "Joey:"
+    are Joey's line (id ``<id>.2``). A tag counts only after a sentence end and only when it is
+    (any case) what the scene calls one of its other speakers; "Okay, Monica: Right foot red."
+    (after a comma) and "Funny: Ha-Ha" (no such speaker) stay as they are."""
+    names = {display_name(u.speaker).lower(): u.speaker for u in utterances}
+    out: list[Utterance] = []
+    for u in utterances:
+        m = _MERGED_TAG.search(u.text)
+        other = names.get(m.group(1).lower()) if m else None
+        if m is None or other is None or other == u.speaker or other == GROUP_SPEAKER:
+            out.append(u)
+            continue
+        out.append(replace(u, text=u.text[: m.start()].strip()))
+        out.append(replace(u, speaker=other, text=u.text[m.end() :].strip(), id=f"{u.id}.2"))
+    return out
+
+
 def read_friends_s10_json(path: str | Path) -> Iterator[Conversation]:
     """Season 10 scenes from EmoryNLP character-mining, with "(to X)" addressees."""
     path = Path(path)
@@ -323,9 +346,50 @@ def _check_s10_structure(data: Any, path: Path) -> None:
 
 def split_notes(text: str) -> tuple[str, list[str]]:
     """Spoken text without stage notes, and the notes in order."""
+    text = bracket_orphan_directions(text)
     notes = [m.group(0).strip() for m in _NOTE.finditer(text)]
-    spoken = _squash(_NOTE.sub(" ", text))
+    spoken = _squash(_TAG_COLON.sub(" ", _NOTE.sub(" ", text)))
     return spoken, notes
+
+
+#: The colon of a speaker tag whose name the packager dropped (season 1: ": Really? : Sure, we
+#: have scones left!"): a colon at the start of a line or right after a sentence end.
+_TAG_COLON = re.compile(r"(?:^|(?<=[.!?]))\s*:\s+")
+
+
+#: Where a sentence ends (the start of an orphan direction is after the last one before it).
+_SENTENCE_END = re.compile(r"(?:[.!?]+[\"']?|\.\.\.)\s+")
+
+
+def bracket_orphan_directions(text: str) -> str:
+    """Restore the lost opening bracket of a stage direction.
+
+    Some transcribed lines keep a direction's closing ``)`` or ``]`` but lost its opener:
+    "So, did you play in college? sweatshirt he's wearing.)", "Oh, that is so hot. She walks
+    around him to the other side)". Such a direction starts after the last sentence end before
+    the closer (or at the start of the line), so an opener is put there and the direction then
+    goes to the notes like any other. A closer right after a digit or a single letter is a list
+    label, not a direction ("question 1) You and uh..."), and is left alone.
+    """
+    out = text
+    depth = {")": 0, "]": 0}
+    opener = {"(": ")", "{": ")", "[": "]"}  # "{she leaves)": the transcribers' stray brace
+    i = 0
+    while i < len(out):
+        ch = out[i]
+        if ch in opener:
+            depth[opener[ch]] += 1
+        elif ch in depth:
+            if depth[ch]:
+                depth[ch] -= 1
+            elif not re.search(r"(?:\d|\b\w)$", out[:i]):
+                head = out[:i].rstrip(" .!?")
+                ends = list(_SENTENCE_END.finditer(head))
+                start = ends[-1].end() if ends else len(head) - len(head.lstrip())
+                out = out[:start] + ("(" if ch == ")" else "[") + out[start:]
+                i += 1
+        i += 1
+    return out
 
 
 def display_name(canonical: str) -> str:
@@ -556,7 +620,7 @@ def _json_scene(
             continue
         group_line = len(speakers) > 1 or speakers[0] in _GROUP_LABELS
         speaker = GROUP_SPEAKER if group_line else speakers[0]
-        segs = [s for s in _segments(raw) if _squash(" ".join(s.text))]
+        segs = [s for s in _segments(bracket_orphan_directions(raw)) if _squash(" ".join(s.text))]
         if not segs:
             sc.dropped_lines += 1
             continue
@@ -592,6 +656,8 @@ def _json_scene(
 def _scene_conversation(sc: _Scene, path: Path, source: str) -> Conversation | None:
     if not sc.utterances:
         return None
+    if source == "csv":
+        sc.utterances = split_merged_tags(sc.utterances)
     # Order of first appearance as speaker or addressee (addressees can be silent characters).
     order: dict[str, None] = {}
     for u in sc.utterances:
@@ -624,11 +690,13 @@ def _scene_conversation(sc: _Scene, path: Path, source: str) -> Conversation | N
 __all__ = [
     "CORPUS",
     "GROUP_SPEAKER",
+    "bracket_orphan_directions",
     "display_name",
     "participant_for",
     "read_friends",
     "read_friends_csv",
     "read_friends_s10_json",
     "resolve_addressees",
+    "split_merged_tags",
     "split_notes",
 ]

@@ -200,6 +200,40 @@ def looks_incomplete(text: str) -> bool:
     return words[-1] in FILLER_WORDS or words[-1] in {"and", "but", "or", "so", "the", "a", "to"}
 
 
+_LEAD = (
+    r"(?:(?:okay|ok|so|well|all right|alright|anyway|yeah|um|uh|oh|listen|look|then|and|but|no|"
+    r"y'know what|you know what)[,.!]*\s+)*"
+)
+#: "I'm gonna go", "I gotta go", "I have to get going", "I'm outta here" (first person only).
+_LEAVING = re.compile(
+    r"\bI(?:'m| am) (?:gonna|going to) (?:go|get going|take off|head|split|leave)\b"
+    r"|\bI (?:gotta|got to|have to|'ve got to|'ve gotta|have got to|need to|should|better|"
+    r"'d better|must) (?:go|get going|run|head|take off|split|be going|leave|get back)\b"
+    r"|\bI(?:'m| am) (?:leaving|off|outta here|out of here|heading|taking off|going home)\b",
+    re.IGNORECASE,
+)
+#: A farewell sentence: "Bye.", "Okay, bye.", "See ya pals.", "Thanks!", "I'll see you later."
+_FAREWELL = re.compile(
+    _LEAD + r"(?:bye(?:-bye)?|goodbye|good-bye|see (?:you|ya)\b|later\b|thanks|thank you|"
+    r"good ?night|take care|I'll see you|I will see you|I'll talk to you)[^?]*$",
+    re.IGNORECASE,
+)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def says_own_departure(text: str) -> bool:
+    """The speaker announces that they are leaving and takes leave: the utterance **ends on a
+    farewell sentence** and one of the two sentences before it says "I'm gonna go", "I gotta
+    go", "I'm outta here"... ("I'm gonna go wash up first. Thanks!", "Well, ok then. I'm gonna
+    go. Bye."). Either half alone is not enough: "I gotta go." is often talked out of, and a
+    "Bye." is said to someone who leaves as often as by them (docs/benchmark.md, presence).
+    """
+    sentences = [s for s in _SENTENCE.split(text.strip()) if s]
+    if len(sentences) < 2 or not _FAREWELL.match(sentences[-1]):
+        return False
+    return any(_LEAVING.search(s) for s in sentences[-3:-1])
+
+
 def is_question(text: str) -> bool:
     """The utterance ends on a question mark: its last sentence asks something."""
     return text.rstrip(" \t\"')]\u201d\u2019").endswith("?")

@@ -36,6 +36,7 @@ from polylogue.turntaking.cues import (
     is_question,
     is_too_short,
     looks_incomplete,
+    says_own_departure,
     utterance_cues,
 )
 from polylogue.turntaking.timeline import (
@@ -248,8 +249,9 @@ def present_at(
     participant is present from the first utterance they speak in or are addressed in
     (annotated addressee or vocative, given per utterance in ``addressed``). Being merely
     mentioned does not make someone present: people talk about the absent. A participant whose
-    departure a stage note of an utterance records ("(Ross leaves the room)", "(exits)") is
-    absent after it until they speak or are addressed again. Group pseudo-speakers and voices
+    departure a stage note of an utterance records ("(Ross leaves the room)", "(exits)"), or
+    who takes leave in words (``cues.says_own_departure``: "I'm gonna go. Bye."), is absent
+    after it until they speak or are addressed again. Group pseudo-speakers and voices
     (TV, radio, answering machine: ``NON_PERSON_ROLES``) are never present.
     """
     real = [p.id for p in conv.participants if p.role not in NON_PERSON_ROLES]
@@ -275,6 +277,8 @@ def present_at(
             seen.update(a for a in addressed[i] if a in real_set)
         out.append(frozenset(seen))
         gone = departures(u, names) if u.note else set()
+        if u.speaker in real_set and says_own_departure(u.text):
+            gone.add(u.speaker)  # "I'm gonna go. Bye.": back once they speak again
     return out
 
 

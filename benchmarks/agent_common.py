@@ -1,0 +1,80 @@
+"""What the two agent scripts share (``agent_behaviour.py``, ``agent_roles.py``): one corpus
+split scored by the model of its deployment domain, and the live rule applied to it.
+
+Both scripts then count what a deployment does; this module is the one place that turns
+benchmark points into the model's probabilities, the address flag the roles read, the gold
+arrays and the previous-speaker baseline, and that applies ``Deployment.choose``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from polylogue.engine.deployment import Action, Deployment
+from polylogue.engine.engine import is_addressed
+from polylogue.engine.extract import FeatureExtractor
+from polylogue.engine.features import N_FEATURES
+from polylogue.engine.model import TurnTakingModel, domain_of_corpus, load_model
+from polylogue.models.baselines import held_floor_before
+from polylogue.turntaking.types import Category, Decision, DecisionPoint, Outcome
+
+
+@dataclass(frozen=True)
+class ScoredSplit:
+    """One corpus split with the domain model's probabilities (arrays align with ``points``)."""
+
+    points: Sequence[DecisionPoint]
+    corpus: str
+    domain: str | None  # None: a corpus of no deployment domain (overall thresholds)
+    model: TurnTakingModel
+    take_floor: np.ndarray  # P(take floor)
+    backchannel: np.ndarray  # P(backchannel)
+    addressed: np.ndarray  # the target is addressed (what `addressed_only` roles need)
+    took_floor: np.ndarray  # gold: the target took the floor (SPEAK)
+    backchanneled: np.ndarray  # gold: the target's outcome is BACKCHANNEL
+    i1: np.ndarray  # gold: explicitly addressed and answered
+    categories: list[str]
+    previous_speaker: np.ndarray  # baseline: speak iff the target held the floor just before
+
+    def actions(self, deployment: Deployment) -> list[Action]:
+        """The action the live rule gives at every point (before a role silences it)."""
+        return [
+            deployment.choose(pt, pb, a)
+            for pt, pb, a in zip(
+                self.take_floor.tolist(),
+                self.backchannel.tolist(),
+                self.addressed.tolist(),
+                strict=True,
+            )
+        ]
+
+
+def score_split(points: Sequence[DecisionPoint], model_dir: Path | None = None) -> ScoredSplit:
+    """Score ``points`` (one corpus) with the model of the corpus's domain (or ``model_dir``)."""
+    if not points:
+        raise ValueError("no decision points to score")
+    corpus = points[0].input.corpus
+    domain = domain_of_corpus(corpus)
+    model = load_model(model_dir, domain)
+    x = FeatureExtractor.for_model(model).features([p.input for p in points])
+    out = model.outcomes(x)
+    return ScoredSplit(
+        points=points,
+        corpus=corpus,
+        domain=domain,
+        model=model,
+        take_floor=np.asarray(out.take_floor, dtype=float),
+        backchannel=np.asarray(out.backchannel, dtype=float),
+        addressed=np.asarray([is_addressed(row[:N_FEATURES]) for row in x], dtype=bool),
+        took_floor=np.asarray([p.gold.label is Decision.SPEAK for p in points], dtype=bool),
+        backchanneled=np.asarray(
+            [p.gold.floor_outcome is Outcome.BACKCHANNEL for p in points], dtype=bool
+        ),
+        i1=np.asarray([p.gold.category is Category.I1 for p in points], dtype=bool),
+        categories=[p.gold.category.value for p in points],
+        previous_speaker=np.asarray([held_floor_before(p.input) for p in points], dtype=bool),
+    )
