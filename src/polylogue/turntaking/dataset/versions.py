@@ -14,7 +14,10 @@ from polylogue.errors import PolylogueInputError, note_input
 #: S1 bystanders, answers to a question are floor takes, one backchannel rule for every corpus,
 #: non-people and departed characters are no targets, a name inside a question is no address,
 #: AMI act times from words only; ``gold.in_exchange``.
-FORMAT_VERSION = 4
+#: 5: Friends reader and presence fixes (issue 25): a character who takes leave in words is
+#: absent until they speak again, directions without their opening bracket are notes, speaker
+#: tags whose names were dropped are not speech, a line holding another speaker's tag is split.
+FORMAT_VERSION = 5
 #: The manifest's ``kind``: what marks a folder as a turn-taking benchmark.
 MANIFEST_KIND = "polylogue.turntaking.benchmark"
 
@@ -32,6 +35,9 @@ UPGRADES = {
     "definitions (S3, answers as floor takes, one backchannel rule, targets) are not applied",
     3: "the benchmark v2 definitions: no S3 (silent participants of the exchange count as "
     "S1 bystanders), answers counted as backchannels, non-people as targets (v2.1 changed them)",
+    4: "Friends as before the v2.1 reader fixes: characters who take leave in words stay "
+    "targets, speaker tags and directions without their opening bracket stay in the words, and "
+    "a line with another speaker's tag is not split",
 }
 
 
