@@ -315,6 +315,8 @@ def evaluate(
                 stages.skipped(f"eval/{view}/{model.key}", f"no {model.needs} adapter yet")
                 continue
             for corpus in CORPORA:
+                if args.eval_corpora and corpus not in args.eval_corpora.split(","):
+                    continue
                 name = f"eval/{corpus}-{view}/{model.key}"
                 folder = eval_folder(args, corpus, view, model)
                 if finished_metrics(folder, n) is not None:
@@ -497,6 +499,9 @@ def main() -> None:
         default="",
         help="evaluate only these model keys (comma-separated; default: all), e.g. beside "
         "another invocation",
+    )
+    ap.add_argument(
+        "--eval-corpora", default="", help="evaluate on these corpora only (default: all)"
     )
     ap.add_argument("--dry-run", action="store_true", help="print the commands only")
     args = ap.parse_args()
