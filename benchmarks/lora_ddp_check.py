@@ -26,10 +26,12 @@ import shutil
 import statistics
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+# The sibling script (this folder is on sys.path when a script here runs).
+from lora_reproduction import run_child
 
 
 def train_args(args: argparse.Namespace, out: Path, grad_accum: int) -> list[str]:
@@ -67,21 +69,11 @@ def train_args(args: argparse.Namespace, out: Path, grad_accum: int) -> list[str
 
 
 def run(cmd: list[str], log: Path, env: dict[str, str]) -> dict[str, float]:
-    started = time.perf_counter()
-    with open(log, "w", encoding="utf-8") as f:
-        f.write("$ " + " ".join(cmd) + "\n")
-        f.flush()
-        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
-    rc = os.waitstatus_to_exitcode(status)
+    cost = run_child(cmd, log, env)
+    rc = cost.pop("exit")
     if rc != 0:
         raise SystemExit(f"exit {rc}: {' '.join(cmd)} (log {log})")
-    return {
-        "wall_s": round(time.perf_counter() - started, 1),
-        "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
-        # the launcher's peak RSS covers the largest of the processes it waited for
-        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
-    }
+    return cost
 
 
 def step_points(run_dir: Path) -> dict[int, Counter[str]]:

@@ -9,7 +9,7 @@ folder already holds its result, so rerunning the same command after a kill cont
 stopped (``polylogue train --resume`` continues a killed training run from its last checkpoint;
 ``polylogue eval`` and ``polylogue distill`` resume by themselves):
 
-1. ``polylogue build --corpus friends|ami`` (default protocol, benchmark v2);
+1. ``polylogue build --corpus friends|ami`` (default protocol, benchmark v2.1);
 2. ``polylogue distill --teacher cues``: the reasoning targets. **Not the paper's teacher** (a
    large LLM, which these machines cannot run): label-conditioned sentences written by rule from
    the shipped default model's cue explanations (``polylogue.training.cue_teacher``);
@@ -41,13 +41,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from polylogue.turntaking.types import CATEGORIES as ALL_CATEGORIES
+
 CORPORA = ("friends", "ami")
-CATEGORIES = ("I1", "I2", "S1", "S2", "SA")
+CATEGORIES = tuple(c.value for c in ALL_CATEGORIES)  # benchmark v2.1: S3 too
 #: For orientation only: the paper's Table 2 (zero-shot, decision) and Table 5 (Qwen2.5-7B?
 #: see docs/training.md for the exact rows quoted). Not comparable: other model, other data.
 PAPER_NOTE = (
     "Paper figures (Table 2 / 5) are quoted in docs/training.md for orientation only: a 7-8B "
-    "model, the authors' own data and splits; this run uses SmolLM2-135M on benchmark v2."
+    "model, the authors' own data and splits; this run uses SmolLM2-135M on benchmark v2.1."
 )
 
 
@@ -62,6 +64,29 @@ class Model:
     args: tuple[str, ...]
     #: Only evaluated once the stage that makes it exists.
     needs: str | None = None
+
+
+def run_child(
+    cmd: list[str], log: Path, env: dict[str, str] | None = None, *, append: bool = False
+) -> dict[str, Any]:
+    """Run ``cmd`` with its output in ``log``: exit status, wall and CPU seconds, peak RSS.
+
+    CPU seconds are the figure to extrapolate from on a shared machine (wall time also counts
+    waiting for a core). ``wait4`` gives the child's own peak RSS, or the largest of the
+    processes it waited for (an ``accelerate launch`` counts its largest worker).
+    """
+    started = time.perf_counter()
+    with open(log, "a" if append else "w", encoding="utf-8") as f:
+        f.write(f"\n$ {shlex.join(cmd)}\n")
+        f.flush()
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+    return {
+        "wall_s": round(time.perf_counter() - started, 1),
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),  # KiB on Linux
+        "exit": os.waitstatus_to_exitcode(status),
+    }
 
 
 def cli() -> list[str]:
@@ -93,32 +118,19 @@ class Stages:
         if self.dry_run:
             return
         log = self.logs / f"{name.replace('/', '_')}.log"
-        started = time.perf_counter()
-        with open(log, "a", encoding="utf-8") as f:
-            f.write(f"\n$ {line}\n")
-            f.flush()
-            proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env)
-            # wait4 gives this child's own peak RSS (and that of its children it waited for).
-            _, status, usage = os.wait4(proc.pid, 0)
-        seconds = time.perf_counter() - started
-        rc = os.waitstatus_to_exitcode(status)
+        child = run_child(cmd, log, env, append=True)
         # Another runner on the same folder (e.g. evaluations beside a training run) may have
         # recorded stages meanwhile: merge with the file instead of overwriting it.
         if self.path.is_file():
             self.record = {**self.record, **json.loads(self.path.read_text())}
         entry = self.record.setdefault(name, {"sessions": []})
         entry["command"] = line
+        rc = child.pop("exit")
         entry["sessions"].append(
-            {
-                "wall_s": round(seconds, 1),
-                "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
-                "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
-                "exit": rc,
-                "ended": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            }
+            {**child, "exit": rc, "ended": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         )
         self.path.write_text(json.dumps(self.record, indent=2) + "\n")
-        print(f"    {name}: exit {rc}, {seconds:.0f} s, log {log}", flush=True)
+        print(f"    {name}: exit {rc}, {child['wall_s']:.0f} s, log {log}", flush=True)
         if rc not in ok:
             raise SystemExit(f"stage {name} failed (exit {rc}); see {log}")
 
@@ -158,7 +170,7 @@ def distill(stages: Stages, args: argparse.Namespace, benches: dict[str, Path]) 
         "--out",
         str(folder),
         "--max-points",
-        str(args.train_points),
+        str(mode_points(args, "reasoning")),
         "--subset",
         args.train_subset,
         "--max-prompt-tokens",
@@ -189,7 +201,7 @@ def train(
         "--mode",
         mode,
         "--max-train-points",
-        str(args.train_points),
+        str(mode_points(args, mode)),
         "--max-prompt-tokens",
         str(args.max_prompt_tokens),
         "--batch-size",
@@ -218,12 +230,21 @@ def train(
     cmd += (
         ["--max-steps", str(args.max_steps)] if args.max_steps else ["--epochs", str(args.epochs)]
     )
+    if args.gradient_checkpointing:
+        cmd += ["--set", "gradient_checkpointing=true"]
     if mode == "reasoning":
         cmd += ["--reasoning", str(rationales)]
     if any((run / "checkpoints").glob("checkpoint-*")):
         cmd.append("--resume")  # a killed run continues from its last checkpoint
     stages.run(f"train/{mode}", cmd)
     return run
+
+
+def mode_points(args: argparse.Namespace, mode: str) -> int:
+    """Training points of one mode (``--reasoning-points`` defaults to ``--train-points``)."""
+    if mode == "reasoning" and args.reasoning_points:
+        return int(args.reasoning_points)
+    return int(args.train_points)
 
 
 def models(args: argparse.Namespace) -> list[Model]:
@@ -287,11 +308,15 @@ def evaluate(
     # View-major: the balanced (Table 2) comparison of every model comes first.
     for view, n in which:
         for model in models(args):
+            if args.eval_models and model.key not in args.eval_models.split(","):
+                continue
             adapter = args.out / "train" / str(model.needs) / "polylogue_adapter.json"
             if model.needs and not adapter.exists():
                 stages.skipped(f"eval/{view}/{model.key}", f"no {model.needs} adapter yet")
                 continue
             for corpus in CORPORA:
+                if args.eval_corpora and corpus not in args.eval_corpora.split(","):
+                    continue
                 name = f"eval/{corpus}-{view}/{model.key}"
                 folder = eval_folder(args, corpus, view, model)
                 if finished_metrics(folder, n) is not None:
@@ -428,6 +453,14 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True, help="experiment folder (resumable)")
     ap.add_argument("--data-root", type=Path, default=None, help="corpora folder")
     ap.add_argument("--train-points", type=int, default=2000, help="training points (both modes)")
+    ap.add_argument(
+        "--reasoning-points", type=int, default=None, help="reasoning-mode points (default: same)"
+    )
+    ap.add_argument(
+        "--modes",
+        default="decision,reasoning",
+        help="training modes this invocation may train (e.g. reasoning, beside a decision run)",
+    )
     ap.add_argument("--test-points", type=int, default=1000, help="balanced-view test sample")
     ap.add_argument(
         "--natural-points", type=int, default=1000, help="natural-ratio test sample (0: skip)"
@@ -456,6 +489,20 @@ def main() -> None:
         default="build,distill,train,eval,report",
         help="comma-separated subset of build,distill,train,eval,report",
     )
+    ap.add_argument(
+        "--gradient-checkpointing",
+        action="store_true",
+        help="recompute activations in the backward pass (less memory, about 45%% more CPU)",
+    )
+    ap.add_argument(
+        "--eval-models",
+        default="",
+        help="evaluate only these model keys (comma-separated; default: all), e.g. beside "
+        "another invocation",
+    )
+    ap.add_argument(
+        "--eval-corpora", default="", help="evaluate on these corpora only (default: all)"
+    )
     ap.add_argument("--dry-run", action="store_true", help="print the commands only")
     args = ap.parse_args()
     wanted = set(args.stages.split(","))
@@ -469,9 +516,9 @@ def main() -> None:
     # reasoning run: a session cut short still ends with a complete zero-shot vs SFT
     # comparison. The natural-ratio view comes last.
     for mode in ("decision", "reasoning", None):
-        if mode == "reasoning" and "distill" in wanted:
+        if mode == "reasoning" and "distill" in wanted and mode in args.modes.split(","):
             rationales = distill(stages, args, benches)
-        if "train" in wanted and mode is not None:
+        if "train" in wanted and mode is not None and mode in args.modes.split(","):
             train(stages, args, benches, mode, rationales)
         if "eval" in wanted:
             evaluate(stages, args, benches, views(args)[:1] if mode else views(args))

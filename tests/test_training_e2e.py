@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_training_support import tiny_friends
@@ -26,30 +27,40 @@ SHORT_SYSTEM = (
 )
 
 
+def tiny_config(bench: Path, system: Path, out: Path, **options: Any) -> TrainConfig:
+    """The CPU-scale set-up these tests share: short prompts, rank 4, one process, fp32."""
+    shared: dict[str, Any] = dict(
+        model="smollm2",
+        data=(str(bench),),
+        output_dir=str(out),
+        max_prompt_tokens=160,
+        system_template=str(system),
+        per_device_batch_size=4,
+        gradient_accumulation_steps=1,
+        warmup_steps=0,
+        lora_r=4,
+        lora_alpha=8,
+        precision="fp32",
+    )
+    return TrainConfig(**(shared | options))
+
+
 @pytest.mark.slow
 def test_lora_finetune_selects_by_decoded_f1_and_reloads(tmp_path: Path) -> None:
     bench = tiny_friends(tmp_path / "friends")
     system = tmp_path / "system.txt"
     system.write_text(SHORT_SYSTEM, encoding="utf-8")
-    config = TrainConfig(
-        model="smollm2",
-        data=(str(bench),),
-        output_dir=str(tmp_path / "run"),
+    config = tiny_config(
+        bench,
+        system,
+        tmp_path / "run",
         max_train_points=32,
-        max_prompt_tokens=160,
-        system_template=str(system),
-        per_device_batch_size=4,
-        gradient_accumulation_steps=1,
         max_steps=4,
-        warmup_steps=0,
         learning_rate=2e-3,
-        lora_r=4,
-        lora_alpha=8,
         eval_steps=2,
         eval_max_points=8,
         eval_batch_size=8,
         logging_steps=1,
-        precision="fp32",
     )
     result = train(config)
     run = result.run_dir
@@ -157,3 +168,54 @@ def test_reasoning_mode_trains_on_distilled_targets_and_decodes_validation(
     meta = json.loads((result.run_dir / ADAPTER_META).read_text())
     assert meta["mode"] == "reasoning" and "--mode reasoning" in meta["eval_command"]
     assert (result.run_dir / "adapter_model.safetensors").is_file()
+
+
+@pytest.mark.slow
+def test_gradient_checkpointing_reaches_the_trainer_and_trains_the_same_step(
+    tmp_path: Path,
+) -> None:
+    """``gradient_checkpointing: true`` (the remedy for the training RSS; its memory is measured
+    by benchmarks/lora_memory.py, not here) reaches the Trainer's arguments, and it changes
+    memory, not the result: one optimizer step with and without it ends in the same adapter
+    (dropout off, same seed)."""
+    import torch
+    from safetensors.torch import load_file
+
+    bench = tiny_friends(tmp_path / "friends")
+    system = tmp_path / "system.txt"
+    system.write_text(SHORT_SYSTEM, encoding="utf-8")
+    adapters = {}
+    for checkpointing in (False, True):
+        config = tiny_config(
+            bench,
+            system,
+            tmp_path / f"run-{checkpointing}",
+            max_train_points=8,
+            max_steps=1,
+            learning_rate=1e-3,
+            lora_dropout=0.0,
+            optimizer="sgd",  # the update is the gradient itself (Adam's first step is its sign)
+            eval_steps=1,
+            eval_max_points=4,
+            eval_batch_size=4,
+            precision="fp32",
+            gradient_checkpointing=checkpointing,
+            seed=42,
+        )
+        result = train(config)
+        saved = json.loads((result.run_dir / "training_config.json").read_text())
+        assert saved["gradient_checkpointing"] is checkpointing
+        # What the Trainer ran with (transformers 5 names it activation_checkpointing).
+        args = torch.load(result.run_dir / "training_args.bin", weights_only=False)
+        ran = getattr(args, "activation_checkpointing", None)
+        assert (args.gradient_checkpointing if ran is None else ran) is checkpointing
+        adapters[checkpointing] = load_file(str(result.run_dir / "adapter_model.safetensors"))
+    plain, checkpointed = adapters[False], adapters[True]
+    assert plain.keys() == checkpointed.keys() and plain
+    lora_b = [name for name in plain if "lora_B" in name]
+    assert lora_b
+    for name, tensor in plain.items():
+        assert checkpointed[name].shape == tensor.shape
+        assert (checkpointed[name] - tensor).abs().max().item() < 1e-7, name
+    # lora_B starts at zero, so a nonzero one shows that the step trained the adapter.
+    assert all(plain[name].abs().max().item() > 0 for name in lora_b)

@@ -394,6 +394,20 @@ def _precision(config: TrainConfig) -> tuple[bool, bool, Any]:
     return False, False, torch.float32
 
 
+def lora_config(config: TrainConfig) -> Any:
+    """The PEFT ``LoraConfig`` of a training configuration (rank, alpha, dropout, modules)."""
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=config.lora_r,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=config.lora_dropout,
+        target_modules=list(config.target_modules),
+        bias="none",
+        task_type="CAUSAL_LM",
+    )
+
+
 def suggested_eval_command(config: TrainConfig, run_dir: Path, data: str = "BENCHMARK") -> str:
     p = config.prompt_options()
     parts = [
@@ -419,7 +433,6 @@ def train(config: TrainConfig, *, resume: bool = False) -> SFTResult:
     Runs unchanged on one CPU, one GPU, or many GPUs under ``accelerate launch`` (DDP/FSDP).
     """
     import torch
-    from peft import LoraConfig
     from transformers import AutoModelForCausalLM, AutoTokenizer, EarlyStoppingCallback
     from trl import SFTConfig
 
@@ -447,14 +460,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> SFTResult:
     model = AutoModelForCausalLM.from_pretrained(str(model_path), dtype=dtype)
     if getattr(model.config, "pad_token_id", None) is None:
         model.config.pad_token_id = tokenizer.pad_token_id
-    lora = LoraConfig(
-        r=config.lora_r,
-        lora_alpha=config.lora_alpha,
-        lora_dropout=config.lora_dropout,
-        target_modules=list(config.target_modules),
-        bias="none",
-        task_type="CAUSAL_LM",
-    )
+    lora = lora_config(config)
     trainer_options = _trainer_options(config, run_dir, bf16, fp16, torch.cuda.is_available())
     trainer_options.update(_checkpointing_option(SFTConfig, config.gradient_checkpointing))
     args = SFTConfig(**trainer_options)
