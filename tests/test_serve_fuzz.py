@@ -14,6 +14,7 @@ from servers import polylogue_serve
 from polylogue.conversation import Conversation
 from polylogue.corpora import load_corpus
 from polylogue.serve.app import MAX_MESSAGE
+from polylogue.serve.client import create_session, utterance_events
 from polylogue.serve.probe import make_cases, run_cases
 
 pytestmark = pytest.mark.slow
@@ -26,29 +27,14 @@ def ami() -> Conversation:
     return next(iter(load_corpus("ami")))
 
 
-def utterance_events(conv: Conversation) -> list[dict]:
-    return [
-        {
-            "type": "utterance",
-            "seq": i,
-            "speaker": u.speaker,
-            "text": u.text,
-            "start": u.start,
-            "end": u.end,
-        }
-        for i, u in enumerate(conv.utterances)
-    ]
-
-
 @pytest.mark.parametrize("seed", [0, 1])
 def test_fuzzed_frames_and_requests_end_in_clear_errors(
     tmp_path: Path, ami: Conversation, seed: int
 ) -> None:
     log = tmp_path / "server.log"
     with polylogue_serve("--state", str(tmp_path / "s.sqlite"), output=log) as url:
-        body = {"agent": "B", "participants": [p.to_dict() for p in ami.participants]}
-        sid = httpx.post(f"{url}/v1/sessions", json=body).json()["session_id"]
-        cases = make_cases(seed, N_CASES, utterance_events(ami), MAX_MESSAGE)
+        sid = create_session(url, "B", ami.participants)
+        cases = make_cases(seed, N_CASES, utterance_events(ami.utterances), MAX_MESSAGE)
         tally = run_cases(url, sid, cases)
         summary = httpx.get(f"{url}/v1/sessions/{sid}").json()
     counts = tally.to_dict()
