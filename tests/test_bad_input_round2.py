@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_run import run_polylogue
 
 from polylogue.turntaking.dataset import FORMAT_VERSION
 
@@ -31,10 +32,18 @@ HUGE = "9" * 400  # parses, then float() overflowed
 def _run(
     args: list[str], stdin: str | bytes | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[bytes]:
+    """``polylogue ARGS`` in this process (tests/cli_run.py): the command's behaviour."""
+    return run_polylogue(args, stdin, env={"COLUMNS": "400"}, cwd=cwd)
+
+
+def _process(
+    args: list[str], stdin: str | bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """``polylogue ARGS`` as a real process, as the user met it (a pipe on stdin)."""
     env = {**os.environ, "COLUMNS": "400"}
     data = stdin.encode() if isinstance(stdin, str) else stdin
     return subprocess.run(
-        [*POLYLOGUE, *args], input=data, capture_output=True, timeout=300, env=env, cwd=cwd
+        [*POLYLOGUE, *args], input=data, capture_output=True, timeout=300, env=env
     )
 
 
@@ -65,13 +74,13 @@ def _json_rows(proc: subprocess.CompletedProcess[bytes]) -> list[dict[str, objec
 @pytest.mark.parametrize("number", [BIG, HUGE, "-" + BIG])
 def test_big_integers_on_stdin_and_in_user_files_are_located(tmp_path: Path, number: str) -> None:
     line = '{"speaker": "A", "text": "hi there", "id": ' + number + "}\n"
-    _located(_run(["decide", "-", "--as", "A"], line), "<stdin>:line 1", "digits")
+    _located(_process(["decide", "-", "--as", "A"], line), "<stdin>:line 1", "digits")
     header = '{"participants": [{"id": "a", "name": "A", "role": ' + number + "}]}\n"
-    _located(_run(["decide", "-", "--as", "A"], header + "A: hi\n"), "<stdin>:line 1", "digits")
+    _located(_process(["decide", "-", "--as", "A"], header + "A: hi\n"), "<stdin>:line 1", "digits")
     start = '{"speaker": "A", "text": "hi"}\n{"speaker": "B", "text": "ok", "start": '
     user = tmp_path / "t.jsonl"
     user.write_text(start + number + "}\n", encoding="utf-8")
-    _located(_run(["decide", str(user), "--as", "A"]), f"{user}:line 2", "digits")
+    _located(_process(["decide", str(user), "--as", "A"]), f"{user}:line 2", "digits")
 
 
 def test_big_integers_in_corpus_files_are_located(tmp_path: Path) -> None:
@@ -117,7 +126,9 @@ def test_big_integers_in_corpus_files_are_located(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("bench") / "friends"
-    proc = _run(["build", "--corpus", "friends", "--limit-conversations", "3", "--out", str(out)])
+    proc = _process(
+        ["build", "--corpus", "friends", "--limit-conversations", "3", "--out", str(out)]
+    )
     assert proc.returncode == 0, proc.stderr.decode()
     return out
 
