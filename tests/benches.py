@@ -26,7 +26,7 @@ def cached_benchmark(folder: Path, key: str, build: Callable[[Path], Path]) -> P
         root = Path(tempfile.mkdtemp(prefix="polylogue-test-bench-"))
         atexit.register(shutil.rmtree, root, True)
         built = _BUILT[key] = build(root / "bench")
-    shutil.copytree(built, folder)
+    shutil.copytree(built, folder, dirs_exist_ok=True)  # an empty folder (mktemp) is fine
     return folder
 
 
