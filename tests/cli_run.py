@@ -11,6 +11,7 @@ that uses this runner keeps at least one real-process run of the same command fa
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 import traceback
@@ -65,3 +66,22 @@ def run_polylogue(
         stderr += f"{code}\n".encode()
         returncode = 1
     return subprocess.CompletedProcess(["polylogue", *args], returncode, stdout, stderr)
+
+
+def polylogue_process(
+    args: Sequence[str],
+    stdin: str | bytes | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout_s: float = 300.0,
+) -> subprocess.CompletedProcess[bytes]:
+    """``polylogue ARGS`` as a real process (the installed console script), stdin piped."""
+    from polylogue.serve.local import POLYLOGUE
+
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    return subprocess.run(
+        [POLYLOGUE, *args],
+        input=data,
+        capture_output=True,
+        timeout=timeout_s,
+        env={**os.environ, **(env or {})},
+    )

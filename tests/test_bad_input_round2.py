@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_run import run_polylogue
+from cli_run import polylogue_process, run_polylogue
 
 from polylogue.turntaking.dataset import FORMAT_VERSION
 
@@ -29,22 +29,16 @@ BIG = "7" * 5000  # over json's 4,300-digit limit: a plain ValueError before the
 HUGE = "9" * 400  # parses, then float() overflowed
 
 
-def _run(
-    args: list[str], stdin: str | bytes | None = None, cwd: Path | None = None
-) -> subprocess.CompletedProcess[bytes]:
+def _run(args: list[str], stdin: str | bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     """``polylogue ARGS`` in this process (tests/cli_run.py): the command's behaviour."""
-    return run_polylogue(args, stdin, env={"COLUMNS": "400"}, cwd=cwd)
+    return run_polylogue(args, stdin, env={"COLUMNS": "400"})  # no wrapping of the error
 
 
 def _process(
     args: list[str], stdin: str | bytes | None = None
 ) -> subprocess.CompletedProcess[bytes]:
-    """``polylogue ARGS`` as a real process, as the user met it (a pipe on stdin)."""
-    env = {**os.environ, "COLUMNS": "400"}
-    data = stdin.encode() if isinstance(stdin, str) else stdin
-    return subprocess.run(
-        [*POLYLOGUE, *args], input=data, capture_output=True, timeout=300, env=env
-    )
+    """``polylogue ARGS`` as a real process, as the user met it (bytes piped to its stdin)."""
+    return polylogue_process(args, stdin, env={"COLUMNS": "400"})
 
 
 def _located(proc: subprocess.CompletedProcess[bytes], *fragments: str) -> str:
