@@ -66,6 +66,7 @@ import websockets
 
 from polylogue.conversation import Conversation
 from polylogue.corpora import load_corpus
+from polylogue.serve.client import session_body, utterance_events
 from polylogue.serve.local import polylogue_serve, redis_server
 
 AGENTS = ("A", "B", "C", "D")
@@ -111,8 +112,7 @@ class _Plan:
 
     session: int
     url: str
-    agent: str
-    participants: list[dict[str, Any]]
+    body: dict[str, Any]  # POST /v1/sessions
     events: list[dict[str, Any]]
     due: list[float]  # seconds after the socket opened
     start: float  # seconds after the common start
@@ -155,24 +155,13 @@ def _plans(
         conv = convs[k % len(convs)]
         utts = [u for u in conv.utterances if u.text.strip()][:n]
         t_first = utts[0].end or 0.0
-        events = [
-            {
-                "type": "utterance",
-                "seq": i,
-                "speaker": u.speaker,
-                "text": u.text,
-                "start": u.start,
-                "end": u.end,
-            }
-            for i, u in enumerate(utts)
-        ]
+        events = utterance_events(utts)
         due = [((u.end or t_first) - t_first) / speed for u in utts]
         plans.append(
             _Plan(
                 k,
                 urls[k % len(urls)],
-                AGENTS[k % len(AGENTS)],
-                [p.to_dict() for p in conv.participants],
+                session_body(AGENTS[k % len(AGENTS)], conv.participants),
                 events,
                 due,
                 ramp * k / sessions,
@@ -185,8 +174,7 @@ async def _session(
     plan: _Plan, t_start: float, http: httpx.AsyncClient, out: list[_Record]
 ) -> None:
     await asyncio.sleep(max(0.0, t_start + plan.start - time.perf_counter()))
-    body = {"agent": plan.agent, "participants": plan.participants}
-    r = await http.post(f"{plan.url}/v1/sessions", json=body, timeout=120)
+    r = await http.post(f"{plan.url}/v1/sessions", json=plan.body, timeout=120)
     r.raise_for_status()
     sid = r.json()["session_id"]
     ws_url = plan.url.replace("http", "ws") + f"/v1/sessions/{sid}/stream"

@@ -41,10 +41,10 @@ from typing import Any
 
 import httpx
 
-from polylogue.conversation import Conversation, Utterance
+from polylogue.conversation import Conversation
 from polylogue.corpora import load_corpus
-from polylogue.engine.live import LiveConversation, Policy
 from polylogue.serve.app import MAX_MESSAGE
+from polylogue.serve.client import create_session, local_p_speak, session_body, utterance_events
 from polylogue.serve.local import free_port, polylogue_serve, redis_server
 from polylogue.serve.probe import PROBE_OUTCOMES, ProbeTally, make_cases, run_cases
 
@@ -60,30 +60,13 @@ def _status(pid: int, field: str) -> float:
     return float("nan")
 
 
-def _events(conv: Conversation) -> list[dict[str, Any]]:
-    return [
-        {
-            "type": "utterance",
-            "seq": i,
-            "speaker": u.speaker,
-            "text": u.text,
-            "start": u.start,
-            "end": u.end,
-        }
-        for i, u in enumerate(conv.utterances)
-    ]
-
-
-def _body(conv: Conversation) -> dict[str, Any]:
-    return {"agent": "B", "participants": [p.to_dict() for p in conv.participants]}
-
-
 def fuzz(tmp: Path, conv: Conversation, seeds: int, n: int) -> dict[str, Any]:
     total = ProbeTally()
     with polylogue_serve("--state", str(tmp / "fuzz.sqlite"), output=tmp / "fuzz.log") as url:
         for seed in range(seeds):
-            sid = httpx.post(f"{url}/v1/sessions", json=_body(conv)).json()["session_id"]
-            t = run_cases(url, sid, make_cases(seed, n, _events(conv), MAX_MESSAGE))
+            sid = create_session(url, "B", conv.participants)
+            cases = make_cases(seed, n, utterance_events(conv.utterances), MAX_MESSAGE)
+            t = run_cases(url, sid, cases)
             for kind, counts in t.by_kind.items():
                 for outcome, k in counts.items():
                     total.outcomes[outcome] += k
@@ -101,22 +84,11 @@ def creation_kills(tmp: Path, conv: Conversation, rounds: int) -> dict[str, int]
     for _ in range(rounds):
         pids: list[int] = []
         with polylogue_serve(*args, port=port, pids=pids) as url:
-            for _ in range(3):
-                r = httpx.post(f"{url}/v1/sessions", json=_body(conv))
-                created.append(r.json()["session_id"])
+            created += [create_session(url, "B", conv.participants) for _ in range(3)]
             os.kill(pids[0], signal.SIGKILL)
     with polylogue_serve(*args, port=port) as url:
         lost = sum(httpx.get(f"{url}/v1/sessions/{s}").status_code == 404 for s in created)
     return {"rounds": rounds, "sessions_created": len(created), "sessions_lost": lost}
-
-
-def _local(conv: Conversation, n: int) -> list[float | None]:
-    live = LiveConversation.start("B", conv.participants, Policy())
-    out = []
-    for u in conv.utterances[:n]:
-        d = live.utterance(Utterance(u.speaker, u.text, u.start, u.end))
-        out.append(None if d.p_speak is None else round(d.p_speak, 4))
-    return out
 
 
 def _resumes(read: list[dict[str, Any]]) -> int:
@@ -131,7 +103,7 @@ def client_kills(tmp: Path, conv: Conversation, runs: int) -> dict[str, int]:
         for u in conv.utterances[:N_UTTERANCES]
     ]
     transcript.write_text("\n".join(lines) + "\n")
-    expected = _local(conv, N_UTTERANCES)
+    expected = local_p_speak("B", conv.participants, conv.utterances[:N_UTTERANCES])
     totals = dict.fromkeys(
         ("runs", "kills", "sessions_lost", "utterances_lost", "fed_twice", "wrong_decisions"), 0
     )
@@ -258,11 +230,12 @@ def redis_creates(tmp: Path, conv: Conversation, keys: int) -> dict[str, Any]:
                 pipe.set(f"unrelated:{i}", i)
             pipe.execute()
         seconds = []
+        body = session_body("B", conv.participants)
         with httpx.Client() as http:
             for _ in range(3):
                 t0 = time.perf_counter()
                 for _ in range(1000):
-                    http.post(f"{url}/v1/sessions", json=_body(conv)).raise_for_status()
+                    http.post(f"{url}/v1/sessions", json=body).raise_for_status()
                 seconds.append(round(time.perf_counter() - t0, 2))
         scans = r.info("commandstats").get("cmdstat_scan", {}).get("calls", 0)
         r.close()

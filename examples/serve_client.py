@@ -33,8 +33,8 @@ from typing import Any
 import httpx
 import websockets
 
-from polylogue.conversation import Conversation
 from polylogue.corpora.transcripts import read_transcript
+from polylogue.serve.client import session_body, utterance_events
 
 #: How long the client keeps trying to reach a server that went away (bounded).
 RETRY_S = 120.0
@@ -42,20 +42,6 @@ RETRY_S = 120.0
 
 class SessionLost(RuntimeError):
     """The server no longer has the session (404): nothing to resume."""
-
-
-def events_of(conv: Conversation) -> list[dict[str, Any]]:
-    return [
-        {
-            "type": "utterance",
-            "seq": i,
-            "speaker": u.speaker,
-            "text": u.text,
-            "start": u.start,
-            "end": u.end,
-        }
-        for i, u in enumerate(conv.utterances)
-    ]
 
 
 class ResumingClient:
@@ -151,7 +137,7 @@ async def main() -> int:
     args = ap.parse_args()
     conv = read_transcript(args.transcript)
     client = ResumingClient(args.url, args.token, args.session_id or secrets.token_urlsafe(12))
-    body = {"agent": args.agent, "participants": [p.to_dict() for p in conv.participants]}
+    body = session_body(args.agent, conv.participants)
 
     def emit(line: str) -> None:
         if args.json:
@@ -185,7 +171,7 @@ async def main() -> int:
     try:
         await client.create(body)
         emit(json.dumps({"event": "created", "session_id": client.session_id}))
-        await client.run(events_of(conv), on_result)
+        await client.run(utterance_events(conv.utterances), on_result)
     except SessionLost as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -7,7 +7,6 @@ set. Set ``POLYLOGUE_SCREENSHOTS=1`` to refresh the screenshots under ``docs/scr
 
 from __future__ import annotations
 
-import itertools
 import os
 import shutil
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from benches import friends_benchmark
 from browsers import VIEWPORT, launch_chromium, new_study, require_chromium, serve_study
 
 pytestmark = pytest.mark.slow
@@ -30,12 +30,9 @@ playwright_api = require_chromium()
 def study_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     from polylogue.annotate.store import StudyKind
     from polylogue.annotate.study import SamplingPlan, benchmark_items
-    from polylogue.corpora import load_corpus
-    from polylogue.turntaking.dataset import build_benchmark, save_benchmark
 
     tmp = tmp_path_factory.mktemp("browser")
-    build = build_benchmark(itertools.islice(load_corpus("friends"), 60))
-    bench = save_benchmark(build, tmp / "bench")
+    bench = friends_benchmark(tmp / "bench", 60)
     src = benchmark_items(bench, "test")
     store, study, keys, report = new_study(
         tmp / "study.sqlite",

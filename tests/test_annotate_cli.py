@@ -8,13 +8,13 @@ Table-4 scores are checked against independent computations.
 from __future__ import annotations
 
 import csv
-import itertools
 import json
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from benches import friends_benchmark
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
@@ -29,11 +29,7 @@ TOTAL = 4 * 6  # 4 per category (I1, I2, S1, S2, since v2 SA, since v2.1 S3)
 
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from polylogue.corpora import load_corpus
-    from polylogue.turntaking.dataset import build_benchmark, save_benchmark
-
-    build = build_benchmark(itertools.islice(load_corpus("friends"), 60))
-    return save_benchmark(build, tmp_path_factory.mktemp("cli") / "friends")
+    return friends_benchmark(tmp_path_factory.mktemp("cli") / "friends", 60)
 
 
 def _invoke(*args: str) -> Any:

@@ -6,7 +6,6 @@ go over real HTTP (httpx), as the probe of issue 18 sent them.
 
 from __future__ import annotations
 
-import itertools
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+from benches import friends_benchmark
 from browsers import serve_app
 
 from polylogue.annotate.app import (
@@ -31,13 +31,9 @@ from polylogue.annotate.store import AnnotationStore, StudyKind
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     from polylogue.annotate.study import SamplingPlan, benchmark_items, create_study
-    from polylogue.corpora import load_corpus
-    from polylogue.turntaking.dataset import build_benchmark, save_benchmark
 
     tmp = tmp_path_factory.mktemp("hardening")
-    bench = save_benchmark(
-        build_benchmark(itertools.islice(load_corpus("friends"), 60)), tmp / "bench"
-    )
+    bench = friends_benchmark(tmp / "bench", 60)
     src = benchmark_items(bench, "test")
     store = AnnotationStore(tmp / "study.sqlite")
     study, keys, _ = create_study(

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import multiprocessing
 import shutil
 from pathlib import Path
 
 import pytest
+from benches import friends_benchmark
 
 from polylogue.annotate.store import (
     AnnotationStore,
@@ -32,11 +32,7 @@ from polylogue.paths import corpus_dir
 
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from polylogue.corpora import load_corpus
-    from polylogue.turntaking.dataset import build_benchmark, save_benchmark
-
-    build = build_benchmark(itertools.islice(load_corpus("friends"), 60))
-    return save_benchmark(build, tmp_path_factory.mktemp("bench") / "friends")
+    return friends_benchmark(tmp_path_factory.mktemp("bench") / "friends", 60)
 
 
 @pytest.fixture(scope="module")

@@ -6,22 +6,16 @@ real shared file, or on the exact input the probe used.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-POLYLOGUE = [str(Path(sys.executable).parent / "polylogue")]
+from cli_run import polylogue_process, run_polylogue
 
 
 def _run(args: list[str], stdin: str | bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    env = {**os.environ, "COLUMNS": "400"}  # no wrapping of the one-line error
-    data = stdin.encode() if isinstance(stdin, str) else stdin
-    return subprocess.run(
-        [*POLYLOGUE, *args], input=data, capture_output=True, timeout=120, env=env
-    )
+    """``polylogue ARGS`` in this process (tests/cli_run.py): the command's behaviour."""
+    return run_polylogue(args, stdin, env={"COLUMNS": "400"})  # no wrapping of the error
 
 
 def _assert_located(proc: subprocess.CompletedProcess[bytes], *fragments: str) -> str:
@@ -390,7 +384,8 @@ def test_user_transcript_bad_bytes_are_located(tmp_path: Path) -> None:
 
 
 def test_stdin_bad_bytes_and_deep_json_are_located() -> None:
-    proc = _run(["decide", "-", "--as", "Dave"], b"Alice: hi\nBob: caf\xe9\n")
+    # A real process, the bytes piped to its stdin as the probe sent them.
+    proc = polylogue_process(["decide", "-", "--as", "Dave"], b"Alice: hi\nBob: caf\xe9\n")
     _assert_located(proc, "<stdin>:line 2: not UTF-8 text")
     proc = _run(["decide", "-", "--as", "Dave"], "Alice: hi\n" + '{"text": ' + DEEP_JSON + "}\n")
     _assert_located(proc, "<stdin>:line 2", "nested too deeply")

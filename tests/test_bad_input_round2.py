@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_run import polylogue_process, run_polylogue
 
 from polylogue.turntaking.dataset import FORMAT_VERSION
 
@@ -28,14 +29,16 @@ BIG = "7" * 5000  # over json's 4,300-digit limit: a plain ValueError before the
 HUGE = "9" * 400  # parses, then float() overflowed
 
 
-def _run(
-    args: list[str], stdin: str | bytes | None = None, cwd: Path | None = None
+def _run(args: list[str], stdin: str | bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    """``polylogue ARGS`` in this process (tests/cli_run.py): the command's behaviour."""
+    return run_polylogue(args, stdin, env={"COLUMNS": "400"})  # no wrapping of the error
+
+
+def _process(
+    args: list[str], stdin: str | bytes | None = None
 ) -> subprocess.CompletedProcess[bytes]:
-    env = {**os.environ, "COLUMNS": "400"}
-    data = stdin.encode() if isinstance(stdin, str) else stdin
-    return subprocess.run(
-        [*POLYLOGUE, *args], input=data, capture_output=True, timeout=300, env=env, cwd=cwd
-    )
+    """``polylogue ARGS`` as a real process, as the user met it (bytes piped to its stdin)."""
+    return polylogue_process(args, stdin, env={"COLUMNS": "400"})
 
 
 def _located(proc: subprocess.CompletedProcess[bytes], *fragments: str) -> str:
@@ -65,13 +68,13 @@ def _json_rows(proc: subprocess.CompletedProcess[bytes]) -> list[dict[str, objec
 @pytest.mark.parametrize("number", [BIG, HUGE, "-" + BIG])
 def test_big_integers_on_stdin_and_in_user_files_are_located(tmp_path: Path, number: str) -> None:
     line = '{"speaker": "A", "text": "hi there", "id": ' + number + "}\n"
-    _located(_run(["decide", "-", "--as", "A"], line), "<stdin>:line 1", "digits")
+    _located(_process(["decide", "-", "--as", "A"], line), "<stdin>:line 1", "digits")
     header = '{"participants": [{"id": "a", "name": "A", "role": ' + number + "}]}\n"
-    _located(_run(["decide", "-", "--as", "A"], header + "A: hi\n"), "<stdin>:line 1", "digits")
+    _located(_process(["decide", "-", "--as", "A"], header + "A: hi\n"), "<stdin>:line 1", "digits")
     start = '{"speaker": "A", "text": "hi"}\n{"speaker": "B", "text": "ok", "start": '
     user = tmp_path / "t.jsonl"
     user.write_text(start + number + "}\n", encoding="utf-8")
-    _located(_run(["decide", str(user), "--as", "A"]), f"{user}:line 2", "digits")
+    _located(_process(["decide", str(user), "--as", "A"]), f"{user}:line 2", "digits")
 
 
 def test_big_integers_in_corpus_files_are_located(tmp_path: Path) -> None:
@@ -117,7 +120,9 @@ def test_big_integers_in_corpus_files_are_located(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("bench") / "friends"
-    proc = _run(["build", "--corpus", "friends", "--limit-conversations", "3", "--out", str(out)])
+    proc = _process(
+        ["build", "--corpus", "friends", "--limit-conversations", "3", "--out", str(out)]
+    )
     assert proc.returncode == 0, proc.stderr.decode()
     return out
 

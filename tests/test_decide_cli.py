@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -9,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_run import run_polylogue
 from typer.testing import CliRunner
 
 from polylogue.cli import app
@@ -116,11 +118,12 @@ def test_stdin_streaming_answers_each_line_as_it_arrives() -> None:
 
 
 def _run(args: list[str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``polylogue ARGS`` in this process (tests/cli_run.py), its output as text; the streaming
+    test above runs a real process."""
     # A wide terminal so rich does not wrap the one-line error message.
-    env = {**os.environ, "COLUMNS": "400"}
-    return subprocess.run(
-        [*POLYLOGUE, *args], input=stdin, capture_output=True, text=True, timeout=120, env=env
-    )
+    proc = run_polylogue(args, stdin, env={"COLUMNS": "400"})
+    out, err = (io.TextIOWrapper(io.BytesIO(b), "utf-8").read() for b in (proc.stdout, proc.stderr))
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def test_malformed_transcript_names_file_and_line(tmp_path: Path) -> None:

@@ -10,6 +10,8 @@ import itertools
 from functools import cache
 from pathlib import Path
 
+from benches import cached_benchmark
+
 from polylogue.corpora import load_corpus
 from polylogue.turntaking.dataset import BuildOptions, build_benchmark, save_benchmark
 
@@ -23,16 +25,17 @@ def _conversations() -> tuple:
 
 
 def friends_benchmark(folder: Path) -> Path:
-    """Save a benchmark of real Friends points into ``folder`` (once per folder).
+    """Save a benchmark of real Friends points into ``folder`` (built once, then copied).
 
     Test and validation get a third of the episodes each, so the evaluation tests have
     several groups (episodes) to bootstrap over.
     """
-    if (folder / "manifest.json").is_file():
-        return folder
-    build = build_benchmark(_conversations(), BuildOptions(fractions=(0.34, 0.33, 0.33), seed=1))
-    save_benchmark(build, folder)
-    return folder
+
+    def build(out: Path) -> Path:
+        options = BuildOptions(fractions=(0.34, 0.33, 0.33), seed=1)
+        return save_benchmark(build_benchmark(_conversations(), options), out)
+
+    return cached_benchmark(folder, "friends-s10-eval", build)
 
 
 def test_benchmark_has_real_varied_points(tmp_path: Path) -> None:

@@ -11,10 +11,10 @@ import pytest
 from servers import polylogue_serve, redis_server
 from websockets.sync.client import connect
 
-from polylogue.conversation import Conversation, Utterance
+from polylogue.conversation import Conversation
 from polylogue.corpora import load_corpus
-from polylogue.engine.live import LiveConversation, Policy
 from polylogue.serve.app import ServeConfigError, check_bind
+from polylogue.serve.client import create_session, local_p_speak, utterance_events
 
 pytestmark = pytest.mark.slow
 
@@ -27,33 +27,15 @@ def ami() -> Conversation:
 
 
 def _events(conv: Conversation, a: int, b: int) -> list[dict]:
-    return [
-        {
-            "type": "utterance",
-            "seq": i,
-            "speaker": u.speaker,
-            "text": u.text,
-            "start": u.start,
-            "end": u.end,
-        }
-        for i, u in enumerate(conv.utterances[a:b], start=a)
-    ]
+    return utterance_events(conv.utterances[a:b], first_seq=a)
 
 
 def _session(url: str, conv: Conversation, agent: str = "B", headers: dict | None = None) -> str:
-    body = {"agent": agent, "participants": [p.to_dict() for p in conv.participants]}
-    r = httpx.post(f"{url}/v1/sessions", json=body, headers=headers or {})
-    assert r.status_code == 201, r.text
-    return r.json()["session_id"]
+    return create_session(url, agent, conv.participants, headers)
 
 
 def _local(conv: Conversation, n: int, agent: str = "B") -> list[float | None]:
-    live = LiveConversation.start(agent, conv.participants, Policy())
-    out = []
-    for u in conv.utterances[:n]:
-        d = live.utterance(Utterance(u.speaker, u.text, u.start, u.end))
-        out.append(None if d.p_speak is None else round(d.p_speak, 4))
-    return out
+    return local_p_speak(agent, conv.participants, conv.utterances[:n])
 
 
 def _stream(url: str, sid: str, events: list[dict], token: str | None = None) -> list[dict]:

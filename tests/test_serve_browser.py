@@ -19,6 +19,7 @@ from servers import polylogue_serve
 
 from polylogue.conversation import Conversation
 from polylogue.corpora import load_corpus
+from polylogue.serve.client import session_body
 
 pytestmark = pytest.mark.slow
 
@@ -105,7 +106,7 @@ def test_a_page_on_another_origin_cannot_use_the_service(
 ) -> None:
     (tmp_path / "www").mkdir()
     (tmp_path / "www" / "index.html").write_text("<!doctype html><title>elsewhere</title>")
-    body = {"agent": "B", "participants": [p.to_dict() for p in ami.participants]}
+    body = session_body("B", ami.participants)
     with (
         page_server(tmp_path / "www") as origin,
         polylogue_serve("--state", str(tmp_path / "a.sqlite")) as base,

@@ -19,9 +19,9 @@ import pytest
 from servers import free_port, polylogue_serve
 from websockets.sync.client import connect
 
-from polylogue.conversation import Conversation, Utterance
+from polylogue.conversation import Conversation
 from polylogue.corpora import load_corpus
-from polylogue.engine.live import LiveConversation, Policy
+from polylogue.serve.client import create_session, local_p_speak, utterance_events
 
 pytestmark = pytest.mark.slow
 
@@ -45,12 +45,7 @@ def _write_transcript(conv: Conversation, path: Path, n: int) -> None:
 
 
 def _local(conv: Conversation, n: int, agent: str = "B") -> list[float | None]:
-    live = LiveConversation.start(agent, conv.participants, Policy())
-    out = []
-    for u in conv.utterances[:n]:
-        d = live.utterance(Utterance(u.speaker, u.text, u.start, u.end))
-        out.append(None if d.p_speak is None else round(d.p_speak, 4))
-    return out
+    return local_p_speak(agent, conv.participants, conv.utterances[:n])
 
 
 def _kill(pids: list[int]) -> None:
@@ -99,13 +94,8 @@ def test_sessions_answered_201_survive_sigkill(tmp_path: Path, ami: Conversation
     port = free_port()
     args = ("--state", str(tmp_path / "s.sqlite"), "--flush-interval", "30")
     pids: list[int] = []
-    body = {"agent": "B", "participants": [p.to_dict() for p in ami.participants]}
     with polylogue_serve(*args, port=port, pids=pids) as url:
-        sids = []
-        for _ in range(3):
-            r = httpx.post(f"{url}/v1/sessions", json=body)
-            assert r.status_code == 201
-            sids.append(r.json()["session_id"])
+        sids = [create_session(url, "B", ami.participants) for _ in range(3)]  # each a 201
         _kill(pids)  # at once: well inside the 30 s flush interval
     with polylogue_serve(*args, port=port) as url:
         assert [httpx.get(f"{url}/v1/sessions/{s}").status_code for s in sids] == [200] * 3
@@ -114,20 +104,9 @@ def test_sessions_answered_201_survive_sigkill(tmp_path: Path, ami: Conversation
 def test_a_resend_after_restart_is_not_fed_twice(tmp_path: Path, ami: Conversation) -> None:
     """``seq`` is idempotent: events resent after a restart are skipped, not applied again."""
     args = ("--state", str(tmp_path / "s.sqlite"))
-    events = [
-        {
-            "type": "utterance",
-            "seq": i,
-            "speaker": u.speaker,
-            "text": u.text,
-            "start": u.start,
-            "end": u.end,
-        }
-        for i, u in enumerate(ami.utterances[:20])
-    ]
-    body = {"agent": "B", "participants": [p.to_dict() for p in ami.participants]}
+    events = utterance_events(ami.utterances[:20])
     with polylogue_serve(*args) as url:
-        sid = httpx.post(f"{url}/v1/sessions", json=body).json()["session_id"]
+        sid = create_session(url, "B", ami.participants)
         ws_url = url.replace("http", "ws") + f"/v1/sessions/{sid}/stream"
         with connect(ws_url) as ws:
             first = []

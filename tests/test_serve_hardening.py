@@ -17,6 +17,7 @@ from websockets.sync.client import connect
 from polylogue.conversation import Conversation
 from polylogue.corpora import load_corpus
 from polylogue.serve.app import MAX_MESSAGE, MAX_WS_FRAME
+from polylogue.serve.client import session_body
 from polylogue.serve.local import POLYLOGUE
 
 pytestmark = pytest.mark.slow
@@ -30,7 +31,7 @@ def ami() -> Conversation:
 
 
 def _body(conv: Conversation, agent: str = "B") -> dict:
-    return {"agent": agent, "participants": [p.to_dict() for p in conv.participants]}
+    return session_body(agent, conv.participants)
 
 
 def _event(conv: Conversation, i: int) -> dict:

@@ -3,7 +3,9 @@ trains exactly the batches the balanced sampler deals for the rest of the run, a
 epoch boundary, and never trains a step twice after its checkpoint.
 
 Tiny on purpose: 8 real Friends points, 64-token prompts, 4-point batches (2 steps an epoch),
-6 steps, a checkpoint every 3; the kill lands after the step-3 checkpoint (mid-epoch 1).
+5 steps, a checkpoint every 3 and at the end; the kill lands after the step-3 checkpoint
+(mid-epoch 1, so the resumed epoch is not epoch 0), and the resumed session trains step 4
+(the end of epoch 1) and step 5 (epoch 2). Validation decodes 2 points (not asserted on).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from polylogue.training.sampler import BalancedBatchSampler, sampler_groups
 from polylogue.training.sft import latest_checkpoint
 from polylogue.turntaking.dataset import load_split_points
 
+STEPS = 5
 SHORT_SYSTEM = "Decide whether to speak now ($speak) or stay silent ($silent).\n"
 
 
@@ -43,11 +46,11 @@ def _args(bench: Path, run: Path, system: Path) -> list[str]:
         "--grad-accum",
         "1",
         "--max-steps",
-        "6",
+        str(STEPS),
         "--eval-steps",
         "3",
         "--eval-max-points",
-        "4",
+        "2",
         "--lora-r",
         "2",
         "--lora-alpha",
@@ -118,12 +121,14 @@ def test_resume_after_kill_mid_epoch_continues_the_same_batches(tmp_path: Path) 
     for epoch in range(3):
         sampler.set_epoch(epoch)
         expected += [sorted(points[i].point_id for i in b) for b in sampler.global_batches()]
-    assert len(expected) == 6
-    assert expected[2:4] != expected[:2]  # epochs differ, so a replayed epoch 0 would show
+    assert len(expected) == 6  # two batches an epoch
+    expected = expected[:STEPS]
+    # Epochs differ, so a replayed epoch 0 would show; so does step 5's (the resumed session's).
+    assert expected[2:4] != expected[:2] and expected[4] != expected[0]
 
     rows = [json.loads(x) for x in (run / "batches" / "rank-0.jsonl").read_text().splitlines()]
     # The killed session may have trained steps after its last checkpoint; the resumed
     # session retrains exactly those, so the last record of each step is the one that counts.
     final = {r["step"]: sorted(r["point_ids"]) for r in rows}
-    assert [final[s] for s in range(1, 7)] == expected
-    assert [r["step"] for r in rows[-(6 - done) :]] == list(range(done + 1, 7))
+    assert [final[s] for s in range(1, STEPS + 1)] == expected
+    assert [r["step"] for r in rows[-(STEPS - done) :]] == list(range(done + 1, STEPS + 1))

@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import itertools
 from collections import Counter
 from pathlib import Path
+
+from benches import friends_benchmark
 
 
 def tiny_friends(folder: Path, conversations: int = 40) -> Path:
     """What ``polylogue build --corpus friends --limit-conversations N`` writes (built once)."""
-    from polylogue.corpora import load_corpus
-    from polylogue.turntaking.dataset import BuildOptions, build_benchmark, save_benchmark
-
-    if not (folder / "manifest.json").is_file():
-        convs = list(itertools.islice(load_corpus("friends"), conversations))
-        save_benchmark(build_benchmark(convs, BuildOptions()), folder)
-    return folder
+    return friends_benchmark(folder, conversations)
 
 
 def test_tiny_friends_has_all_four_categories_in_train(tmp_path: Path) -> None:
