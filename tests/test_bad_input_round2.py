@@ -200,6 +200,7 @@ def test_other_benchmark_format_versions_are_refused_or_upgraded_with_a_message(
         (1, "no BACKCHANNEL"),
         (2, "Molweni"),
         (3, "no S3"),
+        (4, "take leave in words"),
     ):
         _set_version(folder, old)
         for args in (
