@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from agent_common import score_split
+from _agent_common import score_split
 
 from polylogue.engine.deployment import (
     DEFAULT_OPERATING_POINT,

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from agent_common import score_split
+from _agent_common import score_split
 
 from polylogue.engine.deployment import ROLES, Action, Deployment
 from polylogue.turntaking.dataset import load_benchmark

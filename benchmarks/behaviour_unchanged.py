@@ -161,12 +161,22 @@ def _renamed(path: Path, rename: bool = True) -> str:
 
 
 def main() -> None:
-    if len(sys.argv) == 3 and sys.argv[1] == "record":
-        record(Path(sys.argv[2]))
-    elif len(sys.argv) == 4 and sys.argv[1] == "compare":
-        sys.exit(0 if compare(Path(sys.argv[2]), Path(sys.argv[3])) else 1)
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    rec = sub.add_parser("record", help="record the artefacts of the code on the path")
+    rec.add_argument("out", type=Path)
+    cmp = sub.add_parser("compare", help="PASS/FAIL per artefact of two recordings")
+    cmp.add_argument("before", type=Path)
+    cmp.add_argument("after", type=Path)
+    args = parser.parse_args()
+    if args.command == "record":
+        record(args.out)
     else:
-        raise SystemExit(__doc__)
+        sys.exit(0 if compare(args.before, args.after) else 1)
 
 
 if __name__ == "__main__":
