@@ -62,8 +62,13 @@ def test_shipped_models_carry_every_point_for_every_domain() -> None:
         pts = {
             p: general.operating_points[p][domain]["take_floor"] for p in general.operating_points
         }
-        # Matched speaks no more than balanced; polite no more than matched.
-        assert pts["balanced"] <= pts["matched"] <= pts["polite"], (domain, pts)
+        # Polite never speaks more than matched (the chooser's floor). Matched matches the real
+        # rate, so it sits above balanced wherever balanced over-speaks, which is every domain
+        # the general model serves; its "chat" point (Molweni only; --domain chat loads the
+        # chat model) is the exception, where balanced already under-speaks.
+        assert pts["matched"] <= pts["polite"], (domain, pts)
+        if domain != "chat":
+            assert pts["balanced"] <= pts["matched"], (domain, pts)
 
 
 def test_default_point_domain_model_and_overrides() -> None:
