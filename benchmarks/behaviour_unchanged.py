@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
+
+from _cli import polylogue
 
 from polylogue.corpora import load_corpus
 from polylogue.models.base import BASELINE_NAMES, load_predictor
@@ -49,22 +49,6 @@ RENAMED_BUILD = "build/earnings21/"
 N = 120
 
 
-def cli(*args: str, stdin: str | None = None) -> str:
-    proc = subprocess.run(
-        [sys.executable, "-m", "polylogue.cli", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        check=False,
-        # Some metrics sum over sets of ids: a fixed hash seed fixes the order (and the last
-        # digit of a float sum) so two runs of the same code agree byte for byte.
-        env={**os.environ, "PYTHONHASHSEED": "0"},
-    )
-    if proc.returncode:
-        raise SystemExit(f"polylogue {' '.join(args)} failed:\n{proc.stderr}")
-    return proc.stdout
-
-
 def record(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     builds = {
@@ -73,9 +57,11 @@ def record(out: Path) -> None:
         "transcript": ["--transcript", "examples/standup.jsonl", "--domain", "earnings"],
     }
     for name, args in builds.items():
-        cli("build", "--out", str(out / "build" / name), "--jsonl", *args)
+        polylogue("build", "--out", str(out / "build" / name), "--jsonl", *args)
     runs = out / "runs"
-    cli("eval", "--model", "default", "--data", str(out / "build" / "ami"), "--out", str(runs))
+    polylogue(
+        "eval", "--model", "default", "--data", str(out / "build" / "ami"), "--out", str(runs)
+    )
     (metrics,) = runs.glob("*/metrics.json")
     (out / "eval_metrics.json").write_bytes(metrics.read_bytes())
     baselines: dict[str, dict[str, object]] = {}
@@ -93,7 +79,7 @@ def record(out: Path) -> None:
     meeting = out / "meeting.jsonl"
     meeting.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
     for domain in ("meeting", "earnings", "tv"):
-        rows = cli("decide", str(meeting), "--as", "B", "--json", "--domain", domain)
+        rows = polylogue("decide", str(meeting), "--as", "B", "--json", "--domain", domain)
         (out / f"decide_{domain}.jsonl").write_text(_without_latency(rows), encoding="utf-8")
 
 

@@ -37,11 +37,12 @@ import argparse
 import hashlib
 import json
 import os
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+from _cli import polylogue
 
 #: Keys that carry timings or cache provenance, not decisions: dropped before comparing.
 _VOLATILE = frozenset({"latency_ms", "latency_s", "server_ms", "cached"})
@@ -50,19 +51,6 @@ _VOLATILE = frozenset({"latency_ms", "latency_s", "server_ms", "cached"})
 _MODEL_JSON_ALLOWED = ("train_seconds", "blocks")
 N_MEETING = 120
 N_CHAT = 300
-
-
-def _cli(*args: str, stdin: str | None = None) -> str:
-    proc = subprocess.run(
-        [sys.executable, "-m", "polylogue.cli", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise SystemExit(f"polylogue {' '.join(args)} failed:\n{proc.stderr}")
-    return proc.stdout
 
 
 def _strip(v: Any) -> Any:
@@ -94,7 +82,7 @@ def _benchmarks(work: Path) -> dict[str, Path]:
     }
     for folder, args in out.values():
         if not (folder / "manifest.json").is_file():
-            _cli("build", "-o", str(folder), *args)
+            polylogue("build", "-o", str(folder), *args)
     return {k: v[0] for k, v in out.items()}
 
 
@@ -144,7 +132,7 @@ def _train(bench: Path, out: Path) -> None:
 def _eval(bench: Path, out: Path, name: str, *opts: str) -> None:
     runs = out / f"runs-{name}"
     args = ["-d", str(bench), "--model", "default", "--out", str(runs), "--n-boot", "200"]
-    _cli("eval", *args, "--no-progress", *opts)
+    polylogue("eval", *args, "--no-progress", *opts)
     (run,) = [p.parent for p in runs.rglob("metrics.json")]
     dest = out / f"eval-{name}"
     dest.mkdir()
@@ -156,7 +144,7 @@ def _eval(bench: Path, out: Path, name: str, *opts: str) -> None:
 def _decide(out: Path, name: str, domain: str, agent: str, lines: list[dict[str, Any]]) -> None:
     path = out / f"{name}.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
-    rows = _cli("decide", str(path), "--as", agent, "--json", "--domain", domain)
+    rows = polylogue("decide", str(path), "--as", agent, "--json", "--domain", domain)
     _dump(out / f"decide-{name}.json", _strip([json.loads(x) for x in rows.splitlines() if x]))
 
 
