@@ -98,7 +98,7 @@ def test_jsonl_header_resolves_names_and_ids(tmp_path: Path) -> None:
             {"id": "p3", "name": "Dana", "aliases": ["D"]},
         ],
         "id": "meeting-7",
-        "domain": "interview",
+        "domain": "earnings",
     }
     path = _jsonl(
         tmp_path,
@@ -109,7 +109,7 @@ def test_jsonl_header_resolves_names_and_ids(tmp_path: Path) -> None:
         ],
     )
     conv = read_transcript(path)
-    assert conv.id == "meeting-7" and conv.domain == "interview" and conv.roster_known is True
+    assert conv.id == "meeting-7" and conv.domain == "earnings" and conv.roster_known is True
     assert [u.speaker for u in conv.utterances] == ["p1", "p3"]
     assert [u.addressees for u in conv.utterances] == [("p3",), ("p1",)]
     assert conv.utterances[0].id == "a"
