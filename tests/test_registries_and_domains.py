@@ -158,6 +158,7 @@ def test_meetingtom_kinds_share_the_registry_style_and_declare_their_options() -
         (("heuristic",), {}, "reads the AMI transcripts"),
         (("majority-cv",), {}, "needs the benchmark's records"),
         (("leak:x",), {}, "leak takes no ':' part"),
+        (("openai",), {}, "openai needs a ':' part (openai:M@URL)"),
     ]
     for args, options, message in refusals:
         with pytest.raises(GeneratorSpecError) as err:

@@ -81,6 +81,10 @@ class GeneratorKind:
             raise GeneratorSpecError(problem)
         if self.target == "none" and target:
             raise GeneratorSpecError(f"--model {spec}: {self.name} takes no ':' part")
+        if self.target == "required" and not target:
+            raise GeneratorSpecError(
+                f"--model {spec}: {self.name} needs a ':' part ({self.summary})"
+            )
         if self.extra is not None:
             require_extra(self.extra, *self.extra_modules, what=f"--model {spec}")
         factory: Callable[..., ToMGenerator] = load_target(self.factory)
