@@ -4,15 +4,13 @@ Pipecat); one clear error for a bad option in each of them."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
+from front_ends import actions_of, decide_rows, livekit_rows, pipecat_rows
 from servers import polylogue_serve
 from typer.testing import CliRunner
 
@@ -166,35 +164,20 @@ def test_the_rule_over_three_probabilities() -> None:
 # ----------------------------------------------------------------------------- front ends
 
 
-def _cli_rows(args: list[str], stdin: str | None = None) -> list[dict]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "polylogue.cli", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return [json.loads(x) for x in proc.stdout.splitlines() if x.strip()]
-
-
-def _actions_of(rows: list[dict]) -> list[tuple[int, str | None]]:
-    return [(r["index"], r["decision"]) for r in rows]
-
-
 def test_every_front_end_gives_the_same_actions(tmp_path: Path, meeting: Conversation) -> None:
     lines = _lines(meeting)
     path = tmp_path / "meeting.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
     agent, opts = "B", ["--domain", "meeting"]
-    file_rows = _cli_rows(["decide", str(path), "--as", agent, "--json", *opts])
-    want = _actions_of(file_rows)
+    file_rows = decide_rows(["decide", str(path), "--as", agent, "--json", *opts], process=True)
+    want = actions_of(file_rows)
     decided = [a for _, a in want if a is not None]
     assert {"SPEAK", "SILENT"} <= set(decided), "the stream should exercise both actions"
     # stdin
-    stdin_rows = _cli_rows(["decide", "-", "--as", agent, "--json", *opts], path.read_text())
-    assert _actions_of(stdin_rows) == want
+    stdin_rows = decide_rows(
+        ["decide", "-", "--as", agent, "--json", *opts], path.read_text(), process=True
+    )
+    assert actions_of(stdin_rows) == want
     assert [r["p_speak"] for r in stdin_rows] == [r["p_speak"] for r in file_rows]
     # serve: one session, the same utterances as HTTP events
     with polylogue_serve("--state", str(tmp_path / "s.sqlite")) as url:
@@ -227,35 +210,20 @@ def test_every_front_end_gives_the_same_actions(tmp_path: Path, meeting: Convers
 
 def _livekit_actions(conv: Conversation, agent: str) -> list[str | None]:
     pytest.importorskip("livekit.agents")
-    from livekit.agents import llm
-
-    from polylogue.adapters.livekit import PolylogueTurnDetector
-
-    det = PolylogueTurnDetector(agent_name=agent, deployment=Deployment.resolve(domain="meeting"))
-    ctx = llm.ChatContext()
-    out: list[str | None] = []
-    for u in conv.utterances[:N]:
-        if u.speaker == agent:
-            ctx.add_message(role="assistant", content=u.text)
-            continue
-        msg = ctx.add_message(role="user", content=u.text, extra={"speaker": u.speaker})
-        d = det.decide(ctx, msg)
-        out.append(None if d.action is None else d.action.value)
-    return out
+    lines = [Utterance(u.speaker, u.text) for u in conv.utterances[:N]]
+    rows = livekit_rows(lines, agent, Deployment.resolve(domain="meeting"))
+    return [r["decision"] for r in rows]
 
 
 def _pipecat_actions(conv: Conversation, agent: str) -> list[str | None]:
     pytest.importorskip("pipecat")
-    from polylogue.adapters.pipecat import replay_transcript
-
     # A real pipeline (gate and tap): the humans' lines as TranscriptionFrames, the bot's as
     # bot-speaking frames around their TTS text, each line queued once the previous one has
     # passed (queued all at once, Pipecat's system frames overtake the text frames and the
     # bot's consecutive lines arrive as one utterance).
     lines = [Utterance(u.speaker, u.text) for u in conv.utterances[:N]]
-    dep = Deployment.resolve(domain="meeting")
-    rows = asyncio.run(replay_transcript(lines, agent, deployment=dep))
-    return [r["decision"] for r, u in zip(rows, lines, strict=True) if u.speaker != agent]
+    rows = pipecat_rows(lines, agent, Deployment.resolve(domain="meeting"))
+    return [r["decision"] for r in rows]
 
 
 def test_observer_logs_what_it_would_do_and_never_speaks(meeting: Conversation) -> None:

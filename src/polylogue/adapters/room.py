@@ -389,6 +389,8 @@ def decision_row(
     (``why``: the reason when there is no decision at all)."""
     action = None if d is None or d.action is None else d.action.value
     row: dict[str, Any] = {"index": index, "speaker": speaker, "text": text, "decision": action}
+    # What the agent would have done (an observer's decision is SILENT, its suggestion is not).
+    row["suggested"] = None if d is None or d.suggested is None else d.suggested.value
     row["p_speak"] = (
         None if d is None or d.action is None or d.p_speak is None else round(d.p_speak, 4)
     )
