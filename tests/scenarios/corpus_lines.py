@@ -150,7 +150,9 @@ def _scenario(point: DecisionPoint, agent: Participant, addressed: bool, shape: 
     people = [roster[k] for k in sorted(roster)]
     missing = speakers - set(roster)
     people += [Participant(s) for s in sorted(missing)]
-    slug = re.sub(r"[^a-z0-9]+", "-", f"{point.input.conversation_id}-{point.index}-{agent.id}".lower())
+    slug = re.sub(
+        r"[^a-z0-9]+", "-", f"{point.input.conversation_id}-{point.index}-{agent.id}".lower()
+    )
     return {
         "id": slug.strip("-"),
         "kind": KIND[corpus],
@@ -207,7 +209,9 @@ def main() -> None:
         p = found[pid]
         rows.append(_scenario(p, p.input.target, False, shape))
     out = HERE / "corpus.jsonl"
-    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    out.write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
+    )
     n = sum(r["addressed"] for r in rows)
     print(f"wrote {out}: {n} addressed, {len(rows) - n} not addressed")
 
