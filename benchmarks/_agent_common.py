@@ -9,7 +9,7 @@ arrays and the previous-speaker baseline, and that applies ``Deployment.choose``
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +20,8 @@ from polylogue.engine.extract import FeatureExtractor
 from polylogue.engine.features import N_FEATURES
 from polylogue.engine.model import TurnTakingModel, domain_of_corpus, load_model
 from polylogue.models.baselines import held_floor_before
+from polylogue.rendering import render_utterance
+from polylogue.turntaking.points import Prefixes
 from polylogue.turntaking.types import Category, Decision, DecisionPoint, Outcome
 
 
@@ -51,6 +53,33 @@ class ScoredSplit:
                 strict=True,
             )
         ]
+
+
+def render_points(points: Sequence[DecisionPoint], rendering: str) -> list[DecisionPoint]:
+    """The points with every context utterance in ``rendering`` (``polylogue.rendering``);
+    the gold stays the original's. Each conversation is rendered once: a point's context is a
+    prefix of its conversation, so the longest context of a conversation holds every other."""
+    if rendering == "original":
+        return list(points)
+    longest: dict[str, DecisionPoint] = {}
+    for p in points:
+        q = longest.get(p.input.conversation_id)
+        if q is None or len(p.input.context) > len(q.input.context):
+            longest[p.input.conversation_id] = p
+    rendered = {
+        cid: Prefixes([render_utterance(u, rendering) for u in p.input.context])
+        for cid, p in longest.items()
+    }
+    return [
+        replace(
+            p,
+            input=replace(
+                p.input,
+                context=rendered[p.input.conversation_id].view(len(p.input.context)),
+            ),
+        )
+        for p in points
+    ]
 
 
 def score_split(points: Sequence[DecisionPoint], model_dir: Path | None = None) -> ScoredSplit:

@@ -235,6 +235,7 @@ def _failures(got: Results) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("front_end", FRONT_ENDS)
 def test_every_front_end_keeps_the_contract(front_end: str, results: Any) -> None:
     if front_end == "livekit":
@@ -250,6 +251,7 @@ def test_every_front_end_keeps_the_contract(front_end: str, results: Any) -> Non
     )
 
 
+@pytest.mark.slow
 def test_every_front_end_gives_the_same_actions(results: Any) -> None:
     pytest.importorskip("livekit.agents")
     pytest.importorskip("pipecat")
