@@ -211,6 +211,33 @@ def markdown(results: Sequence[dict[str, Any]], split: str, command: str) -> str
     return "\n".join(lines)
 
 
+def summary(results: Sequence[dict[str, Any]], split: str, command: str) -> str:
+    """One row per corpus and rendering: the default point, the assistant, both baselines."""
+    lines = [
+        f"Split `{split}`; regenerate with `{command}` (its `summary` part). Rates in %; "
+        "address recall: SPEAK where the gold address is a spoken name or role.",
+        "",
+        "| corpus | rendering | default: speak ratio | default: precision | default: I1 recall "
+        "| default: address recall | assistant: address recall "
+        "| assistant: false speaking, not addressed | previous-speaker: precision "
+        "| explicit-address: precision |",
+        "|---|---|" + "---:|" * 8,
+    ]
+    for r in results:
+        for e in r["renderings"]:
+            d, a = e["model"]["matched (default)"], e["model"]["assistant"]
+            b = e["baselines"]
+            lines.append(
+                f"| {r['corpus']} | {e['rendering']} | {_n(d['speak_ratio'])} "
+                f"| {_p(d['precision'])} | {_p(d['i1_recall'])} "
+                f"| {_p(d['address_in_words_recall'])} | {_p(a['address_in_words_recall'])} "
+                f"| {_p(a['false_speaking_not_addressed'])} "
+                f"| {_p(b['previous-speaker']['precision'])} "
+                f"| {_p(b['explicit-address']['precision'])} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
 def targets(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The issue's targets per corpus and rendering: address recall of every speaking point,
     and the assistant's false speaking."""
@@ -273,6 +300,7 @@ def main() -> None:
     transitions = role_transitions(sorted({r["domain"] for r in results}, key=str))
     command = "nice python benchmarks/agent_contract.py BENCH/{ami,friends,icsi,earnings21}"
     md = markdown(results, args.split, command)
+    md += "\n### Summary\n\n" + summary(results, args.split, command)
     checks = targets(results)
     md += "\n" + (
         f"Run-time role = creation role: {transitions['equal']} of {transitions['checked']} "
