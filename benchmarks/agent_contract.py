@@ -112,7 +112,12 @@ def evaluate(points: Sequence[DecisionPoint], rendering: str) -> dict[str, Any]:
 
     model: dict[str, Any] = {}
     for name, options in CONFIGS.items():
-        dep = Deployment.resolve(model=s.model, domain=s.domain, **options)
+        dep = Deployment.resolve(
+            model=s.model,
+            domain=s.domain,
+            operating_point=options.get("operating_point"),
+            role=options.get("role"),
+        )
         acts = s.actions(dep) if dep.speaks else [Action.SILENT] * len(pts)
         speak = np.asarray([a is Action.SPEAK for a in acts], dtype=bool)
         back = np.asarray([a is Action.BACKCHANNEL for a in acts], dtype=bool)
@@ -297,7 +302,8 @@ def main() -> None:
             }
         )
         print(f"{corpus}: {len(points):,} points, {time.perf_counter() - started:.0f} s")
-    transitions = role_transitions(sorted({r["domain"] for r in results}, key=str))
+    domains: set[str | None] = {r["domain"] for r in results}
+    transitions = role_transitions(sorted(domains, key=str))
     command = "nice python benchmarks/agent_contract.py BENCH/{ami,friends,icsi,earnings21}"
     md = markdown(results, args.split, command)
     md += "\n### Summary\n\n" + summary(results, args.split, command)
