@@ -286,7 +286,7 @@ def main() -> None:
     ap.add_argument("--markdown", type=Path, default=None)
     args = ap.parse_args()
     t0 = time.perf_counter()
-    results = []
+    results: list[dict[str, Any]] = []
     for folder in args.benchmarks:
         points = list(load_benchmark(folder).points(args.split))
         if not points:
