@@ -1,4 +1,4 @@
-"""What the two agent scripts share (``agent_behaviour.py``, ``agent_roles.py``): one corpus
+"""What the agent scripts share (``agent_behaviour.py``, ``agent_contract.py``): one corpus
 split scored by the model of its deployment domain, and the live rule applied to it.
 
 Both scripts then count what a deployment does; this module is the one place that turns
