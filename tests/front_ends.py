@@ -7,12 +7,15 @@ where the front end has a row for them."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import Sequence
 from typing import Any
 
+import click
 import httpx
-from cli_run import polylogue_process, run_polylogue
+from cli_run import polylogue_process
+from click.testing import CliRunner
 
 from polylogue.conversation import Participant, Utterance
 from polylogue.engine.deployment import Deployment
@@ -63,11 +66,27 @@ def cli_options(options: dict[str, Any]) -> list[str]:
 
 
 def decide_rows(args: Sequence[str], stdin: str | None = None, process: bool = False) -> list[dict]:
-    """``polylogue decide ... --json`` rows (in this process unless ``process``)."""
-    run = polylogue_process if process else run_polylogue
-    proc = run(list(args), stdin)
-    assert proc.returncode == 0, proc.stderr.decode()
-    return [json.loads(x) for x in proc.stdout.decode().splitlines() if x.strip()]
+    """``polylogue decide ... --json`` rows: a real process with ``process``, else the
+    command in this process (the click command built once: rebuilding the whole command
+    group, as the console script's ``main`` does, costs more than the decisions)."""
+    if process:
+        proc = polylogue_process(list(args), stdin)
+        assert proc.returncode == 0, proc.stderr.decode()
+        out = proc.stdout.decode()
+    else:
+        result = CliRunner().invoke(_command(), list(args), input=stdin, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        out = result.stdout
+    return [json.loads(x) for x in out.splitlines() if x.strip()]
+
+
+@functools.cache
+def _command() -> click.Command:
+    import typer
+
+    from polylogue.cli import app
+
+    return typer.main.get_command(app)
 
 
 def actions_of(rows: Sequence[dict]) -> list[tuple[int, str | None]]:
