@@ -69,7 +69,7 @@ def message_speaker(
     return room.split_prefix(text) or (default, text)
 
 
-class PolylogueTurnDetector:
+class PolylogueTurnDetector(RoomRole):
     """LiveKit turn detector: the end-of-turn probability is P(the agent should speak now)."""
 
     def __init__(
@@ -79,8 +79,12 @@ class PolylogueTurnDetector:
         policy: Policy | None = None,
         model: TurnTakingModel | None = None,
         deployment: Deployment | None = None,
+        role: str | None = None,
+        audience: str | None = None,
     ) -> None:
-        self.live, self._model = start_live(agent_name, participants, policy, model, deployment)
+        self.live, self._model = start_live(
+            agent_name, participants, policy, model, deployment, role, audience
+        )
         self.room = RoomTracker(self.live)
         self._seen: set[str] = set()
         #: the decision behind the latest prediction (read by :func:`gate_reply`)
@@ -192,11 +196,14 @@ class MultiPartySession(RoomRole):
         model: TurnTakingModel | None = None,
         deployment: Deployment | None = None,
         role: str | None = None,
+        audience: str | None = None,
         speakers: Mapping[str, str] | None = None,
         decision_timeout_s: float = DECISION_TIMEOUT_S,
         on_decision: DecisionHook | None = None,
     ) -> None:
-        self.live, _ = start_live(agent_name, participants, policy, model, deployment, role)
+        self.live, _ = start_live(
+            agent_name, participants, policy, model, deployment, role, audience
+        )
         self.room = RoomTracker(self.live)
         self.speakers = dict(speakers or {})
         self.decision_timeout_s = decision_timeout_s

@@ -104,13 +104,16 @@ class PolylogueGate(RoomRole, FrameProcessor):
         deployment: Deployment | None = None,
         *,
         role: str | None = None,
+        audience: str | None = None,
         phrases: Sequence[str] = BACKCHANNEL_PHRASES,
         decision_timeout_s: float = DECISION_TIMEOUT_S,
         clock: Callable[[], float] = _time.time,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.live, _ = start_live(agent_name, participants, policy, model, deployment, role)
+        self.live, _ = start_live(
+            agent_name, participants, policy, model, deployment, role, audience
+        )
         self.room = RoomTracker(self.live, phrases)
         self.decision_timeout_s = decision_timeout_s
         self.clock = clock
