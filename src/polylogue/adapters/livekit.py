@@ -455,13 +455,17 @@ async def replay_transcript(
     utterances: Iterable[Utterance],
     agent_name: str,
     participants: Iterable[Participant] = (),
+    *,
+    controls: Mapping[int, Callable[[MultiPartySession], Any]] | None = None,
     **kwargs: Any,
 ) -> list[dict[str, Any]]:
     """Push a transcript through LiveKit's objects and return ``polylogue decide``-style rows.
 
     The humans' lines come out of a ``MultiSpeakerAdapter`` over :class:`TranscriptSTT` (one
     audio frame and a flush per line) into a :class:`MultiPartySession`; the agent's lines
-    are its own speech, with the transcript's times. ``kwargs`` go to the session.
+    are its own speech, with the transcript's times. ``controls`` maps a line's index to a
+    run-time change made just before it (``lambda s: s.set_role("assistant")``); ``kwargs``
+    go to the session.
     """
     from livekit import rtc
 
@@ -475,6 +479,8 @@ async def replay_transcript(
     rows = []
     try:
         for i, u in enumerate(lines):
+            if controls and i in controls:
+                controls[i](mp)
             if mp.live.speaker_id(u.speaker) == agent:
                 mp.room.agent_said(u.text, u.start, u.end)
                 rows.append(decision_row(i, u.speaker, u.text, None))
