@@ -79,7 +79,9 @@ def test_role_matrix_in_a_live_conversation(dep: Deployment, lines: list[Utteran
 def test_clearing_the_role_returns_to_the_sessions_own_point() -> None:
     own = Deployment.resolve(domain="tv", operating_point="polite", threshold=0.4)
     for role in ROLES:
-        created = Deployment.resolve(domain="tv", operating_point="polite", threshold=0.4, role=role)
+        created = Deployment.resolve(
+            domain="tv", operating_point="polite", threshold=0.4, role=role
+        )
         assert own.with_role(role).to_dict() == created.to_dict()
         assert own.with_role(role).with_role(None).to_dict() == own.to_dict()
     # An explicit point wins over the role's preset, at creation and at run time alike.
@@ -297,7 +299,7 @@ def test_audience_and_focus_survive_a_snapshot() -> None:
     back = LiveConversation.from_dict(snap, snapshot_deployment(snap))
     assert back.audience == "adaptive" and back.focus == live.focus
     assert back.utterance(Utterance("alice", PLAIN)).reason.startswith("one-to-one")
-    with pytest.raises(SnapshotError, match="bad 'audience'.*group, adaptive"):
+    with pytest.raises(SnapshotError, match=r"bad 'audience'.*group, adaptive"):
         LiveConversation.from_dict(snap | {"audience": "solo"}, snapshot_deployment(snap))
 
 
@@ -308,13 +310,14 @@ def test_serve_audience_and_focus_events_persist_and_refuse_bad_values(tmp_path:
     state = str(tmp_path / "s.sqlite")
     people = [{"id": p.id, "name": p.name} for p in ROSTER[:2]]
     with polylogue_serve("--state", state) as url:
-        for body, words in (
+        for extra, words in (
             ({"audience": "solo"}, ["'solo'", "group, adaptive"]),
             ({"audience": 3}, ["3", "group, adaptive"]),
             ({"focus": {"ignored": ["zoe"]}}, ["'zoe'", "alice"]),
             ({"focus": {"muted": ["alice"]}}, ["muted"]),
         ):
-            r = httpx.post(f"{url}/v1/sessions", json={"agent": "Dave", "participants": people, **body})
+            body = {"agent": "Dave", "participants": people, **extra}
+            r = httpx.post(f"{url}/v1/sessions", json=body)
             assert r.status_code == 400, r.text
             assert all(w in r.json()["error"] for w in words), r.text
         r = httpx.post(
@@ -336,7 +339,8 @@ def test_serve_audience_and_focus_events_persist_and_refuse_bad_values(tmp_path:
         one = send({"type": "utterance", "speaker": "alice", "text": PLAIN}).json()["results"][0]
         assert one["decision"]["action"] == "SPEAK", one
         assert one["decision"]["reason"].startswith("one-to-one")
-        assert send({"type": "join", "participants": [{"id": "tv", "name": "TV"}]}).status_code == 200
+        tv_joins = send({"type": "join", "participants": [{"id": "tv", "name": "TV"}]})
+        assert tv_joins.status_code == 200
         ok = send({"type": "focus", "ignored": ["TV"]}).json()["results"][0]
         assert ok["focus"] == {"ignored": ["tv"], "only": []} and ok["audience"] == "adaptive"
         # The TV is not a person: still one-to-one with Alice.
