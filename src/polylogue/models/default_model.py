@@ -33,8 +33,10 @@ class DefaultPredictor:
     """
 
     def __init__(self, deployment: Deployment, point_domains: Sequence[str] | None = None) -> None:
+        # A requested domain decides every point; else each point's declared one.
+        declared = () if deployment.request.domain is not None else point_domains or ()
         self._per_domain: dict[str, Deployment] = {
-            d: deployment.with_declared_domain(d) for d in sorted(set(point_domains or ()))
+            d: deployment.with_declared_domain(d) for d in sorted(set(declared))
         }
         if len(self._per_domain) == 1:
             deployment = next(iter(self._per_domain.values()))
