@@ -30,7 +30,7 @@ import polylogue
 from polylogue.corpora import load_corpus
 
 
-def _meeting_file(corpus: str, folder: Path) -> tuple[Path, list[str], float]:
+def _meeting_file(corpus: str, folder: Path) -> tuple[Path, list[str], float | None]:
     """The corpus's first meeting as a headerless JSONL file; its speakers and minutes."""
     conv = next(iter(load_corpus(corpus)))
     path = folder / f"{corpus}-{conv.id}.jsonl"
@@ -41,7 +41,7 @@ def _meeting_file(corpus: str, folder: Path) -> tuple[Path, list[str], float]:
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
     ends = [u.end for u in conv.utterances if u.end is not None]
     starts = [u.start for u in conv.utterances if u.start is not None]
-    minutes = (max(ends) - min(starts)) / 60 if ends and starts else float("nan")
+    minutes = (max(ends) - min(starts)) / 60 if ends and starts else None
     speakers = list(dict.fromkeys(u.speaker for u in conv.utterances))
     return path, speakers, minutes
 
@@ -57,14 +57,12 @@ def decide_counts(path: Path, speakers: list[str], extra: list[str]) -> Counter[
 
 
 def eval_figures(bench: Path, runs: Path, extra: list[str]) -> dict[str, object]:
-    cli(
-        "eval", "-d", str(bench), "--out", str(runs), "--no-progress", "--n-boot", "50", *extra
-    )
+    cli("eval", "-d", str(bench), "--out", str(runs), "--no-progress", "--n-boot", "50", *extra)
     folder = max(runs.glob("*/manifest.json"), key=lambda p: p.stat().st_mtime).parent
     manifest = json.loads((folder / "manifest.json").read_text())
     metrics = json.loads((folder / "metrics.json").read_text())
     actions = Counter(
-        json.loads(x)["extra"]["action"]
+        (json.loads(x).get("extra") or {}).get("action") or json.loads(x)["decision"]
         for x in (folder / "predictions.jsonl").read_text().splitlines()
         if x.strip()
     )
@@ -87,19 +85,21 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "polylogue-dd")
     ap.add_argument("--limit-conversations", type=int, default=40)
     ap.add_argument("--skip-eval", action="store_true")
+    ap.add_argument("--skip-decide", action="store_true")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     print(f"code: {Path(polylogue.__file__).resolve().parent}\n")
     print("| meeting | minutes | speakers | point | --domain | SPEAK | BACKCHANNEL | decided |")
     print("|---|---:|---:|---|---|---:|---:|---:|")
-    for corpus in ("ami", "icsi"):
+    for corpus in () if args.skip_decide else ("ami", "icsi"):
         path, speakers, minutes = _meeting_file(corpus, args.work)
         for point, domain in itertools.product(("matched", "polite"), (None, "meeting")):
             extra = ["--operating-point", point] + (["--domain", domain] if domain else [])
             c = decide_counts(path, speakers, extra)
             decided = sum(v for k, v in c.items() if k != "None")
             print(
-                f"| {corpus} {path.stem.split('-', 1)[1]} | {minutes:.1f} | {len(speakers)} | "
+                f"| {corpus} {path.stem.split('-', 1)[1]} | "
+                f"{'-' if minutes is None else f'{minutes:.1f}'} | {len(speakers)} | "
                 f"{point} | {domain or '(none)'} | {c['SPEAK']} | {c['BACKCHANNEL']} | {decided} |"
             )
     if args.skip_eval:
@@ -114,15 +114,22 @@ def main() -> None:
           "| manifest domain |")  # fmt: skip
     print("|---|---:|---:|---:|---:|---:|---:|---|")
     code = Path(polylogue.__file__).resolve().parents[2].name
-    for label, extra in (("(none)", []), ("meeting", ["--domain", "meeting"])):
-        runs = args.work / f"runs-{code}-{label.strip('()')}"
+    # The two rule baselines on the same points, beside the model.
+    for label, extra in (
+        ("(none)", []),
+        ("meeting", ["--domain", "meeting"]),
+        ("baseline:previous-speaker", ["-m", "baseline:previous-speaker"]),
+        ("baseline:explicit-address", ["-m", "baseline:explicit-address"]),
+    ):
+        runs = args.work / f"runs-{code}-{label.strip('()').replace(':', '-')}"
         f = eval_figures(bench, runs, extra)
 
         def num(v: object) -> str:
             return "-" if not isinstance(v, int | float) else f"{v:.3f}"
 
+        name = label if label.startswith("baseline") else f"--domain {label}"
         print(
-            f"| --domain {label} | {f['points']} | {f['SPEAK']} | {f['BACKCHANNEL']} | "
+            f"| {name} | {f['points']} | {f['SPEAK']} | {f['BACKCHANNEL']} | "
             f"{num(f['speak_ratio'])} | {num(f['precision'])} | {num(f['balanced_accuracy'])} | "
             f"{f['domain']} ({f['domain_source']}) |"
         )
