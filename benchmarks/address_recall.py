@@ -34,10 +34,10 @@ verdict (:mod:`polylogue.turntaking.address`) and of each point's SPEAK (``match
 ``polite``, ``balanced``, ``addressed-only`` = the ``assistant``), and the assistant's false
 speaking on *named, not addressed* / *someone else* / *no one*. Beside them, the **old gate**
 (the comma- and case-based rule the engine used before: the row's ``target_vocative`` or
-"question / 'you' right after the target spoke") and what each point did with it (SPEAK only above its threshold; the assistant
-also needed the old gate). On the original text of corpora without annotation the old gate
-agrees with the *name* gold by construction (it is that gold's rule); the recognizer rendering
-and the annotated corpora are the fair comparison.
+"question / 'you' right after the target spoke") and what each point did with it (SPEAK only
+above its threshold; the assistant also needed the old gate). On the original text of corpora
+without annotation the old gate agrees with the *name* gold by construction (it is that gold's
+rule); the recognizer rendering and the annotated corpora are the fair comparison.
 """
 
 from __future__ import annotations

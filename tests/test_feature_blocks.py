@@ -26,7 +26,7 @@ from polylogue.engine.chat_features import CHAT_BLOCK, CHAT_FEATURE_NAMES, new_c
 from polylogue.engine.deployment import Deployment
 from polylogue.engine.engine import TurnTakingEngine
 from polylogue.engine.extract import FeatureExtractor
-from polylogue.engine.features import BASE_BLOCK, FEATURE_NAMES, N_FEATURES, is_addressed
+from polylogue.engine.features import BASE_BLOCK, FEATURE_NAMES, N_FEATURES
 from polylogue.engine.live import LiveConversation, SnapshotError, snapshot_deployment
 from polylogue.engine.model import (
     FEATURE_BLOCKS,
@@ -293,7 +293,7 @@ def test_the_chat_block_runs_through_the_seam(irc: Conversation) -> None:
             d = engine.decide(target, explain=True)
             row = np.asarray([d.features[n] for n in model.feature_names], dtype=np.float32)
             np.testing.assert_array_equal(row[N_FEATURES:], alone.features(target))
-            by_name = is_addressed(row[:N_FEATURES])
+            by_name = target in engine.state.verdict().addressees
             assert d.addressed == (by_name or row[N_FEATURES + _NICK] == 1.0)
             nick_only += d.addressed and not by_name
     assert nick_only > 0, "the channel should address someone by nick alone"

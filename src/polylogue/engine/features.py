@@ -766,7 +766,9 @@ def new_state(
 
 
 def _utt_to_list(u: _Utt) -> list[object]:
-    return [u.index, u.speaker, u.text, u.start, u.end]
+    # The text the features read, when a final mark was restored (see ConversationState.heard).
+    restored = [u.heard] if u.heard and u.heard != u.text else []
+    return [u.index, u.speaker, u.text, u.start, u.end, *restored]
 
 
 def state_to_dict(state: ConversationState) -> dict[str, object]:
@@ -798,12 +800,10 @@ def state_to_dict(state: ConversationState) -> dict[str, object]:
         "run_length": state.run_length,
         "run_words": state.run_words,
         "run_start": state.run_start,
-        # Whom the utterance before the last addressed ("Dave." then "Can you check?").
-        "earlier_addressed": [
-            [a.pid, a.kind, a.words] for a in state.verdict(state.window[0]).addressed
-        ]
-        if len(state.window) > 1
-        else [],
+        # Whom the last two utterances addressed ("Dave." then "Can you check?").
+        "window_addressed": [
+            [[a.pid, a.kind, a.words] for a in state.verdict(u).addressed] for u in state.window
+        ],
     }
 
 
@@ -818,13 +818,12 @@ def state_from_dict(
     if g["cased"]:
         state._set_cased(True)
 
-    # A snapshot from before restored marks: punctuated if any saved text shows punctuation.
-    saved_texts = [r[2] for r in (*g["window"], *g["last_utt"])]
-    state.punctuated = bool(g.get("punctuated", any(has_punctuation(t) for t in saved_texts)))
+    # A snapshot from before restored marks: punctuated (it read every text as written).
+    state.punctuated = bool(g.get("punctuated", True))
 
     def utt(row: list[Any]) -> _Utt:
-        index, speaker, text, start, end = row
-        heard = state.heard(text)
+        index, speaker, text, start, end = row[:5]
+        heard = str(row[5]) if len(row) > 5 else text
         facts = text_facts(heard)
         source = Utterance(speaker=speaker, text=text, start=start, end=end)
         scored = yield_scorer(facts.hashed)
@@ -856,9 +855,9 @@ def state_from_dict(
     state.run_length = int(g["run_length"])
     state.run_words = int(g["run_words"])
     state.run_start = g["run_start"]
-    if len(window) > 1 and g.get("earlier_addressed"):
-        addressed = tuple(Address(str(p), str(k), str(w)) for p, k, w in g["earlier_addressed"])
-        state._verdicts[window[0].index] = (-1, AddressVerdict(addressed))
+    for u, saved in zip(window, g.get("window_addressed", []), strict=False):
+        addressed = tuple(Address(str(p), str(k), str(w)) for p, k, w in saved)
+        state._verdicts[u.index] = (-1, AddressVerdict(addressed))
     return state
 
 
