@@ -17,7 +17,8 @@ original text only:
   an utterance without annotation, the benchmark's own vocative rule on the original text
   (:func:`polylogue.turntaking.cues.utterance_cues`: commas, capitals) names the target as
   addressee **and the target takes the floor next**;
-* *follow-up*: a question mark and a "you" in the original text, nobody named as addressee, the
+* *follow-up*: a question mark and a "you" in the original text (not "you guys", "you all",
+  "everyone"), nobody named as addressee, the
   target held the turn before the speaker's and said more than a filler or an acknowledgement
   there, and the target is the annotated addressee (AMI) or, without annotation, takes the
   floor next.
@@ -75,6 +76,8 @@ _OLD = tuple(
     for n in ("target_vocative", "question_to_prev_target", "second_person_to_prev_target")
 )
 _YOU = re.compile(r"\b(?:you|your|you're|you've|you'll|you'd|yourself)\b", re.IGNORECASE)
+# A "you" to several people is no direct address of one listener.
+_GROUP = re.compile(r"\b(?:you guys|you all|y'all|everyone|everybody|guys)\b", re.IGNORECASE)
 
 
 def _previous_turn(utts: Sequence[Utterance], i: int) -> Utterance | None:
@@ -110,7 +113,7 @@ def gold_labels(conv: Conversation, points: Sequence[DecisionPoint]) -> list[str
         ann = u.addressees
         individual = [a for a in (ann or ()) if a != u.speaker and people.get(a) is not None
                       and people[a].role != GROUP_ROLE]  # fmt: skip
-        you_q = "?" in u.text and bool(_YOU.search(u.text))
+        you_q = "?" in u.text and bool(_YOU.search(u.text)) and not _GROUP.search(u.text)
         before = _previous_turn(utts, i)
         follow = (
             you_q

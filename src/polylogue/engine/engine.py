@@ -78,6 +78,8 @@ def address_phrase(verdict: AddressVerdict, target: str) -> str | None:
     if mine is not None:
         if mine.kind == "follow-up":
             return CUE_PHRASES["question_to_prev_target"]
+        if mine.kind == "you-after":
+            return CUE_PHRASES["second_person_to_prev_target"]
         if mine.kind == "earlier-in-turn":
             return CUE_PHRASES["target_vocative_prev"]
         return CUE_PHRASES["target_vocative"]

@@ -20,7 +20,10 @@ says who is addressed, by which words, and how:
 * ``follow-up``: a question to "you" that names nobody, right after the addressee spoke
   something more than a filler or an acknowledgement ("can you check the logs", "what do you
   think", "did you see that"; recognised from its words: an auxiliary or a wh-word with "you",
-  or a "you" tag at the end; a question mark in the original text also counts).
+  or a "you" tag at the end; a question mark in the original text also counts);
+* ``you-after``: the same without a question: "you" right after the addressee spoke ("you
+  worked in a mine", "so you're really not going": a recognizer drops the question mark that
+  made them questions), except a filler "you know" or a "thank you".
 
 A name used in the third person is *mentioned*, never addressed: after a preposition or a
 verb that takes it as an object ("i told dave", "ask dave", "with dave"), as a possessive
@@ -37,6 +40,7 @@ mark"): without capitals "will you check" cannot tell the verb from the name. On
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -60,6 +64,7 @@ ADDRESS_KINDS: tuple[str, ...] = (
     "introduction",
     "earlier-in-turn",
     "follow-up",
+    "you-after",
 )
 
 _TOKEN = re.compile(r"[\w']+")
@@ -96,7 +101,7 @@ _SUBJECT_NEXT = frozenset(
      "went", "got", "gets", "just", "never", "always", "also", "too", "knows", "told",
      "asked", "wrote", "made", "did", "came", "left", "took", "gave", "knew", "thought",
      "saw", "found", "sent", "ran", "broke", "brought", "bought", "kept", "seems", "seemed",
-     "from", "of", "in", "at", "on", "with", "here", "there", "over", "himself", "herself",
+     "from", "of", "in", "at", "on", "with", "over", "himself", "herself",
      "'s", "isnt", "wasnt", "doesnt", "didnt", "already", "still", "used"}
 )  # fmt: skip
 #: Modals after a name: a request when "you"/"we"/"i" follows ("dave can you"), else the
@@ -109,8 +114,15 @@ _MODALS = frozenset(
 _REQUEST_SUBJECTS = frozenset({"you", "your", "we", "i", "ya", "u"})
 #: After "is"/"can"... following a name, a subject that makes it a question to the name.
 _INVERTED_SUBJECTS = _REQUEST_SUBJECTS | frozenset(
-    {"he", "she", "it", "they", "that", "this", "there", "anyone", "anybody", "everyone"}
+    {"he", "she", "they", "anyone", "anybody", "everyone"}
 )
+#: Pronouns of the speaker and the listener: after "and dave" they start a clause to Dave.
+_FIRST_SECOND = frozenset(
+    {"i", "i'm", "i'd", "i'll", "i've", "we", "we're", "we'd", "we'll", "we've", "you",
+     "you're", "you'd", "you'll", "you've", "your", "let's"}
+)  # fmt: skip
+#: "ross is that true", "dave is it ready": a question to the name after "is"/"was" only.
+_DEMONSTRATIVES = frozenset({"it", "that", "this", "there"})
 _IRREGULAR_PAST = frozenset(
     {"said", "told", "made", "met", "sat", "stood", "kept", "lost", "won", "wore", "ate",
      "drank", "drove", "flew", "fell", "felt", "held", "hid", "hit", "hurt", "knew", "led",
@@ -137,7 +149,7 @@ _OBJECT_BEFORE = frozenset(
      "dr", "uncle", "aunt", "little", "old", "big", "including", "without", "against",
      "behind", "between", "under", "over", "after", "before", "around", "near", "named",
      "where's", "who's", "whos", "wheres", "where", "who", "said", "says", "say", "tells",
-     "asks", "thank", "when", "because", "since", "then", "not", "even", "only", "just",
+     "asks", "thank", "when", "because", "since", "not", "even", "only", "just",
      "both", "either", "neither", "whether", "unlike", "per", "via", "cc", "forward",
      "heard", "hear", "follow", "followed", "join", "joined", "joining", "visit", "visited",
      "beat", "beats", "likes", "liked", "sister", "brother", "mom", "dad", "wife",
@@ -167,11 +179,30 @@ _VOCATIVE_NEXT = frozenset(
 _STRONG_NEXT = _YOU | frozenset(
     {"any", "please", "what", "what's", "how", "how's", "why", "quick", "thoughts"}
 )
-#: Words that make a "you" question a question to several people.
-_GROUP = frozenset(
-    {"guys", "everyone", "everybody", "anyone", "anybody", "y'all", "yall", "folks", "all",
-     "someone", "somebody", "people", "team", "both"}
-)  # fmt: skip
+#: Words that make a "you" a group ("you guys", "y'all"); "everyone", "anyone"... only where a
+#: vocative stands (first or last) and "you all", "all of you".
+_GROUP = frozenset({"guys", "y'all", "yall", "folks"})
+_GROUP_VOCATIVE = frozenset({"everyone", "everybody", "anyone", "anybody", "all", "people"})
+
+
+def to_group(words: Sequence[str]) -> bool:
+    """Is a "you" in these words plural ("you guys", "you all", "everyone what do you ...")?"""
+    if any(w in _GROUP for w in words):
+        return True
+    for a, b in itertools.pairwise(words):
+        if a == "you" and b in ("all", "people", "both", "two", "three", "lot"):
+            return True
+    if any(
+        a == "all" and b == "of" and c == "you"
+        for a, b, c in zip(words, words[1:], words[2:], strict=False)
+    ):
+        return True
+    i = 0
+    while i < len(words) - 1 and words[i] in _OPENERS and words[i] not in _GROUP_VOCATIVE:
+        i += 1
+    return bool(words) and (words[i] in _GROUP_VOCATIVE or words[-1] in _GROUP_VOCATIVE)
+
+
 #: "you" tags that close a question ("... don't you", "... did you").
 _TAG_AUX = frozenset(
     {"don't", "didn't", "aren't", "won't", "can't", "haven't", "wouldn't", "couldn't",
@@ -301,10 +332,11 @@ class NameTerms:
 
 
 def participant_words(p: Participant) -> list[tuple[tuple[str, ...], bool]]:
-    """``(words, is_common_word)`` for each way ``p`` is called (names, multi-word roles)."""
+    """``(words, is_common_word)`` for each way ``p`` is called (names, roles; a one-word
+    role such as "operator" counts as an ordinary word)."""
     names, roles = participant_terms(p)
     out: list[tuple[tuple[str, ...], bool]] = []
-    for term in (*names, *(r for r in roles if len(r.split()) > 1)):
+    for term in (*names, *roles):
         if len(term) <= 3 and term.isupper():
             continue  # a role code ("PM"): a recognizer writes "pm"
         words = tuple(_TOKEN.findall(term.lower()))
@@ -352,17 +384,25 @@ def _is_subject(words: Sequence[str], end: int) -> bool:
         return False
     nxt = words[end]
     after = words[end + 1] if end + 1 < len(words) else ""
-    if nxt in _MODALS or nxt in ("is", "was", "isn't", "wasn't"):
-        # "dave can you", "ross is he": a question put to the name; "dave will be late": about
-        return after not in _INVERTED_SUBJECTS
+    if nxt in ("do", "don't"):
+        return False  # a third-person subject takes "does": "ross don't let her drink"
+    if nxt in _MODALS or nxt in _AUX:
+        # "dave can you", "ross is he", "pheebs didn't you": a question put to the name;
+        # "dave will be late", "ross did it": about the name.
+        pronoun = after in _INVERTED_SUBJECTS or (
+            nxt in ("is", "was", "isn't", "wasn't") and after in _DEMONSTRATIVES
+        )
+        return not pronoun
     if nxt in _SUBJECT_NEXT:
         return True
     if _past_verb(nxt):
         return True  # "dave fixed it", "dave taught"
-    # "dave wants", "dave knows": a third-person verb (not "thanks", "yes", "this", "its").
+    # "dave wants", "dave knows": a third-person verb (not "thanks", "yes", "this", "its", nor
+    # a contraction: "ross he's playing", "chandler phoebe's hogging the game").
     return (
         nxt.endswith("s")
         and len(nxt) > 3
+        and "'" not in nxt
         and not nxt.endswith("ss")
         and nxt not in {"thanks", "yes", "this", "its", "always", "perhaps", "towards", "guys"}
         and nxt not in _VOCATIVE_NEXT
@@ -426,19 +466,23 @@ def address_verdict(
             else:
                 kind = "alone"
         elif common and (
-            words[start] in _MODALS or (before not in _OPENERS and nxt not in _GREETINGS)
+            words[start] in _MODALS
+            or (before not in _OPENERS and nxt not in _GREETINGS and nxt not in _STRONG_NEXT)
         ):
             continue  # an ordinary word ("will", "mark") is a name only beside a greeting
-        elif (
-            before in _OBJECT_BEFORE
-            or before in _AUX
-            or _past_verb(before)
-            or _is_subject(words, end)
+        elif before == "on" and before2 == "come":
+            kind = "after-greeting"  # "come on rachel"
+        elif _is_subject(words, end):
+            pass  # "dave said", "dave will be late", "does dave think": third person
+        elif _start_of_sentence(words, start, vocative_at) or (
+            before == "know" and before2 == "you"  # "you know meyer there's ..."
         ):
-            pass  # "told dave", "with dave", "does dave think", "dave said": third person
-        elif _start_of_sentence(words, start, vocative_at):
             greeted = any(w in _GREETINGS for w in words[:start])
             kind = "after-greeting" if greeted else "name-start"
+        elif before in ("and", "but") and nxt in _FIRST_SECOND:
+            kind = "name-middle"  # "and elyse i'd point you to ..."
+        elif before in _OBJECT_BEFORE or before in _AUX or _past_verb(before):
+            pass  # "told dave", "with dave", "does dave think": third person
         elif end == n:
             kind = "name-end"
         else:
@@ -452,21 +496,38 @@ def address_verdict(
             mentioned.setdefault(pid, Address(pid, third, said))
     for pid in addressed:
         mentioned.pop(pid, None)
-    you_q = asks_you(words, text) and not any(w in _GROUP for w in words)
+    group = to_group(words)
+    you_q = asks_you(words, text) and not group
+    you_said = not group and says_you(words)
     if not addressed and prior.earlier:
         for pid in prior.earlier:
             if pid != speaker and pid not in mentioned:
                 addressed[pid] = Address(pid, "earlier-in-turn", " ".join(words[:6]))
     elif (
         not addressed
-        and you_q
+        and (you_q or you_said)
         and prior.speaker is not None
         and prior.speaker != speaker
         and prior.speaker not in mentioned
         and substantive(prior.text)
     ):
-        addressed[prior.speaker] = Address(prior.speaker, "follow-up", " ".join(words[:8]))
+        kind = "follow-up" if you_q else "you-after"
+        addressed[prior.speaker] = Address(prior.speaker, kind, " ".join(words[:8]))
     return AddressVerdict(tuple(addressed.values()), tuple(mentioned.values()), you_q)
+
+
+#: "you" that addresses nobody: fillers ("you know", "y'know", "you see", "mind you") and
+#: thanks ("thank you": an acknowledgement, not a turn handed over).
+_IDLE_YOU = (("you", "know"), ("you", "see"), ("mind", "you"), ("thank", "you"), ("you", "guys"))
+
+
+def says_you(words: Sequence[str]) -> bool:
+    """A second-person word that is not a filler ("you know") or a thanks ("thank you")."""
+    idle: set[int] = set()
+    for i, (a, b) in enumerate(itertools.pairwise(words)):
+        if (a, b) in _IDLE_YOU:
+            idle.update((i, i + 1))
+    return any(w in _YOU and i not in idle for i, w in enumerate(words))
 
 
 def substantive(text: str) -> bool:
