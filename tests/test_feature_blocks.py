@@ -317,7 +317,12 @@ def test_a_version_3_snapshot_from_before_the_seam_continues(irc: Conversation) 
     runs = []
     for _ in range(2):
         live = LiveConversation.from_dict(snap, snapshot_deployment(snap))
-        assert json.loads(json.dumps(live.to_dict())) == snap
+        again = json.loads(json.dumps(live.to_dict()))
+        # Keys this version adds to the base state (restored final marks, the window's
+        # address verdicts); everything else round-trips unchanged.
+        assert again["state"].pop("punctuated") is True
+        assert len(again["state"].pop("window_addressed")) == 2
+        assert again == snap
         got = []
         for u in irc.utterances[40:60]:
             d = live.utterance(_utt(u))

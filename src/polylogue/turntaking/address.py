@@ -116,6 +116,12 @@ _REQUEST_SUBJECTS = frozenset({"you", "your", "we", "i", "ya", "u"})
 _INVERTED_SUBJECTS = _REQUEST_SUBJECTS | frozenset(
     {"he", "she", "they", "anyone", "anybody", "everyone"}
 )
+#: Adverbs between a subject and its verb ("joey kinda disabled it").
+_ADVERBS = frozenset(
+    {"sure", "kinda", "really", "actually", "probably", "totally", "definitely", "obviously",
+     "apparently", "clearly", "certainly", "sort", "kind", "finally", "already", "still",
+     "usually", "often", "sometimes", "basically", "literally", "honestly"}
+)  # fmt: skip
 #: Pronouns of the speaker and the listener: after "and dave" they start a clause to Dave.
 _FIRST_SECOND = frozenset(
     {"i", "i'm", "i'd", "i'll", "i've", "we", "we're", "we'd", "we'll", "we've", "you",
@@ -159,7 +165,8 @@ _OBJECT_BEFORE = frozenset(
      "any", "every", "another", "whom", "whose", "until", "till", "while", "although",
      "though", "unless", "upon", "within", "beside", "besides", "among", "toward",
      "towards", "through", "throughout", "during", "outside", "inside", "ditch", "dumping",
-     "seeing", "marrying", "kissing", "telling", "asking",
+     "seeing", "marrying", "kissing", "telling", "asking", "remember", "teach", "scare",
+     "tease", "annoy", "bother", "impress", "surprise", "up", "thinking",
      "leaving", "helping", "meeting", "watching", "hugging", "becoming"}
 )  # fmt: skip
 #: After a vocative inside a sentence: what only an addressee is followed by.
@@ -384,6 +391,8 @@ def _is_subject(words: Sequence[str], end: int) -> bool:
         return False
     nxt = words[end]
     after = words[end + 1] if end + 1 < len(words) else ""
+    if nxt in _ADVERBS and after and after not in _YOU:
+        return _is_subject(words, end + 1)  # "ross sure is", "joey kinda disabled it"
     if nxt in ("do", "don't"):
         return False  # a third-person subject takes "does": "ross don't let her drink"
     if nxt in _MODALS or nxt in _AUX:
@@ -470,10 +479,10 @@ def address_verdict(
             or (before not in _OPENERS and nxt not in _GREETINGS and nxt not in _STRONG_NEXT)
         ):
             continue  # an ordinary word ("will", "mark") is a name only beside a greeting
-        elif before == "on" and before2 == "come":
-            kind = "after-greeting"  # "come on rachel"
         elif _is_subject(words, end):
             pass  # "dave said", "dave will be late", "does dave think": third person
+        elif before == "on" and before2 == "come":
+            kind = "after-greeting"  # "come on rachel"
         elif _start_of_sentence(words, start, vocative_at) or (
             before == "know" and before2 == "you"  # "you know meyer there's ..."
         ):
