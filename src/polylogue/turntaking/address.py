@@ -98,7 +98,7 @@ _YOU = frozenset({"you", "your", "you're", "you've", "you'll", "you'd", "yours",
 _SUBJECT_NEXT = frozenset(
     {"is", "was", "has", "had", "said", "says", "does", "doesn't", "isn't", "wasn't",
      "hasn't", "hadn't", "didn't", "and", "or", "who", "whose", "which", "thinks", "wants",
-     "went", "got", "gets", "just", "never", "always", "also", "too", "knows", "told",
+     "went", "got", "gets", "never", "always", "also", "too", "knows", "told",
      "asked", "wrote", "made", "did", "came", "left", "took", "gave", "knew", "thought",
      "saw", "found", "sent", "ran", "broke", "brought", "bought", "kept", "seems", "seemed",
      "from", "of", "in", "at", "on", "with", "over", "himself", "herself",
@@ -116,11 +116,15 @@ _REQUEST_SUBJECTS = frozenset({"you", "your", "we", "i", "ya", "u"})
 _INVERTED_SUBJECTS = _REQUEST_SUBJECTS | frozenset(
     {"he", "she", "they", "anyone", "anybody", "everyone"}
 )
+#: Conjunctions: a name after one and before "you" starts a clause put to it.
+_CONJUNCTIONS = frozenset(
+    {"that", "if", "when", "because", "so", "then", "since", "and", "but", "or", "though"}
+)
 #: Adverbs between a subject and its verb ("joey kinda disabled it").
 _ADVERBS = frozenset(
     {"sure", "kinda", "really", "actually", "probably", "totally", "definitely", "obviously",
      "apparently", "clearly", "certainly", "sort", "kind", "finally", "already", "still",
-     "usually", "often", "sometimes", "basically", "literally", "honestly"}
+     "usually", "often", "sometimes", "basically", "literally", "honestly", "just"}
 )  # fmt: skip
 #: Pronouns of the speaker and the listener: after "and dave" they start a clause to Dave.
 _FIRST_SECOND = frozenset(
@@ -488,8 +492,10 @@ def address_verdict(
         ):
             greeted = any(w in _GREETINGS for w in words[:start])
             kind = "after-greeting" if greeted else "name-start"
-        elif before in ("and", "but") and nxt in _FIRST_SECOND:
-            kind = "name-middle"  # "and elyse i'd point you to ..."
+        elif (before in ("and", "but") and nxt in _FIRST_SECOND) or (
+            before in _CONJUNCTIONS and nxt in _YOU
+        ):
+            kind = "name-middle"  # "and elyse i'd point you to", "on that alan you made"
         elif before in _OBJECT_BEFORE or before in _AUX or _past_verb(before):
             pass  # "told dave", "with dave", "does dave think": third person
         elif end == n:
