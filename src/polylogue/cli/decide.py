@@ -342,6 +342,8 @@ def _print_step(
         line = f"{step.index + 1} {_fmt_time(u.start)}{name}: {text}"
         if d is not None and d.engine is not None:
             cues = ", ".join(d.engine.cues.get("active", [])) or "no explicit cue"
+            if d.action == "BACKCHANNEL" or d.suggested == "BACKCHANNEL":
+                cues = d.engine.cues.get("backchannel", cues)
             line += (
                 f"\t| P(speak)={d.engine.p_speak:.2f} threshold={d.threshold:.2f} "
                 f"P(backchannel)={d.engine.p_backchannel:.2f} {_verdict(d, target_name)}"
@@ -361,8 +363,8 @@ def _print_step(
     style = {"SPEAK": "bold green", "BACKCHANNEL": "yellow"}.get(str(d.action), "dim")
     verdict = f"[{style}]{escape(_verdict(d, target_name))}[/{style}]"
     cues = ", ".join(e.cues.get("active", [])) or "no explicit cue"
-    if d.action == "BACKCHANNEL":
-        cues = d.reason
+    if d.action == "BACKCHANNEL" or d.suggested == "BACKCHANNEL":
+        cues = e.cues.get("backchannel", cues)
     console.print(
         f"       [cyan]{bar}[/cyan] P(speak)={e.p_speak:.2f} P(backchannel)={e.p_backchannel:.2f}"
         f"  {verdict}"
@@ -426,6 +428,7 @@ def _step_json(step: _Step, target: str) -> dict[str, Any]:
                 "p_backchannel": round(e.p_backchannel, 4),
                 "p_silent": round(e.p_silent, 4),
                 "threshold": d.threshold,
+                "address": e.cues.get("address"),
                 "cues": e.cues,
                 "contributions": [list(c) for c in e.contributions],
                 "latency_ms": round(e.latency_s * 1000, 3),

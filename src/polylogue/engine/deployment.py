@@ -23,6 +23,9 @@ session's own point.
 
 One rule turns the three calibrated probabilities into one action (:meth:`Deployment.choose`):
 
+0. SPEAK when the words address the agent (:mod:`polylogue.turntaking.address`: named as
+   addressee, introduced, or asked a "you" question right after it spoke), at every operating
+   point; ``addressed-only`` (the ``assistant``) speaks only then;
 1. BACKCHANNEL when P(backchannel) >= ``backchannel`` and P(backchannel) >=
    ``backchannel_margin`` x P(take floor): a short acknowledgement is about as likely as a floor
    take, and far cheaper to get wrong than an interruption;
@@ -145,8 +148,13 @@ class Thresholds:
         }
 
 
-def choose_action(p_take: float, p_back: float, thresholds: Thresholds) -> Action:
-    """The three-outcome rule (module docstring) for one pause."""
+def choose_action(
+    p_take: float, p_back: float, thresholds: Thresholds, addressed: bool = False
+) -> Action:
+    """The three-outcome rule (module docstring) for one pause: SPEAK whenever the words
+    address the agent (every point answers a direct address), else by the thresholds."""
+    if addressed:
+        return Action.SPEAK
     if p_back >= thresholds.backchannel and p_back >= thresholds.backchannel_margin * p_take:
         return Action.BACKCHANNEL
     if p_take >= thresholds.take_floor:
@@ -332,7 +340,7 @@ class Deployment:
 
     def choose(self, p_take: float, p_back: float, addressed: bool) -> Action:
         """The action the rule gives at one pause (before a role silences it)."""
-        action = choose_action(p_take, p_back, self.thresholds)
+        action = choose_action(p_take, p_back, self.thresholds, addressed)
         if action is Action.SPEAK and self.addressed_only and not addressed:
             return Action.SILENT
         return action

@@ -80,7 +80,7 @@ def addresses_nobody_else(d: EngineDecision) -> bool:
     """The words of the utterance just decided on put the turn to nobody but the agent (the
     agent addressed, or nobody named): the one test of "addresses nobody else" the
     ``adaptive`` audience applies."""
-    return d.addressed or "someone else addressed by name" not in d.cues.get("active", ())
+    return d.addressed or not d.address.addressed
 
 
 @dataclass(frozen=True)
@@ -199,6 +199,7 @@ class LiveDecision:
             out["p_backchannel"] = round(self.engine.p_backchannel, 4)
             out["cues"] = self.engine.cues
             out["addressed"] = self.engine.addressed
+            out["address"] = self.engine.cues.get("address")
             out["latency_ms"] = round(self.engine.latency_s * 1000, 3)
         if self.barge_in is not None:
             out["barge_in"] = self.barge_in.to_dict()
@@ -663,23 +664,26 @@ class LiveConversation:
         }[state]
         thresholds = dep.thresholds if own is None else replace(dep.thresholds, take_floor=own)
         thr = thresholds.take_floor
-        action = choose_action(d.p_speak, d.p_backchannel, thresholds)
-        if action is Action.SPEAK:
+        action = choose_action(d.p_speak, d.p_backchannel, thresholds, d.addressed)
+        if d.addressed:
+            # Every point that may speak answers a direct address (the verdict's words; the
+            # first cue says how).
+            reason = ", ".join(d.cues.get("active", []))
+        elif action is Action.SPEAK:
             reason = ", ".join(d.cues.get("active", [])) or "P(speak) above threshold"
-            if dep.addressed_only and not d.addressed:
+            if dep.addressed_only:
                 action, reason = Action.SILENT, "not addressed (addressed-only)"
             elif (
-                not d.addressed
-                and pol.cooldown_s > 0
+                pol.cooldown_s > 0
                 and self.clock is not None
                 and self.last_unaddressed_speak is not None
                 and self.clock - self.last_unaddressed_speak < pol.cooldown_s
             ):
                 action, reason = Action.SILENT, f"cooldown ({pol.cooldown_s:g} s)"
-            elif not d.addressed:
+            else:
                 self.last_unaddressed_speak = self.clock
         elif action is Action.BACKCHANNEL:
-            reason = "a short acknowledgement is as likely as a floor take"
+            reason = d.cues.get("backchannel") or "a short acknowledgement fits"
         else:
             reason = "P(speak) below threshold"
         one_to_one = self._one_to_one(d, speaker)

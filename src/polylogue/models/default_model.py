@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from polylogue.engine.deployment import Action, Deployment
-from polylogue.engine.engine import describe_cues, is_addressed
+from polylogue.engine.engine import address_readers, addressed_at, describe_cues
 from polylogue.engine.extract import FeatureExtractor
 from polylogue.engine.features import N_FEATURES
 from polylogue.models.base import Prediction
+from polylogue.turntaking.address import AddressVerdict
 from polylogue.turntaking.types import Decision, DecisionInput
 
 
@@ -102,16 +103,25 @@ class DefaultPredictor:
         # Features stream through the conversation once; the trees then score the whole batch
         # at once, so each prediction's latency is its share of the batch.
         start = time.perf_counter()
-        x = self._extractor(dep).features(inputs)
+        extractor = self._extractor(dep)
+        verdicts: list[AddressVerdict] = []
+        x = extractor.features(inputs, verdicts=verdicts)
         outcomes = dep.model.outcomes(x) if len(inputs) else None
+        readers = address_readers(extractor.blocks)
         latency = (time.perf_counter() - start) / max(len(inputs), 1)
         if outcomes is None:
             return []
         out: list[Prediction] = []
-        for inp, row, p_take, p_back in zip(
-            inputs, x, outcomes.take_floor.tolist(), outcomes.backchannel.tolist(), strict=True
+        for inp, row, verdict, p_take, p_back in zip(
+            inputs,
+            x,
+            verdicts,
+            outcomes.take_floor.tolist(),
+            outcomes.backchannel.tolist(),
+            strict=True,
         ):
-            action = dep.choose(p_take, p_back, is_addressed(row))
+            target = inp.target.id
+            action = dep.choose(p_take, p_back, addressed_at(verdict, target, row, readers))
             decision = Decision.SPEAK if action is Action.SPEAK else Decision.SILENT
             out.append(
                 Prediction(
@@ -121,7 +131,7 @@ class DefaultPredictor:
                     reasoning=None,
                     raw_output=f"{action.value} p={p_take:.3f} p_back={p_back:.3f}",
                     latency_s=latency,
-                    cues=describe_cues(row[:N_FEATURES]),
+                    cues=describe_cues(row[:N_FEATURES], verdict, target),
                     extra={"action": action.value, "p_backchannel": round(p_back, 6)},
                 )
             )
