@@ -4,6 +4,9 @@
   (``pip install 'polylogue[livekit]'``).
 * :mod:`polylogue.adapters.pipecat` — a Pipecat frame processor that gates the LLM response
   (``pip install 'polylogue[pipecat]'``).
+* :mod:`polylogue.adapters.voice` — offline voice for Pipecat: a pocketsphinx STT service with
+  the roster as recognizer hints, an espeak-ng TTS service, a voice meeting end to end
+  (``pip install 'polylogue[voice]'`` and the ``espeak-ng`` program).
 """
 
 from __future__ import annotations
