@@ -266,6 +266,8 @@ def hint_words(participants: Iterable[Participant]) -> list[str]:
     """The roster's names and aliases as recognizer words (lower case, one word each)."""
     words: list[str] = []
     for p in participants:
+        if p.id.upper() == "ALL":  # a chorus line (Friends' "ALL") names no one
+            continue
         for label in (p.id, p.name, *p.aliases):
             for w in re.findall(r"[a-z']+", (label or "").lower()):
                 if len(w) > 1 and w not in words:
