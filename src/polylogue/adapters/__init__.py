@@ -19,6 +19,18 @@ from polylogue.engine.live import LiveConversation, Policy
 from polylogue.engine.model import TurnTakingModel
 
 
+def roster_terms(participants: Iterable[Participant]) -> list[str]:
+    """The names people call the participants (names and aliases, as written, each once): the
+    key terms / custom vocabulary to give a speech recognizer, so that it writes the names the
+    address rule reads. Ids are left out (a transport's id is no word anyone says)."""
+    terms: list[str] = []
+    for p in participants:
+        for label in (p.name, *p.aliases):
+            if label and label.upper() != "ALL" and label not in terms:
+                terms.append(label)
+    return terms
+
+
 def start_live(
     agent_name: str,
     participants: Iterable[Participant] = (),
