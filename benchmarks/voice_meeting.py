@@ -178,16 +178,21 @@ class Counts:
             self.other_spoke += spoke
 
 
-def text_decisions(conv: Conversation, agent: str, rendering: str) -> dict[int, bool]:
+def text_decisions(
+    conv: Conversation, agent: str, rendering: str, deployment: Any
+) -> dict[int, bool]:
     from polylogue.adapters.pipecat import replay_transcript
 
     conv = render_conversation(conv, rendering)
-    rows = asyncio.run(replay_transcript(conv.utterances, agent, conv.participants))
+    rows = asyncio.run(
+        replay_transcript(conv.utterances, agent, conv.participants, deployment=deployment)
+    )
     return {r["index"]: r["decision"] == "SPEAK" for r in rows if r["decision"] is not None}
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from polylogue.adapters.voice import run_voice_meeting
+    from polylogue.engine.deployment import Deployment
 
     result: dict[str, Any] = {"meetings": []}
     systems = ["voice+hints", "voice", "text:original", "text:recognizer"]
@@ -203,8 +208,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         humans = [i for i, u in enumerate(conv.utterances) if u.speaker != agent_id]
         said = name_words(conv)
         row: dict[str, Any] = {"meeting": title, "agent": agent_id, "lines": len(humans)}
+        deployment = Deployment.resolve(domain=conv.domain)  # as `polylogue decide` would
+        row["domain"] = conv.domain
         for rendering in ("original", "recognizer"):
-            dec = text_decisions(conv, agent_id, rendering)
+            dec = text_decisions(conv, agent_id, rendering, deployment)
             for i in humans:
                 counts[f"text:{rendering}"].add(addressed(conv, agent_id, i), dec.get(i, False))
         for i in humans:
@@ -214,7 +221,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             counts["rule:previous-speaker"].add(addressed(conv, agent_id, i), prev == agent_id)
         for system, hints in (("voice+hints", True), ("voice", False)):
             t0 = time.perf_counter()
-            m = asyncio.run(run_voice_meeting(conv, agent_id, hints=hints, reply=None))
+            m = asyncio.run(
+                run_voice_meeting(
+                    conv,
+                    agent_id,
+                    hints=hints,
+                    reply=None,
+                    deployment=deployment,
+                    recognition_cache=args.recognition_cache,
+                )
+            )
             row[f"{system} wall_s"] = round(time.perf_counter() - t0, 1)
             heard: dict[int, list[str]] = {i: [] for i in humans}
             spoke: dict[int, bool] = {i: False for i in humans}
@@ -276,6 +292,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description="A voice meeting end to end (see the docstring).")
     ap.add_argument("--out", help="write the figures as JSON here")
+    ap.add_argument(
+        "--recognition-cache",
+        help="keep recognitions here by audio: a rerun on the same audio reuses the words "
+        "and the decode times measured when they were made (the decisions are remade)",
+    )
     args = ap.parse_args()
     from loguru import logger
 

@@ -27,7 +27,9 @@ Needs ``pip install 'polylogue[voice]'`` and the ``espeak-ng`` program.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import io
+import json
 import re
 import shutil
 import subprocess
@@ -37,6 +39,7 @@ import wave
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -290,7 +293,7 @@ class Recognizer:
     """One pocketsphinx decoder (thread-safe: decodes one segment at a time), with the
     roster's names as hints when ``hints`` is given."""
 
-    def __init__(self, hints: Sequence[str] = ()) -> None:
+    def __init__(self, hints: Sequence[str] = (), cache_dir: str | Path | None = None) -> None:
         try:
             from pocketsphinx import Decoder
         except ImportError as e:  # pragma: no cover - depends on the install
@@ -300,6 +303,9 @@ class Recognizer:
         self._lock = threading.Lock()
         self.decoder = Decoder(loglevel="FATAL")
         self.hints = [w for w in hints if w]
+        #: recognitions kept by audio (and hints): the same segment is decoded once; a cached
+        #: one keeps the decode time measured when it was made
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.added: dict[str, list[str]] = {}
         self._kws: Any = None
         if self.hints:
@@ -330,6 +336,10 @@ class Recognizer:
 
     def recognize(self, pcm: bytes) -> Recognition:
         """Decode one segment of 16 kHz 16-bit mono audio."""
+        cached = self._cache_path(pcm)
+        if cached is not None and cached.exists():
+            d = json.loads(cached.read_text(encoding="utf-8"))
+            return Recognition(d["text"], tuple(d["spotted"]), float(d["seconds"]))
         t0 = time.perf_counter()
         with self._lock:
             words = self._decode(self.decoder, pcm)
@@ -337,11 +347,24 @@ class Recognizer:
         n = len(pcm) // 2 // 160  # 10 ms frames
         spotted = [x for x in spotted if x[1] < KWS_EDGE_FRAMES or x[2] > n - KWS_EDGE_FRAMES]
         merged = merge_spotted(words, spotted)
-        return Recognition(
+        r = Recognition(
             " ".join(w for w, _, _ in merged),
             tuple(w for w, _, _ in spotted),
             time.perf_counter() - t0,
         )
+        if cached is not None:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            cached.write_text(
+                json.dumps({"text": r.text, "spotted": r.spotted, "seconds": r.seconds}),
+                encoding="utf-8",
+            )
+        return r
+
+    def _cache_path(self, pcm: bytes) -> Path | None:
+        if self.cache_dir is None:
+            return None
+        key = hashlib.sha1(pcm + "|".join(self.hints).encode()).hexdigest()
+        return self.cache_dir / f"{key}.json"
 
     @staticmethod
     def _decode(decoder: Any, pcm: bytes) -> list[tuple[str, int, int]]:
@@ -749,12 +772,14 @@ async def run_voice_meeting(
     vad_stop_secs: float = VAD_STOP_S,
     voices: Sequence[str] = HUMAN_VOICES,
     agent_voice: str = AGENT_VOICE,
+    recognition_cache: str | Path | None = None,
     **gate_kwargs: Any,
 ) -> VoiceMeeting:
     """Speak ``conversation``'s human lines (one espeak-ng voice per participant, one track
     each, one line at a time) through the pipeline in the module notes, as fast as it takes
     them. The agent's own lines are spoken by its TTS at their place; a SPEAK is answered with
     the agent's next line when it comes next, else with ``reply`` (None: not answered).
+    ``recognition_cache``: a folder where recognitions are kept by audio (benchmarks rerun).
     ``gate_kwargs`` go to :class:`~polylogue.adapters.pipecat.PolylogueGate`."""
     from pipecat.audio.vad.silero import SileroVADAnalyzer
     from pipecat.audio.vad.vad_analyzer import VADParams
@@ -777,7 +802,7 @@ async def run_voice_meeting(
         if not a and u.speaker not in humans:
             humans.append(u.speaker)
     roster = people or [Participant(s, s) for s in {u.speaker for u in utts}]
-    recognizer = Recognizer(hint_words(roster) if hints else ())
+    recognizer = Recognizer(hint_words(roster) if hints else (), recognition_cache)
     stts = {h: PocketsphinxSTTService(recognizer, h) for h in humans}
     branches = [
         [
