@@ -98,7 +98,7 @@ def test_recognised_speech_reaches_the_gate_and_replies_follow_in_order(always_s
         assert r.latency_ms >= r.vad_wait_ms + r.recognition_ms
 
 
-def test_roster_names_missing_from_the_dictionary_get_pronunciations() -> None:
+def test_roster_names_missing_from_the_dictionary_get_pronunciations(tmp_path: Path) -> None:
     voice = _voice()
     # ids like "p1" are no words a person says; names and aliases are
     assert voice.hint_words([Participant("p1", "Zorblax Quinn", aliases=("Zee",))]) == [
@@ -107,12 +107,25 @@ def test_roster_names_missing_from_the_dictionary_get_pronunciations() -> None:
         "zee",
     ]
     assert voice.pronounce("zorblax")[:2] == ["Z", "AO"]
-    rec = voice.Recognizer(["zorblax", "dave"])
+    rec = voice.Recognizer(["zorblax", "dave"], cache_dir=tmp_path)
     assert "zorblax" in rec.added and "dave" not in rec.added  # dave is in the dictionary
-    r = rec.recognize(
-        voice.synthesize("the budget is due on friday", voice.HUMAN_VOICES[0]).tobytes()
-    )
+    pcm = voice.synthesize("the budget is due on friday", voice.HUMAN_VOICES[0]).tobytes()
+    r = rec.recognize(pcm)
+    again = rec.recognize(pcm)  # from the cache: the same words and the measured decode time
+    assert again == r and len(list(tmp_path.glob("*.json"))) == 1
     assert r.text and r.seconds > 0
+
+
+def test_roster_terms_are_the_names_people_say() -> None:
+    from polylogue.adapters import roster_terms
+
+    people = [
+        Participant("p1", "Dave Smith", aliases=("Davey",)),
+        Participant("u-7f3a"),  # a transport id, no name
+        Participant("ALL", "ALL"),  # a chorus line
+        Participant("anna", "Anna"),
+    ]
+    assert roster_terms(people) == ["Dave Smith", "Davey", "Anna"]
 
 
 def test_example_writes_the_wav_and_decisions(tmp_path: Path) -> None:
