@@ -289,6 +289,57 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+def markdown(res: dict[str, Any]) -> str:
+    """The figures as the tables in docs/agents.md."""
+    fmt = lambda x: "-" if x is None else f"{x}"  # noqa: E731
+    a = res["address"]
+    out = [
+        "| system | address recall % | false speaking % |",
+        "|---|---:|---:|",
+    ]
+    labels = {
+        "text:original": "text as written (`original`)",
+        "text:recognizer": "text, recognizer rendering",
+        "voice+hints": "voice: pocketsphinx, roster hints",
+        "voice": "voice: pocketsphinx, no hints",
+        "rule:explicit-address": "explicit-address rule on the text",
+        "rule:explicit-address on voice+hints": "explicit-address rule on the voice (hints)",
+        "rule:explicit-address on voice": "explicit-address rule on the voice (no hints)",
+        "rule:previous-speaker": "previous-speaker rule",
+    }
+    for key, label in labels.items():
+        c = a[key]
+        out.append(
+            f"| {label} | {fmt(c['address_recall'])} ({c['addressed']}) "
+            f"| {fmt(c['false_speaking'])} ({c['other']}) |"
+        )
+    out += [
+        "",
+        "| recognizer | WER % | name recall % (names said) | names inserted |",
+        "|---|---:|---:|---:|",
+    ]
+    for key, label in (("voice+hints", "roster hints"), ("voice", "no hints")):
+        n = res["names"][key]
+        out.append(
+            f"| pocketsphinx, {label} | {res['wer'][key]} | {n['recall']} ({n['said']}) "
+            f"| {n['inserted']} |"
+        )
+    lat = res["latency_ms"]
+    out += [
+        "",
+        "| end of speech → decision (ms) | p50 | p95 |",
+        "|---|---:|---:|",
+    ]
+    for key, label in (
+        ("total", "total"),
+        ("vad", "VAD end-of-speech wait (audio time)"),
+        ("recognition", "recognition (wall)"),
+        ("decision", "decision (wall, from the transcription's push)"),
+    ):
+        out.append(f"| {label} | {fmt(lat[key]['p50'])} | {fmt(lat[key]['p95'])} |")
+    return "\n".join(out)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description="A voice meeting end to end (see the docstring).")
     ap.add_argument("--out", help="write the figures as JSON here")
@@ -297,7 +348,11 @@ def main() -> None:
         help="keep recognitions here by audio: a rerun on the same audio reuses the words "
         "and the decode times measured when they were made (the decisions are remade)",
     )
+    ap.add_argument("--tables", help="print the tables of a saved --out file and stop")
     args = ap.parse_args()
+    if args.tables:
+        print(markdown(json.loads(Path(args.tables).read_text(encoding="utf-8"))))
+        return
     from loguru import logger
 
     logger.remove()
@@ -305,6 +360,7 @@ def main() -> None:
     res = run(args)
     text = json.dumps(res, indent=1)
     print(text)
+    print(markdown(res))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text + "\n", encoding="utf-8")
