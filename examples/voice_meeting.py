@@ -77,16 +77,20 @@ def main() -> None:
         )
         raise SystemExit(2)
     kwargs = {} if args.vad_stop_secs is None else {"vad_stop_secs": args.vad_stop_secs}
-    meeting = asyncio.run(
-        voice.run_voice_meeting(
-            conv,
-            args.agent,
-            hints=not args.no_hints,
-            reply=args.reply or None,
-            deployment=deployment,
-            **kwargs,
+    try:
+        meeting = asyncio.run(
+            voice.run_voice_meeting(
+                conv,
+                args.agent,
+                hints=not args.no_hints,
+                reply=args.reply or None,
+                deployment=deployment,
+                **kwargs,
+            )
         )
-    )
+    except (ValueError, voice.VoiceUnavailable) as e:  # nothing to speak; no espeak-ng
+        print(f"error: {args.transcript}: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     meeting.write_wav(out / "meeting.wav")

@@ -801,6 +801,8 @@ async def run_voice_meeting(
     for u, a in zip(utts, is_agent, strict=True):
         if not a and u.speaker not in humans:
             humans.append(u.speaker)
+    if not humans:
+        raise ValueError(f"conversation {conversation.id}: no line of anyone but {agent} to speak")
     roster = people or [Participant(s, s) for s in {u.speaker for u in utts}]
     recognizer = Recognizer(hint_words(roster) if hints else (), recognition_cache)
     stts = {h: PocketsphinxSTTService(recognizer, h) for h in humans}
