@@ -80,10 +80,10 @@ PLANNING = [
 ]
 #: (name, corpus, conversation index, first line, lines, agent)
 EXCERPTS = [
-    ("ami ES2002a", "ami", 0, 6, 12, "A"),
+    ("ami ES2002a", "ami", 0, 6, 10, "A"),
     ("icsi Bdb001", "icsi", 0, 0, 8, "PhD D"),
-    ("friends s01e01 scene 1", "friends", 0, 0, 10, "Joey Tribbiani"),
-    ("friends s01e01 scene 2", "friends", 1, 0, 10, None),  # the agent: its 2nd speaker
+    ("friends s01e01 scene 1", "friends", 0, 0, 8, "Joey Tribbiani"),
+    ("friends s01e01 scene 2", "friends", 1, 0, 8, None),  # the agent: its 2nd speaker
 ]
 
 
@@ -190,8 +190,41 @@ def text_decisions(
     return {r["index"]: r["decision"] == "SPEAK" for r in rows if r["decision"] is not None}
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def voice_task(task: tuple[int, bool, str | None]) -> tuple[int, bool, dict[str, Any]]:
+    """One excerpt through the voice pipeline (a worker process's job): its rows as dicts."""
+    from loguru import logger
+
     from polylogue.adapters.voice import run_voice_meeting
+    from polylogue.engine.deployment import Deployment
+
+    logger.remove()
+    logger.add(sys.stderr, level="ERROR")
+    k, hints, cache = task
+    title, conv, agent = meetings()[k]
+    agent_id = next(p.id for p in conv.participants if agent in (p.id, p.name))
+    t0 = time.perf_counter()
+    m = asyncio.run(
+        run_voice_meeting(
+            conv,
+            agent_id,
+            hints=hints,
+            reply=None,
+            deployment=Deployment.resolve(domain=conv.domain),  # as `polylogue decide` would
+            recognition_cache=cache,
+        )
+    )
+    wall = round(time.perf_counter() - t0, 1)
+    print(f"{title}: {'hints' if hints else 'no hints'} done in {wall} s", file=sys.stderr)
+    return (
+        k,
+        hints,
+        {"rows": [r.to_dict() for r in m.rows], "added": sorted(m.added_words), "wall_s": wall},
+    )
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from concurrent.futures import ProcessPoolExecutor
+
     from polylogue.engine.deployment import Deployment
 
     result: dict[str, Any] = {"meetings": []}
@@ -203,7 +236,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     lat: dict[str, list[float]] = {k: [] for k in ("total", "vad", "recognition", "decision")}
     rtf: list[float] = []
     timeouts = {s: 0 for s in ("voice+hints", "voice")}
-    for title, conv, agent in meetings():
+    todo = [
+        (k, hints, args.recognition_cache)
+        for k in range(len(meetings()))
+        for hints in (True, False)
+    ]
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        done = {(k, h): out for k, h, out in pool.map(voice_task, todo)}
+    for k, (title, conv, agent) in enumerate(meetings()):
         agent_id = next(p.id for p in conv.participants if agent in (p.id, p.name))
         humans = [i for i, u in enumerate(conv.utterances) if u.speaker != agent_id]
         said = name_words(conv)
@@ -220,32 +260,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             prev = conv.utterances[i - 1].speaker if i else None
             counts["rule:previous-speaker"].add(addressed(conv, agent_id, i), prev == agent_id)
         for system, hints in (("voice+hints", True), ("voice", False)):
-            t0 = time.perf_counter()
-            m = asyncio.run(
-                run_voice_meeting(
-                    conv,
-                    agent_id,
-                    hints=hints,
-                    reply=None,
-                    deployment=deployment,
-                    recognition_cache=args.recognition_cache,
-                )
-            )
-            row[f"{system} wall_s"] = round(time.perf_counter() - t0, 1)
+            out = done[(k, hints)]
+            row[f"{system} wall_s"] = out["wall_s"]
             heard: dict[int, list[str]] = {i: [] for i in humans}
             spoke: dict[int, bool] = {i: False for i in humans}
-            for r in m.rows:
-                timeouts[system] += r.reason == "decision timed out"
-                for i in r.reference_index[-1:]:
-                    heard[i].append(r.recognised)
-                    spoke[i] = spoke[i] or r.action == "SPEAK"
+            for r in out["rows"]:
+                timeouts[system] += r["reason"] == "decision timed out"
+                for i in r["reference_index"][-1:]:
+                    heard[i].append(r["recognised"])
+                    spoke[i] = spoke[i] or r["action"] == "SPEAK"
                 if system == "voice+hints":
-                    lat["total"].append(r.latency_ms)
-                    lat["vad"].append(r.vad_wait_ms)
-                    lat["recognition"].append(r.recognition_ms)
-                    lat["decision"].append(r.decision_ms)
-                    if r.end > r.start:
-                        rtf.append(r.recognition_ms / 1000 / (r.end - r.start))
+                    lat["total"].append(r["latency_ms"])
+                    lat["vad"].append(r["vad_wait_ms"])
+                    lat["recognition"].append(r["recognition_ms"])
+                    lat["decision"].append(r["decision_ms"])
+                    if r["end"] > r["start"]:
+                        rtf.append(r["recognition_ms"] / 1000 / (r["end"] - r["start"]))
             agent_names = name_words(conv, agent_id)
             for i in humans:
                 ref, hyp = words(conv.utterances[i].text), " ".join(heard[i]).split()
@@ -257,8 +287,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 names[system][2] += sum(1 for w in hyp if w in said and w not in ref)
                 counts[system].add(addressed(conv, agent_id, i), spoke[i])
                 rule_voice[system].add(addressed(conv, agent_id, i), bool(agent_names & set(hyp)))
-            row[f"{system} dictionary additions"] = sorted(m.added_words)
-            print(f"{title}: {system} done in {row[f'{system} wall_s']} s", file=sys.stderr)
+            row[f"{system} dictionary additions"] = out["added"]
         result["meetings"].append(row)
     pct = lambda a, b: None if b == 0 else round(100 * a / b, 1)  # noqa: E731
     result["wer"] = {s: pct(*v) for s, v in wer.items()}
@@ -348,6 +377,7 @@ def main() -> None:
         help="keep recognitions here by audio: a rerun on the same audio reuses the words "
         "and the decode times measured when they were made (the decisions are remade)",
     )
+    ap.add_argument("--jobs", type=int, default=3, help="excerpts run at once (processes)")
     ap.add_argument("--tables", help="print the tables of a saved --out file and stop")
     args = ap.parse_args()
     if args.tables:
