@@ -339,31 +339,43 @@ class Recognizer:
         cached = self._cache_path(pcm)
         if cached is not None and cached.exists():
             d = json.loads(cached.read_text(encoding="utf-8"))
-            return Recognition(d["text"], tuple(d["spotted"]), float(d["seconds"]))
+            if "words" not in d:  # a cache of no-hint recognitions kept as text
+                return Recognition(d["text"], (), float(d["seconds"]))
+            words = [(str(w), int(s), int(e)) for w, s, e in d["words"]]
+            spotted = [(str(w), int(s), int(e)) for w, s, e in d["spotted"]]
+            return self._combine(words, spotted, float(d["seconds"]))
         t0 = time.perf_counter()
         with self._lock:
             words = self._decode(self.decoder, pcm)
             spotted = self._decode(self._kws, pcm) if self._kws is not None else []
-        n = len(pcm) // 2 // 160  # 10 ms frames
-        spotted = [x for x in spotted if x[1] < KWS_EDGE_FRAMES or x[2] > n - KWS_EDGE_FRAMES]
-        merged = merge_spotted(words, spotted)
-        r = Recognition(
-            " ".join(w for w, _, _ in merged),
-            tuple(w for w, _, _ in spotted),
-            time.perf_counter() - t0,
-        )
-        if cached is not None:
+        seconds = time.perf_counter() - t0
+        if cached is not None:  # the decoders' words with their frames: merging is redone
             cached.parent.mkdir(parents=True, exist_ok=True)
             cached.write_text(
-                json.dumps({"text": r.text, "spotted": r.spotted, "seconds": r.seconds}),
+                json.dumps({"words": words, "spotted": spotted, "seconds": seconds}),
                 encoding="utf-8",
             )
-        return r
+        return self._combine(words, spotted, seconds)
+
+    @staticmethod
+    def _combine(
+        words: list[tuple[str, int, int]], spotted: list[tuple[str, int, int]], seconds: float
+    ) -> Recognition:
+        """The language model's words with the names spotted at the edges of the speech (the
+        span of those words: a segment starts and ends with silence the VAD kept)."""
+        first = min((s for _, s, _ in words), default=0)
+        last = max((e for _, _, e in words), default=max((e for _, _, e in spotted), default=0))
+        near = KWS_EDGE_FRAMES
+        edge = [x for x in spotted if x[1] < first + near or x[2] > last - near]
+        merged = merge_spotted(words, edge)
+        return Recognition(" ".join(w for w, _, _ in merged), tuple(w for w, _, _ in edge), seconds)
 
     def _cache_path(self, pcm: bytes) -> Path | None:
         if self.cache_dir is None:
             return None
-        key = hashlib.sha1(pcm + "|".join(self.hints).encode()).hexdigest()
+        # with hints, the decoders' raw words are kept (a format of their own)
+        tag = "|".join(self.hints) + ("|raw" if self.hints else "")
+        key = hashlib.sha1(pcm + tag.encode()).hexdigest()
         return self.cache_dir / f"{key}.json"
 
     @staticmethod
