@@ -5,8 +5,11 @@ text-to-speech service, and a voice meeting run through a real Pipecat pipeline.
   and language model, shipped in the ``pocketsphinx`` wheel). **Roster hints**: each name or
   alias missing from the dictionary is added with a pronunciation (espeak-ng's phonemes mapped
   to the ARPAbet phones of the acoustic model; a letter-by-letter guess when espeak-ng is
-  missing), and the names are spotted by pocketsphinx's keyphrase search on the same audio; a
-  spotted name replaces the language-model words it overlaps in time. (pocketsphinx 5 cannot
+  missing; pocketsphinx also gives an added word a place in its language model), and the names
+  are spotted by pocketsphinx's keyphrase search on the same audio; a name spotted within
+  0.6 s of the start or end of the speech replaces the language-model words it overlaps in
+  time (measured: more names written, and names written that nobody said, see
+  docs/agents.md). (pocketsphinx 5 cannot
   raise the probability of a word already in its binary language model from Python:
   ``NGramModel.add_word`` leaves existing words as they are, and writing the model out crashes,
   so keyphrase spotting is the biasing it offers.)
