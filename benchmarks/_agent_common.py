@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 
 from polylogue.engine.deployment import Action, Deployment
-from polylogue.engine.engine import is_addressed
+from polylogue.engine.engine import address_readers, addressed_at
 from polylogue.engine.extract import FeatureExtractor
-from polylogue.engine.features import N_FEATURES
 from polylogue.engine.model import TurnTakingModel, domain_of_corpus, load_model
 from polylogue.models.baselines import held_floor_before
+from polylogue.turntaking.address import AddressVerdict
 from polylogue.turntaking.types import Category, Decision, DecisionPoint, Outcome
 
 
@@ -60,7 +60,10 @@ def score_split(points: Sequence[DecisionPoint], model_dir: Path | None = None) 
     corpus = points[0].input.corpus
     domain = domain_of_corpus(corpus)
     model = load_model(model_dir, domain)
-    x = FeatureExtractor.for_model(model).features([p.input for p in points])
+    extractor = FeatureExtractor.for_model(model)
+    verdicts: list[AddressVerdict] = []
+    x = extractor.features([p.input for p in points], verdicts=verdicts)
+    readers = address_readers(extractor.blocks)
     out = model.outcomes(x)
     return ScoredSplit(
         points=points,
@@ -69,7 +72,13 @@ def score_split(points: Sequence[DecisionPoint], model_dir: Path | None = None) 
         model=model,
         take_floor=np.asarray(out.take_floor, dtype=float),
         backchannel=np.asarray(out.backchannel, dtype=float),
-        addressed=np.asarray([is_addressed(row[:N_FEATURES]) for row in x], dtype=bool),
+        addressed=np.asarray(
+            [
+                addressed_at(v, p.input.target.id, row, readers)
+                for p, v, row in zip(points, verdicts, x, strict=True)
+            ],
+            dtype=bool,
+        ),
         took_floor=np.asarray([p.gold.label is Decision.SPEAK for p in points], dtype=bool),
         backchanneled=np.asarray(
             [p.gold.floor_outcome is Outcome.BACKCHANNEL for p in points], dtype=bool

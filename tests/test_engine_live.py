@@ -332,7 +332,7 @@ def test_backchannel_follows_the_deployment_rule(model, ami: Conversation) -> No
     assert back, "no backchannel at the 90th percentile of P(backchannel)"
     for d in decided:
         assert d.engine is not None
-        want = choose_action(d.engine.p_speak, d.engine.p_backchannel, rule)
+        want = choose_action(d.engine.p_speak, d.engine.p_backchannel, rule, d.engine.addressed)
         assert d.suggested is want
         if d.action is Action.BACKCHANNEL:
             assert d.engine.p_backchannel >= rule.backchannel

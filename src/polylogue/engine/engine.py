@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -32,8 +32,8 @@ from polylogue.engine.features import (
     ConversationState,
     Spoken,
 )
-from polylogue.engine.features import is_addressed as is_addressed  # its home before blocks
 from polylogue.engine.model import TurnTakingModel, load_model
+from polylogue.turntaking.address import NO_ADDRESS, AddressVerdict
 
 #: Readable phrases for binary features that, when set, explain a decision.
 CUE_PHRASES: dict[str, str] = {
@@ -56,6 +56,38 @@ CUE_PHRASES: dict[str, str] = {
 
 
 _QUESTION_CUES = frozenset({"question_to_prev_target", "question_to_nobody_named"})
+#: Cues about address: the address verdict says these, not the feature row (the row keeps the
+#: features the model was trained on, which read punctuation and capitals).
+_ADDRESS_CUES = frozenset(
+    {
+        "target_vocative",
+        "target_mention_third_person",
+        "target_mentioned",
+        "other_vocative",
+        "question_to_prev_target",
+        "second_person_to_prev_target",
+        "question_to_nobody_named",
+        "target_vocative_prev",
+    }
+)
+
+
+def address_phrase(verdict: AddressVerdict, target: str) -> str | None:
+    """The one explanation of the target's address at this pause (a ``CUE_PHRASES`` value)."""
+    mine = verdict.of(target)
+    if mine is not None:
+        if mine.kind == "follow-up":
+            return CUE_PHRASES["question_to_prev_target"]
+        if mine.kind == "you-after":
+            return CUE_PHRASES["second_person_to_prev_target"]
+        if mine.kind == "earlier-in-turn":
+            return CUE_PHRASES["target_vocative_prev"]
+        return CUE_PHRASES["target_vocative"]
+    if verdict.addressed:
+        return CUE_PHRASES["other_vocative"]
+    if verdict.mention_of(target) is not None:
+        return CUE_PHRASES["target_mention_third_person"]
+    return None
 
 
 @dataclass(frozen=True)
@@ -72,11 +104,13 @@ class EngineDecision:
     contributions: tuple[tuple[str, float], ...] = ()
     latency_s: float = 0.0
     features: dict[str, float] = field(default_factory=dict, repr=False)
-    #: The words put the turn to the target: named as addressee, or asked ("you", a question)
-    #: right after the target spoke.
+    #: The words put the turn to the target: named as addressee, introduced, or asked a
+    #: "you" question right after the target spoke (``address``).
     addressed: bool = False
     #: P(backchannel): a short acknowledgement while the speaker keeps the floor.
     p_backchannel: float = 0.0
+    #: The address verdict of the utterance (:mod:`polylogue.turntaking.address`).
+    address: AddressVerdict = NO_ADDRESS
 
     @property
     def p_silent(self) -> float:
@@ -84,8 +118,11 @@ class EngineDecision:
         return max(0.0, 1.0 - self.p_speak - self.p_backchannel)
 
 
-def describe_cues(x: np.ndarray) -> dict[str, Any]:
-    """Cues behind a decision, read off its feature row."""
+def describe_cues(
+    x: np.ndarray, verdict: AddressVerdict = NO_ADDRESS, target: str | None = None
+) -> dict[str, Any]:
+    """Cues behind a decision: the address verdict of the words for ``target`` (one phrase,
+    first, and ``address``), then the other cues read off its feature row."""
     row = x.tolist()
     # The question features also fire on an auxiliary opener ("Will do.") or a "What"
     # exclamation ("What a deal."); a reader is only told "question" when the words clearly
@@ -100,20 +137,42 @@ def describe_cues(x: np.ndarray) -> dict[str, Any]:
         phrase
         for i, name, phrase in _CUE_IDX
         if row[i] == 1.0
-        and (asks or name not in _QUESTION_CUES)
+        and name not in _ADDRESS_CUES
         # "Aren't we done with that?", "Wow, it really is!": a closed sentence does not
         # trail off on its last word.
         and not (name == "trailing_continuer" and terminal)
     ]
-    if "named in the third person" in active or "addressed by name" in active:
-        active = [a for a in active if a != "named"]
+    said = address_phrase(verdict, target) if target is not None else None
+    if said is not None:
+        active.insert(0, said)
+    elif asks and not verdict.addressed and not verdict.mentioned:
+        active.insert(0, CUE_PHRASES["question_to_nobody_named"])
     return {
         "active": active,
+        "address": verdict.to_dict(target),
+        "backchannel": _backchannel_cue(row, terminal),
         "turn_yield_logit": round(row[_DESCRIBE_IDX["yield_logit"]], 2),
         "p_target_after_speaker": round(row[_DESCRIBE_IDX["p_target_after_speaker"]], 3),
         "utterances_since_target_spoke": int(row[_DESCRIBE_IDX["utts_since_target"]]),
         "people_present": int(row[_DESCRIBE_IDX["n_present"]]),
     }
+
+
+def _backchannel_cue(row: list[float], terminal: bool) -> str:
+    """Why a short acknowledgement (not a floor take) fits here: the speaker keeps the floor."""
+    parts = []
+    if row[_DESCRIBE_IDX["trailing_continuer"]] == 1.0 and not terminal:
+        parts.append("the speaker paused on a continuer")
+    elif row[_DESCRIBE_IDX["incomplete"]] == 1.0 and not terminal:
+        parts.append("the utterance trails off")
+    run = int(row[_DESCRIBE_IDX["run_length"]])
+    if run >= 2:
+        parts.append(f"the speaker is mid-telling ({run} utterances in a row)")
+    if row[_DESCRIBE_IDX["yield_logit"]] < 0:
+        parts.append("the words do not hand the floor over")
+    return "a short acknowledgement fits: " + (
+        ", ".join(parts) if parts else "the speaker keeps the floor"
+    )
 
 
 # Feature positions read by describe_cues (looked up once, not per decision).
@@ -133,6 +192,9 @@ _DESCRIBE_IDX = {
         "ask_request",
         "wh_start",
         "ends_terminal",
+        "trailing_continuer",
+        "incomplete",
+        "run_length",
     )
 }
 
@@ -150,13 +212,7 @@ class TurnTakingEngine:
         self.blocks = model.blocks
         self._rows = tuple(b.row for b in self.blocks)
         self.use_states(self._new_states(participants))
-        # Each block that can say "addressed", with its columns in a row (None: the block
-        # starts the row and its reader can take the row itself, no slice to make per pause).
-        self._address_readers = [
-            (b.addressed, None if start == 0 else slice(start, start + b.width))
-            for b, start in zip(self.blocks, _starts(self.blocks), strict=True)
-            if b.addressed is not None
-        ]
+        self._address_readers = address_readers(self.blocks)
 
     def _new_states(self, participants: Iterable[Participant]) -> list[BlockState]:
         people = list(participants)
@@ -219,13 +275,6 @@ class TurnTakingEngine:
             if pid != speaker and p.role != GROUP_ROLE
         ]
 
-    def _addressed(self, row: np.ndarray) -> bool:
-        """Does any block's part of the row say the target is addressed?"""
-        for read, columns in self._address_readers:
-            if read(row if columns is None else row[columns]):
-                return True
-        return False
-
     def decide(
         self, target: str, present: Sequence[str] | Spoken | None = None, explain: bool = False
     ) -> EngineDecision:
@@ -253,18 +302,45 @@ class TurnTakingEngine:
             order = np.argsort(-np.abs(contrib))[:5]
             names = self.model.feature_names
             contributions = tuple((names[i], round(float(contrib[i]), 3)) for i in order)
+        verdict = self.state.verdict()
         return EngineDecision(
             target=target,
             p_speak=p,
-            cues=describe_cues(x[0, :N_FEATURES]),
+            cues=describe_cues(x[0, :N_FEATURES], verdict, target),
             contributions=contributions,
             latency_s=latency,
             features=dict(zip(self.model.feature_names, x[0].tolist(), strict=True))
             if explain
             else {},
-            addressed=self._addressed(x[0]),
+            addressed=addressed_at(verdict, target, x[0], self._address_readers),
             p_backchannel=p_back,
+            address=verdict,
         )
+
+
+#: A block's address reader and its columns in a row (None: the whole row).
+AddressReaders = Sequence[tuple[Callable[[np.ndarray], bool], slice | None]]
+
+
+def address_readers(blocks: Sequence[Any]) -> AddressReaders:
+    """Each block that can say "addressed" from its columns (the chat block's nick address),
+    with its columns in a row."""
+    return [
+        (b.addressed, None if start == 0 else slice(start, start + b.width))
+        for b, start in zip(blocks, _starts(blocks), strict=True)
+        if b.addressed is not None
+    ]
+
+
+def addressed_at(
+    verdict: AddressVerdict, target: str, row: np.ndarray, readers: AddressReaders = ()
+) -> bool:
+    """Is ``target`` addressed at this pause? The address verdict of the words, or a further
+    block's columns of the row (a chat nick). The one test of address for every front end,
+    ``eval`` included."""
+    if target in verdict.addressees:
+        return True
+    return any(read(row if columns is None else row[columns]) for read, columns in readers)
 
 
 def _starts(blocks: Sequence[Any]) -> list[int]:

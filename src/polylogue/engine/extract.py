@@ -17,6 +17,7 @@ import numpy as np
 from polylogue.engine.blocks import BlockState, FeatureBlock
 from polylogue.engine.features import ConversationState, HashedScorer
 from polylogue.engine.model import TurnTakingModel, blocks_of
+from polylogue.turntaking.address import AddressVerdict
 from polylogue.turntaking.types import DecisionInput
 
 
@@ -84,8 +85,10 @@ class FeatureExtractor:
         self,
         inputs: Sequence[DecisionInput],
         relation_keys: list[tuple[int, ...]] | None = None,
+        verdicts: list[AddressVerdict] | None = None,
     ) -> np.ndarray:
-        """One feature row per input; ``relation_keys`` collects each row's relation vocabulary."""
+        """One feature row per input; ``relation_keys`` collects each row's relation vocabulary,
+        ``verdicts`` the address verdict of each row's last utterance (in input order)."""
         x = np.empty((len(inputs), self.width), dtype=np.float32)
         # Rows are computed in conversation order (each conversation's points by context length)
         # so one streaming state serves a conversation's points whatever order they come in; a
@@ -100,6 +103,7 @@ class FeatureExtractor:
         # The base state appends a row's relation keys to ``sink``; they move to the row's place.
         sink: list[tuple[int, ...]] | None = [] if relation_keys is not None else None
         row_keys: list[tuple[int, ...]] = [()] * len(inputs)
+        row_verdicts: list[AddressVerdict | None] = [None] * len(inputs)
         for row in order:
             inp = inputs[row]
             states = self._states_for(inp)
@@ -110,6 +114,10 @@ class FeatureExtractor:
                 at += block.width
             if sink is not None:
                 row_keys[row] = sink.pop()
+            if verdicts is not None:
+                row_verdicts[row] = cast(ConversationState, states[0]).verdict()
         if relation_keys is not None:
             relation_keys.extend(row_keys)
+        if verdicts is not None:
+            verdicts.extend(v for v in row_verdicts if v is not None)
         return x

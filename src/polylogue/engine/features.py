@@ -31,7 +31,17 @@ import numpy as np
 from polylogue.conversation import GROUP_ROLE, Participant, Utterance
 from polylogue.engine.blocks import FeatureBlock
 from polylogue.engine.names import NameIndex
+from polylogue.engine.punctuation import PunctuationModel, has_punctuation, load_punctuation_model
 from polylogue.engine.text import TextFacts, hash_keys, text_facts
+from polylogue.turntaking.address import (
+    NO_ADDRESS,
+    Address,
+    AddressVerdict,
+    NameTerms,
+    PriorTurn,
+    address_verdict,
+    asks_who,
+)
 from polylogue.turntaking.cues import UtteranceCues, is_cased, utterance_cues
 
 #: A linear model over hashed vocabulary ids -> logit (see polylogue.engine.model).
@@ -217,6 +227,9 @@ class _Utt:
     start: float | None
     end: float | None
     source: Utterance
+    #: The text the features read: as written, or with its final mark put back when the
+    #: transcript carries no punctuation (a recognizer's; see polylogue.engine.punctuation).
+    heard: str = ""
 
 
 @dataclass
@@ -234,8 +247,15 @@ class ConversationState:
     #: each speaker's latest utterance
     last_utt: dict[str, _Utt] = field(default_factory=dict)
     cased: bool = False
+    #: Has the transcript shown any punctuation? Until it does, final marks are restored.
+    punctuated: bool = False
+    punctuation: PunctuationModel = field(default_factory=load_punctuation_model)
     _names: NameIndex = field(default_factory=NameIndex)
     _cue_cache: dict[int, tuple[int, UtteranceCues]] = field(default_factory=dict)
+    #: The words participants are called by, for the address verdict (case-blind).
+    _terms: NameTerms = field(default_factory=NameTerms)
+    #: utterance index -> (name-index version, the address verdict of its words)
+    _verdicts: dict[int, tuple[int, AddressVerdict]] = field(default_factory=dict)
     # speaker statistics
     utt_count: Counter[str] = field(default_factory=Counter)
     word_count: Counter[str] = field(default_factory=Counter)
@@ -278,6 +298,7 @@ class ConversationState:
             if isinstance(v, dict | list | set | deque):
                 setattr(new, f.name, copy.copy(v))
         new._names = copy.deepcopy(self._names)
+        new._terms = self._terms.copy()
         return new
 
     # ------------------------------------------------------------------ participants & names
@@ -292,6 +313,7 @@ class ConversationState:
             self._n_people += p.role != GROUP_ROLE
         # Only the newcomers (and anyone whose name they now share) get new matchers.
         self._names.add(new)
+        self._terms.add(new)
 
     def unregister(self, pid: str) -> None:
         """Drop a participant who never spoke (a provisional name resolved to someone else)."""
@@ -301,6 +323,7 @@ class ConversationState:
         if gone is not None:
             self._n_people -= gone.role != GROUP_ROLE
         self._names.remove(pid)
+        self._terms.remove(pid)
         self.last_mentioned.pop(pid, None)
 
     def _set_cased(self, cased: bool) -> None:
@@ -346,6 +369,51 @@ class ConversationState:
                 del self._cue_cache[k]
         return c
 
+    def verdict(self, utt: _Utt | None = None) -> AddressVerdict:
+        """Who the words of ``utt`` (default: the utterance that just ended) address
+        (:mod:`polylogue.turntaking.address`): computed when it arrives, again only if the
+        roster changed while it is still the last one."""
+        utt = utt if utt is not None else (self.window[-1] if self.window else None)
+        if utt is None:
+            return NO_ADDRESS
+        version = self._names.version
+        hit = self._verdicts.get(utt.index)
+        if hit is not None and (hit[0] == version or utt is not self.window[-1]):
+            return hit[1]
+        if utt is not self.window[-1]:
+            return NO_ADDRESS  # an older utterance is only looked up, never recomputed
+        v = address_verdict(
+            utt.heard or utt.text,
+            utt.speaker,
+            self._terms,
+            self._prior_turn(),
+            resolve=self.last_index,
+        )
+        self._verdicts[utt.index] = (version, v)
+        if len(self._verdicts) > 4:
+            for k in sorted(self._verdicts)[:-2]:
+                del self._verdicts[k]
+        return v
+
+    def _prior_turn(self) -> PriorTurn:
+        """The talk before the last utterance, as the address verdict reads it."""
+        cur = self.window[-1]
+        turns = self.turn_speakers
+        before = turns[-2] if len(turns) > 1 else None
+        prev = self.window[0] if len(self.window) > 1 else None
+        earlier: tuple[str, ...] = ()
+        if prev is not None and prev.speaker == cur.speaker:
+            hit = self._verdicts.get(prev.index)
+            earlier = hit[1].addressees if hit is not None else ()
+        return PriorTurn(
+            speaker=before,
+            text=self.last_utt[before].text if before in self.last_utt else "",
+            earlier=earlier,
+            question_before=prev is not None
+            and prev.speaker != cur.speaker
+            and asks_who(prev.text),
+        )
+
     # ------------------------------------------------------------------ streaming update
 
     def observe(self, u: Utterance) -> None:
@@ -356,9 +424,14 @@ class ConversationState:
             )
         if not self.cased and is_cased([u]):
             self._set_cased(True)
-        facts = text_facts(u.text)
+        if not self.punctuated and has_punctuation(u.text):
+            self.punctuated = True
+        heard = self.heard(u.text)
+        facts = text_facts(heard)
         i = self.n_utterances
-        info = _Utt(i, u.speaker, u.text, facts, self.yield_scorer(facts.hashed), u.start, u.end, u)
+        info = _Utt(
+            i, u.speaker, u.text, facts, self.yield_scorer(facts.hashed), u.start, u.end, u, heard
+        )
         prev = self.window[-1] if self.window else None
         self.n_utterances += 1
         self.window.append(info)
@@ -397,6 +470,12 @@ class ConversationState:
         cues = self.cues(info)
         for pid in (*cues.addressed, *cues.referenced):
             self.last_mentioned[pid] = i
+        self.verdict(info)  # per-utterance work, before the pause
+
+    def heard(self, text: str) -> str:
+        """``text`` as the features read it: a recognizer's text (no punctuation anywhere in
+        the transcript so far) gets its final mark back, written text is read as written."""
+        return text if self.punctuated else self.punctuation.restore(text)
 
     def observe_all(self, utterances: Iterable[Utterance]) -> None:
         for u in utterances:
@@ -687,7 +766,9 @@ def new_state(
 
 
 def _utt_to_list(u: _Utt) -> list[object]:
-    return [u.index, u.speaker, u.text, u.start, u.end]
+    # The text the features read, when a final mark was restored (see ConversationState.heard).
+    restored = [u.heard] if u.heard and u.heard != u.text else []
+    return [u.index, u.speaker, u.text, u.start, u.end, *restored]
 
 
 def state_to_dict(state: ConversationState) -> dict[str, object]:
@@ -701,6 +782,7 @@ def state_to_dict(state: ConversationState) -> dict[str, object]:
         "window": [_utt_to_list(u) for u in state.window],
         "last_utt": [_utt_to_list(u) for u in state.last_utt.values()],
         "cased": state.cased,
+        "punctuated": state.punctuated,
         "utt_count": dict(state.utt_count),
         "word_count": dict(state.word_count),
         "turn_count": dict(state.turn_count),
@@ -718,6 +800,10 @@ def state_to_dict(state: ConversationState) -> dict[str, object]:
         "run_length": state.run_length,
         "run_words": state.run_words,
         "run_start": state.run_start,
+        # Whom the last two utterances addressed ("Dave." then "Can you check?").
+        "window_addressed": [
+            [[a.pid, a.kind, a.words] for a in state.verdict(u).addressed] for u in state.window
+        ],
     }
 
 
@@ -732,11 +818,16 @@ def state_from_dict(
     if g["cased"]:
         state._set_cased(True)
 
+    # A snapshot from before restored marks: punctuated (it read every text as written).
+    state.punctuated = bool(g.get("punctuated", True))
+
     def utt(row: list[Any]) -> _Utt:
-        index, speaker, text, start, end = row
-        facts = text_facts(text)
+        index, speaker, text, start, end = row[:5]
+        heard = str(row[5]) if len(row) > 5 else text
+        facts = text_facts(heard)
         source = Utterance(speaker=speaker, text=text, start=start, end=end)
-        return _Utt(index, speaker, text, facts, yield_scorer(facts.hashed), start, end, source)
+        scored = yield_scorer(facts.hashed)
+        return _Utt(index, speaker, text, facts, scored, start, end, source, heard)
 
     state.n_utterances = int(g["n_utterances"])
     window = [utt(r) for r in g["window"]]
@@ -764,23 +855,13 @@ def state_from_dict(
     state.run_length = int(g["run_length"])
     state.run_words = int(g["run_words"])
     state.run_start = g["run_start"]
+    for u, saved in zip(window, g.get("window_addressed", []), strict=False):
+        addressed = tuple(Address(str(p), str(k), str(w)) for p, k, w in saved)
+        state._verdicts[u.index] = (-1, AddressVerdict(addressed))
     return state
 
 
 # ---------------------------------------------------------------------- the base block
-
-_ADDRESS_IDX = tuple(
-    _IDX[n] for n in ("target_vocative", "question_to_prev_target", "second_person_to_prev_target")
-)
-
-
-def is_addressed(x: np.ndarray) -> bool:
-    """Is the target addressed by the current utterance (read off its base feature row)?
-
-    Named as addressee, or asked ("you", a question) right after the target spoke.
-    """
-    return bool(x[_ADDRESS_IDX[0]] == 1.0 or x[_ADDRESS_IDX[1]] == 1.0 or x[_ADDRESS_IDX[2]] == 1.0)
-
 
 #: The features every model reads, first in its row (:mod:`polylogue.engine.blocks`).
 BASE_BLOCK: FeatureBlock[ConversationState] = FeatureBlock(
@@ -791,5 +872,7 @@ BASE_BLOCK: FeatureBlock[ConversationState] = FeatureBlock(
     snapshot_key="state",
     to_dict=state_to_dict,
     from_dict=state_from_dict,
-    addressed=is_addressed,
+    # Whether the target is addressed is the state's address verdict
+    # (ConversationState.verdict), not read off the row: the row keeps the features the
+    # model was trained on.
 )

@@ -1,0 +1,610 @@
+"""Who the words of an utterance put the turn to: one address verdict per utterance.
+
+A live agent reads its transcript through a speech recognizer, which often writes no commas,
+no question marks and no capitals ("dave can you check the logs"). The verdict is therefore
+read off the utterance's **recognizer rendering** (:func:`polylogue.rendering.recognizer_text`:
+lower case, no punctuation, stage directions dropped) and the names of the participants, so
+"Dave, can you check the logs?" and "dave can you check the logs" get the same verdict. It
+says who is addressed, by which words, and how:
+
+* ``name-start`` / ``name-middle`` / ``name-end``: a name (id, name, first name, alias or a
+  role of several words, "the project manager") used as a vocative: at the start ("dave since
+  you wrote it what broke"), inside before a request ("i looked so dave can you check"), or at
+  the end ("can we ship it dave");
+* ``after-greeting``: after "thanks", "hi", "bye", "thank you"... ("thanks anna dave any
+  update" addresses Anna and Dave) or after an opener or a filler ("ok dave", "um dave");
+* ``alone``: the utterance is only the name ("Dave?"), unless it answers another speaker's
+  question ("who wrote it" - "dave" names the answer);
+* ``introduction``: "this is dave", "meet dave" (said by someone else: the newcomer is greeted);
+* ``earlier-in-turn``: the speaker's previous utterance, in the same turn, addressed them;
+* ``follow-up``: a question to "you" that names nobody, right after the addressee spoke
+  something more than a filler or an acknowledgement ("can you check the logs", "what do you
+  think", "did you see that"; recognised from its words: an auxiliary or a wh-word with "you",
+  or a "you" tag at the end; a question mark in the original text also counts);
+* ``you-after``: the same without a question: "you" right after the addressee spoke ("you
+  worked in a mine", "so you're really not going": a recognizer drops the question mark that
+  made them questions), except a filler "you know" or a "thank you".
+
+A name used in the third person is *mentioned*, never addressed: after a preposition or a
+verb that takes it as an object ("i told dave", "ask dave", "with dave"), as a possessive
+("dave's code"), or as the subject of a verb ("dave said", "dave is", "dave wrote it",
+"dave will"). A question to someone else (a vocative to another person, or a group word:
+"you guys", "everyone") is not a follow-up to the previous speaker.
+
+Names that are ordinary English words ("will", "mark", ...;
+:data:`polylogue.turntaking.cues.COMMON_WORD_NAMES`) are only taken after a greeting ("thanks
+mark"): without capitals "will you check" cannot tell the verb from the name. One-letter ids
+(AMI's ``A``..``E``) and upper-case role codes ("PM") are never names here: a recognizer writes
+"me", "id" and "a" for them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from polylogue.conversation import Participant
+from polylogue.rendering import recognizer_text
+from polylogue.turntaking.cues import (
+    COMMON_WORD_NAMES,
+    is_filler_only,
+    is_lexical_backchannel,
+    participant_terms,
+)
+
+#: The kinds of address, in the order the module docstring explains them.
+ADDRESS_KINDS: tuple[str, ...] = (
+    "name-start",
+    "name-middle",
+    "name-end",
+    "after-greeting",
+    "alone",
+    "introduction",
+    "earlier-in-turn",
+    "follow-up",
+    "you-after",
+)
+
+_TOKEN = re.compile(r"[\w']+")
+# Stage directions ("(to Ross)", "[laughs]") are notes about the words, not words.
+_DIRECTION = re.compile(r"\([^)]*\)?|\[[^\]]*\]?|\{[^}]*\}?")
+
+_GREETINGS = frozenset(
+    {"hey", "hi", "hello", "thanks", "bye", "goodbye", "morning", "evening", "welcome",
+     "cheers", "congratulations", "congrats", "night", "goodnight", "sorry", "howdy", "yo"}
+)  # fmt: skip
+#: Words that may stand before a vocative at the start of a sentence ("ok dave", "so dave").
+_OPENERS = frozenset(
+    {"ok", "okay", "alright", "right", "so", "well", "now", "and", "but", "yes", "yeah", "yep",
+     "no", "nope", "oh", "um", "uh", "uhm", "er", "erm", "ah", "hmm", "mm", "look", "listen",
+     "great", "cool", "good", "fine", "sure", "anyway", "wait", "please", "excuse", "me",
+     "dear", "my", "actually", "then", "also", "anyways", "oops", "wow", "hey", "you", "thank",
+     "all", "sorry"}
+)  # fmt: skip
+_AUX = frozenset(
+    {"can", "could", "would", "will", "shall", "should", "do", "did", "are", "were", "have",
+     "had", "is", "was", "may", "might", "must", "won't", "can't", "don't", "didn't",
+     "couldn't", "wouldn't", "shouldn't", "aren't", "weren't", "haven't", "isn't", "wasn't",
+     "does", "doesn't", "has", "hasn't"}
+)  # fmt: skip
+_WH = frozenset(
+    {"what", "what's", "whats", "who", "who's", "whom", "whose", "which", "when", "where",
+     "where's", "why", "how", "how's"}
+)  # fmt: skip
+_YOU = frozenset({"you", "your", "you're", "you've", "you'll", "you'd", "yours", "ya", "yourself"})
+#: After a name, a sign that the name is the subject of a clause (third person).
+_SUBJECT_NEXT = frozenset(
+    {"is", "was", "has", "had", "said", "says", "does", "doesn't", "isn't", "wasn't",
+     "hasn't", "hadn't", "didn't", "and", "or", "who", "whose", "which", "thinks", "wants",
+     "went", "got", "gets", "never", "always", "also", "too", "knows", "told",
+     "asked", "wrote", "made", "did", "came", "left", "took", "gave", "knew", "thought",
+     "saw", "found", "sent", "ran", "broke", "brought", "bought", "kept", "seems", "seemed",
+     "from", "of", "in", "at", "on", "with", "over", "himself", "herself",
+     "'s", "isnt", "wasnt", "doesnt", "didnt", "already", "still", "used"}
+)  # fmt: skip
+#: Modals after a name: a request when "you"/"we"/"i" follows ("dave can you"), else the
+#: name is their subject ("dave can do it", "dave will be late").
+_MODALS = frozenset(
+    {"can", "could", "would", "will", "should", "shall", "might", "may", "must", "won't",
+     "can't", "couldn't", "wouldn't", "shouldn't", "do", "don't", "are", "were", "have",
+     "haven't", "aren't", "did"}
+)  # fmt: skip
+_REQUEST_SUBJECTS = frozenset({"you", "your", "we", "i", "ya", "u"})
+#: After "is"/"can"... following a name, a subject that makes it a question to the name.
+_INVERTED_SUBJECTS = _REQUEST_SUBJECTS | frozenset(
+    {"he", "she", "they", "anyone", "anybody", "everyone"}
+)
+#: Conjunctions: a name after one and before "you" starts a clause put to it.
+_CONJUNCTIONS = frozenset(
+    {"that", "if", "when", "because", "so", "then", "since", "and", "but", "or", "though"}
+)
+#: Adverbs between a subject and its verb ("joey kinda disabled it").
+_ADVERBS = frozenset(
+    {"sure", "kinda", "really", "actually", "probably", "totally", "definitely", "obviously",
+     "apparently", "clearly", "certainly", "sort", "kind", "finally", "already", "still",
+     "usually", "often", "sometimes", "basically", "literally", "honestly", "just"}
+)  # fmt: skip
+#: Pronouns of the speaker and the listener: after "and dave" they start a clause to Dave.
+_FIRST_SECOND = frozenset(
+    {"i", "i'm", "i'd", "i'll", "i've", "we", "we're", "we'd", "we'll", "we've", "you",
+     "you're", "you'd", "you'll", "you've", "your", "let's"}
+)  # fmt: skip
+#: "ross is that true", "dave is it ready": a question to the name after "is"/"was" only.
+_DEMONSTRATIVES = frozenset({"it", "that", "this", "there"})
+_IRREGULAR_PAST = frozenset(
+    {"said", "told", "made", "met", "sat", "stood", "kept", "lost", "won", "wore", "ate",
+     "drank", "drove", "flew", "fell", "felt", "held", "hid", "hit", "hurt", "knew", "led",
+     "lent", "meant", "paid", "quit", "rode", "rang", "sang", "sank", "shot", "shut", "slept",
+     "spent", "spoke", "stole", "swam", "swore", "threw", "understood", "woke", "wrote",
+     "became", "began", "bit", "blew", "chose", "dug", "drew", "forgot", "forgave", "froze",
+     "grew", "hung", "heard", "taught", "bought", "caught", "fought", "thought", "brought",
+     "sought", "went", "came", "gave", "took", "saw", "got", "did", "had", "was", "left",
+     "ran", "broke", "sent", "found", "built", "dealt", "fed", "fled", "laid", "lit", "sold",
+     "stuck", "struck", "swung", "tore", "wept", "won't", "would", "could", "should"}
+)  # fmt: skip
+#: Before a name, a word that makes it an object or a complement (third person).
+_OBJECT_BEFORE = frozenset(
+    {"to", "with", "about", "for", "from", "at", "like", "than", "by", "of", "as", "on", "in",
+     "into", "onto", "and", "or", "nor", "is", "was", "are", "were", "be", "been", "being",
+     "that", "if", "tell", "told", "ask", "asked", "call", "called", "calling", "see", "saw",
+     "seen", "met", "meet", "know", "knew", "known", "love", "loves", "loved", "hate", "hates",
+     "need", "needs", "needed", "want", "wants", "wanted", "help", "helped", "invite",
+     "invited", "email", "emailed", "ping", "pinged", "text", "texted", "remind", "reminded",
+     "introduce", "introduced", "trust", "blame", "believe", "miss", "missed", "find", "found",
+     "bring", "brought", "kiss", "kissed", "marry", "married", "date", "dated", "dating",
+     "hire", "hired", "fire", "fired", "pay", "paid", "get", "got", "let", "make", "made",
+     "the", "a", "an", "his", "her", "my", "our", "their", "its", "poor", "mr", "mrs", "ms",
+     "dr", "uncle", "aunt", "little", "old", "big", "including", "without", "against",
+     "behind", "between", "under", "over", "after", "before", "around", "near", "named",
+     "where's", "who's", "whos", "wheres", "where", "who", "said", "says", "say", "tells",
+     "asks", "thank", "when", "because", "since", "not", "even", "only", "just",
+     "both", "either", "neither", "whether", "unlike", "per", "via", "cc", "forward",
+     "heard", "hear", "follow", "followed", "join", "joined", "joining", "visit", "visited",
+     "beat", "beats", "likes", "liked", "sister", "brother", "mom", "dad", "wife",
+     "husband", "girlfriend", "boyfriend", "friend", "except", "vs", "versus", "it's",
+     "that's", "he's", "she's", "leave", "hug", "dump", "choose", "pick", "push",
+     "kill", "watch", "show", "give", "send", "take", "fix", "sue", "forget", "some",
+     "any", "every", "another", "whom", "whose", "until", "till", "while", "although",
+     "though", "unless", "upon", "within", "beside", "besides", "among", "toward",
+     "towards", "through", "throughout", "during", "outside", "inside", "ditch", "dumping",
+     "seeing", "marrying", "kissing", "telling", "asking", "remember", "teach", "scare",
+     "tease", "annoy", "bother", "impress", "surprise", "up", "thinking",
+     "leaving", "helping", "meeting", "watching", "hugging", "becoming"}
+)  # fmt: skip
+#: After a vocative inside a sentence: what only an addressee is followed by.
+_VOCATIVE_NEXT = frozenset(
+    {"you", "your", "you're", "you've", "you'll", "you'd", "i", "i'm", "i've", "i'll", "i'd",
+     "we", "we're", "we've", "we'll", "let's", "please", "listen", "look", "wait", "stop",
+     "don't", "do", "what", "what's", "how", "how's", "where", "why", "when", "who", "which",
+     "any", "anything", "since", "quick", "tell", "give", "go", "check", "take", "come",
+     "hold", "guess", "try", "help", "thanks", "thank", "here's", "over", "one", "real",
+     "can", "could", "would", "will", "did", "are", "have", "if", "it's", "that's", "just",
+     "honey", "sweetie", "buddy", "man", "mate", "sir", "ma'am", "let", "put", "make",
+     "is", "shall", "should", "remember", "sorry", "hey", "hi", "okay", "ok", "right", "yes",
+     "no", "yeah", "great", "good", "nice", "well", "so", "um", "uh"}
+)  # fmt: skip
+#: After a name inside a sentence, words that only an addressee is followed by, whatever
+#: stands before the name ("... it dave any update", "... so dave what do you think").
+_STRONG_NEXT = _YOU | frozenset(
+    {"any", "please", "what", "what's", "how", "how's", "why", "quick", "thoughts"}
+)
+#: Words that make a "you" a group ("you guys", "y'all"); "everyone", "anyone"... only where a
+#: vocative stands (first or last) and "you all", "all of you".
+_GROUP = frozenset({"guys", "y'all", "yall", "folks"})
+_GROUP_VOCATIVE = frozenset({"everyone", "everybody", "anyone", "anybody", "all", "people"})
+
+
+def to_group(words: Sequence[str]) -> bool:
+    """Is a "you" in these words plural ("you guys", "you all", "everyone what do you ...")?"""
+    if any(w in _GROUP for w in words):
+        return True
+    for a, b in itertools.pairwise(words):
+        if a == "you" and b in ("all", "people", "both", "two", "three", "lot"):
+            return True
+    if any(
+        a == "all" and b == "of" and c == "you"
+        for a, b, c in zip(words, words[1:], words[2:], strict=False)
+    ):
+        return True
+    i = 0
+    while i < len(words) - 1 and words[i] in _OPENERS and words[i] not in _GROUP_VOCATIVE:
+        i += 1
+    return bool(words) and (words[i] in _GROUP_VOCATIVE or words[-1] in _GROUP_VOCATIVE)
+
+
+#: "you" tags that close a question ("... don't you", "... did you").
+_TAG_AUX = frozenset(
+    {"don't", "didn't", "aren't", "won't", "can't", "haven't", "wouldn't", "couldn't",
+     "do", "did", "are", "will", "can", "have", "would", "could", "weren't", "were"}
+)  # fmt: skip
+_FILLERS = frozenset({"um", "uh", "uhm", "er", "erm", "ah", "oh", "hmm", "mm", "so", "well"})
+
+
+@dataclass(frozen=True, slots=True)
+class Address:
+    """One participant the words address or mention, how, and by which words."""
+
+    pid: str
+    kind: str
+    words: str
+
+
+@dataclass(frozen=True, slots=True)
+class AddressVerdict:
+    """Who one utterance addresses (``addressed``) and names without addressing
+    (``mentioned``), read from its words alone (see the module docstring)."""
+
+    addressed: tuple[Address, ...] = ()
+    mentioned: tuple[Address, ...] = ()
+    #: A question to "you" that names nobody as addressee (whoever spoke before is asked).
+    you_question: bool = False
+
+    @property
+    def addressees(self) -> tuple[str, ...]:
+        return tuple(a.pid for a in self.addressed)
+
+    def of(self, pid: str) -> Address | None:
+        """How ``pid`` is addressed, or None."""
+        return next((a for a in self.addressed if a.pid == pid), None)
+
+    def mention_of(self, pid: str) -> Address | None:
+        return next((a for a in self.mentioned if a.pid == pid), None)
+
+    def to_dict(self, target: str | None = None) -> dict[str, object]:
+        """``{"addressees", "by", "kind"}``; with ``target``: the target's own verdict
+        ("addressed", "named", "someone else addressed" or "not named") and its words."""
+        first = self.of(target) if target is not None else None
+        first = first or (self.addressed[0] if self.addressed else None)
+        out: dict[str, object] = {
+            "addressees": list(self.addressees),
+            "by": first.words if first else None,
+            "kind": first.kind if first else None,
+        }
+        if target is not None:
+            out["target"] = self.relation(target)
+            mention = self.mention_of(target)
+            if self.of(target) is None and mention is not None:
+                out["by"], out["kind"] = mention.words, mention.kind
+        return out
+
+    def relation(self, target: str) -> str:
+        """The target's relation to the words: addressed, named, someone else addressed, not
+        named."""
+        if self.of(target) is not None:
+            return "addressed"
+        if self.mention_of(target) is not None:
+            return "named"
+        if self.addressed:
+            return "someone else addressed"
+        return "not named"
+
+
+NO_ADDRESS = AddressVerdict()
+
+
+@dataclass(frozen=True, slots=True)
+class PriorTurn:
+    """What the verdict needs to know about the talk just before an utterance."""
+
+    #: The speaker of the turn before the current speaker's turn, and their last words.
+    speaker: str | None = None
+    text: str = ""
+    #: The current speaker's previous utterance in this turn was addressed to these.
+    earlier: tuple[str, ...] = ()
+    #: The utterance just before (another speaker's) asks who or which (a bare name after it
+    #: answers the question instead of calling that person).
+    question_before: bool = False
+
+
+_Term = tuple[tuple[str, ...], str, bool]
+
+
+class NameTerms:
+    """The lower-case word sequences each participant of a roster is called by, indexed by
+    their first word; updated one participant at a time (a live roster grows as people
+    speak), so an utterance only looks up its own words."""
+
+    def __init__(self, participants: Iterable[Participant] = ()) -> None:
+        #: first word -> ((words, participant, is_common_word), ...)
+        self.by_first: dict[str, tuple[_Term, ...]] = {}
+        self._words: dict[str, list[tuple[tuple[str, ...], bool]]] = {}
+        self.add(participants)
+
+    @classmethod
+    def of(cls, participants: Iterable[Participant]) -> NameTerms:
+        return cls(participants)
+
+    def add(self, participants: Iterable[Participant]) -> None:
+        for p in participants:
+            if p.id in self._words:
+                continue
+            terms = participant_words(p)
+            self._words[p.id] = terms
+            for words, common in terms:
+                self.by_first[words[0]] = (*self.by_first.get(words[0], ()), (words, p.id, common))
+
+    def remove(self, pid: str) -> None:
+        for words, _ in self._words.pop(pid, []):
+            kept = tuple(t for t in self.by_first.get(words[0], ()) if t[1] != pid)
+            if kept:
+                self.by_first[words[0]] = kept
+            else:
+                self.by_first.pop(words[0], None)
+
+    def copy(self) -> NameTerms:
+        """A copy that later ``add``/``remove`` calls on either do not share (values are
+        tuples and lists replaced, never changed in place)."""
+        new = NameTerms()
+        new.by_first = dict(self.by_first)
+        new._words = dict(self._words)
+        return new
+
+
+def participant_words(p: Participant) -> list[tuple[tuple[str, ...], bool]]:
+    """``(words, is_common_word)`` for each way ``p`` is called (names, roles; a one-word
+    role such as "operator" counts as an ordinary word)."""
+    names, roles = participant_terms(p)
+    out: list[tuple[tuple[str, ...], bool]] = []
+    for term in (*names, *roles):
+        if len(term) <= 3 and term.isupper():
+            continue  # a role code ("PM"): a recognizer writes "pm"
+        words = tuple(_TOKEN.findall(term.lower()))
+        if not words or (len(words) == 1 and len(words[0]) < 2):
+            continue
+        out.append((words, len(words) == 1 and words[0] in COMMON_WORD_NAMES))
+    return list(dict.fromkeys(out))
+
+
+def words_of(text: str) -> list[str]:
+    """The recognizer rendering's words, stage directions dropped."""
+    return _TOKEN.findall(recognizer_text(_DIRECTION.sub(" ", text)))
+
+
+def asks_you(words: Sequence[str], text: str = "") -> bool:
+    """Is this a question to "you", by its words ("can you...", "what do you think", "...
+    don't you") or by a question mark in ``text`` with a "you" in it?"""
+    if not words:
+        return False
+    if not any(w in _YOU for w in words):
+        return False
+    i = 0
+    while i < len(words) - 1 and words[i] in (_OPENERS | _FILLERS | _GREETINGS) - _YOU:
+        i += 1
+    first = words[i]
+    nxt = words[i + 1] if i + 1 < len(words) else ""
+    if first in _AUX and nxt in _YOU:
+        return True  # "can you", "did you", "don't you"
+    if first in _WH and any(w in _YOU for w in words[i + 1 : i + 5]):
+        return True  # "what do you think", "how did you", "what's your"
+    if len(words) >= 2 and words[-1] in ("you", "ya") and words[-2] in _TAG_AUX:
+        return True  # "... don't you"
+    if any(
+        a in _AUX and b in _YOU and c not in ("know", "see", "mean")
+        for a, b, c in zip(words, words[1:], [*words[2:], ""], strict=False)
+    ) and words[-1] not in ("know",):
+        # "so can you check", "and would you" inside: an auxiliary put before "you"
+        return True
+    return "?" in text
+
+
+def _is_subject(words: Sequence[str], end: int) -> bool:
+    """Is the name ending before ``end`` the subject of what follows ("dave said")?"""
+    if end >= len(words):
+        return False
+    nxt = words[end]
+    after = words[end + 1] if end + 1 < len(words) else ""
+    if nxt in _ADVERBS and after and after not in _YOU:
+        return _is_subject(words, end + 1)  # "ross sure is", "joey kinda disabled it"
+    if nxt in ("do", "don't"):
+        return False  # a third-person subject takes "does": "ross don't let her drink"
+    if nxt in _MODALS or nxt in _AUX:
+        # "dave can you", "ross is he", "pheebs didn't you": a question put to the name;
+        # "dave will be late", "ross did it": about the name.
+        pronoun = after in _INVERTED_SUBJECTS or (
+            nxt in ("is", "was", "isn't", "wasn't") and after in _DEMONSTRATIVES
+        )
+        return not pronoun
+    if nxt in _SUBJECT_NEXT:
+        return True
+    if _past_verb(nxt):
+        return True  # "dave fixed it", "dave taught"
+    # "dave wants", "dave knows": a third-person verb (not "thanks", "yes", "this", "its", nor
+    # a contraction: "ross he's playing", "chandler phoebe's hogging the game").
+    return (
+        nxt.endswith("s")
+        and len(nxt) > 3
+        and "'" not in nxt
+        and not nxt.endswith("ss")
+        and nxt not in {"thanks", "yes", "this", "its", "always", "perhaps", "towards", "guys"}
+        and nxt not in _VOCATIVE_NEXT
+    )
+
+
+def _past_verb(word: str) -> bool:
+    """A past-tense verb before a name makes the name its object ("kissed rachel")."""
+    return (word.endswith("ed") and len(word) > 4) or word in _IRREGULAR_PAST
+
+
+def _start_of_sentence(words: Sequence[str], start: int, vocatives: set[int]) -> bool:
+    """Only openers, greetings, fillers or other vocatives stand before ``start``."""
+    return all(
+        w in _OPENERS or w in _GREETINGS or w in _FILLERS or j in vocatives
+        for j, w in enumerate(words[:start])
+    )
+
+
+def address_verdict(
+    text: str,
+    speaker: str,
+    names: NameTerms,
+    prior: PriorTurn | None = None,
+    resolve: Mapping[str, int] | None = None,
+) -> AddressVerdict:
+    """Who ``text`` (said by ``speaker``) addresses; see the module docstring.
+
+    ``names`` is the roster's :class:`NameTerms`; ``resolve`` (participant -> index of their
+    latest utterance) picks, for a name several people share, the one who spoke last.
+    """
+    prior = prior or PriorTurn()
+    words = words_of(text)
+    hits = _name_hits(words, speaker, names, resolve)
+    addressed: dict[str, Address] = {}
+    mentioned: dict[str, Address] = {}
+    vocative_at: set[int] = set()
+    n = len(words)
+    name_only = bool(hits) and all(
+        j in {k for s, e, _, _ in hits for k in range(s, e)} or w in _FILLERS or w in _OPENERS
+        for j, w in enumerate(words)
+    )
+    for start, end, pid, common in hits:
+        said = " ".join(words[max(0, start - 2) : min(n, end + 2)])
+        before = words[start - 1] if start else ""
+        before2 = words[start - 2] if start > 1 else ""
+        kind: str | None = None
+        third = "mention"
+        nxt = words[end] if end < n else ""
+        if words[end - 1].endswith("'s") or nxt == "s":
+            third = "possessive"
+        elif (before == "is" and before2 in ("this", "here's")) or (
+            before == "meet" and before2 in ("", "to", "please", "everyone", "guys", "come")
+        ):
+            kind = "introduction"
+        elif before in _GREETINGS or (before == "you" and before2 == "thank"):
+            kind = "after-greeting"
+        elif name_only:
+            if prior.question_before:
+                third = "answer"
+            else:
+                kind = "alone"
+        elif common and (
+            words[start] in _MODALS
+            or (before not in _OPENERS and nxt not in _GREETINGS and nxt not in _STRONG_NEXT)
+        ):
+            continue  # an ordinary word ("will", "mark") is a name only beside a greeting
+        elif _is_subject(words, end):
+            pass  # "dave said", "dave will be late", "does dave think": third person
+        elif before == "on" and before2 == "come":
+            kind = "after-greeting"  # "come on rachel"
+        elif _start_of_sentence(words, start, vocative_at) or (
+            before == "know" and before2 == "you"  # "you know meyer there's ..."
+        ):
+            greeted = any(w in _GREETINGS for w in words[:start])
+            kind = "after-greeting" if greeted else "name-start"
+        elif (before in ("and", "but") and nxt in _FIRST_SECOND) or (
+            before in _CONJUNCTIONS and nxt in _YOU
+        ):
+            kind = "name-middle"  # "and elyse i'd point you to", "on that alan you made"
+        elif before in _OBJECT_BEFORE or before in _AUX or _past_verb(before):
+            pass  # "told dave", "with dave", "does dave think": third person
+        elif end == n:
+            kind = "name-end"
+        else:
+            # Neither object nor subject inside the words: a name between two clauses
+            # ("have you lost your mind chandler this isn't about me").
+            kind = "name-middle"
+        if kind is not None:
+            vocative_at.update(range(start, end))
+            addressed.setdefault(pid, Address(pid, kind, said))
+        else:
+            mentioned.setdefault(pid, Address(pid, third, said))
+    for pid in addressed:
+        mentioned.pop(pid, None)
+    group = to_group(words)
+    you_q = asks_you(words, text) and not group
+    you_said = not group and says_you(words)
+    if not addressed and prior.earlier:
+        for pid in prior.earlier:
+            if pid != speaker and pid not in mentioned:
+                addressed[pid] = Address(pid, "earlier-in-turn", " ".join(words[:6]))
+    elif (
+        not addressed
+        and (you_q or you_said)
+        and prior.speaker is not None
+        and prior.speaker != speaker
+        and prior.speaker not in mentioned
+        and substantive(prior.text)
+    ):
+        kind = "follow-up" if you_q else "you-after"
+        addressed[prior.speaker] = Address(prior.speaker, kind, " ".join(words[:8]))
+    return AddressVerdict(tuple(addressed.values()), tuple(mentioned.values()), you_q)
+
+
+#: "you" that addresses nobody: fillers ("you know", "y'know", "you see", "mind you") and
+#: thanks ("thank you": an acknowledgement, not a turn handed over).
+_IDLE_YOU = (("you", "know"), ("you", "see"), ("mind", "you"), ("thank", "you"), ("you", "guys"))
+
+
+def says_you(words: Sequence[str]) -> bool:
+    """A second-person word that is not a filler ("you know") or a thanks ("thank you")."""
+    idle: set[int] = set()
+    for i, (a, b) in enumerate(itertools.pairwise(words)):
+        if (a, b) in _IDLE_YOU:
+            idle.update((i, i + 1))
+    return any(w in _YOU and i not in idle for i, w in enumerate(words))
+
+
+def substantive(text: str) -> bool:
+    """More than a filler or an acknowledgement ("Oh wow.", "Mm-hmm.", "Yeah right.")."""
+    return bool(text.strip()) and not is_filler_only(text) and not is_lexical_backchannel(text)
+
+
+def asks_who(text: str) -> bool:
+    """Does the text ask for a person ("who ...", "which one ...", "what's his name")?"""
+    words = words_of(text)
+    head = words[:8]
+    return any(w in ("who", "who's", "whom", "whose", "which") for w in head) or (
+        "name" in head and any(w in ("what's", "what") for w in head)
+    )
+
+
+def asks_by_words(text: str) -> bool:
+    """A question by its first words (a wh-word or an auxiliary) or a question mark."""
+    words = words_of(text)
+    i = 0
+    while i < len(words) - 1 and (words[i] in _FILLERS or words[i] in _OPENERS):
+        i += 1
+    return "?" in text or (bool(words) and (words[i] in _WH or words[i] in _AUX))
+
+
+def _name_hits(
+    words: Sequence[str], speaker: str, names: NameTerms, resolve: Mapping[str, int] | None
+) -> list[tuple[int, int, str, bool]]:
+    """``(start, end, participant, common_word)`` of each name in ``words`` (longest first,
+    speaker excluded; a shared name goes to whoever of its bearers spoke last)."""
+    hits: list[tuple[int, int, str, bool]] = []
+    i = 0
+    while i < len(words):
+        w = words[i]
+        base = w[:-2] if w.endswith("'s") else w
+        best: list[tuple[int, str, bool]] = []
+        best_len = 0
+        for key in (w, base) if base != w else (w,):
+            for terms, pid, common in names.by_first.get(key, ()):
+                k = len(terms)
+                last = words[i + k - 1] if i + k - 1 < len(words) else None
+                if last is None:
+                    continue
+                if k == 1 or (
+                    tuple(words[i : i + k - 1]) == terms[:-1]
+                    and (last == terms[-1] or last == terms[-1] + "'s")
+                ):
+                    if k > best_len:
+                        best, best_len = [(k, pid, common)], k
+                    elif k == best_len:
+                        best.append((k, pid, common))
+        if best:
+            owners = {pid for _, pid, _ in best} - {speaker}
+            if owners:
+                pid = (
+                    max(owners, key=lambda p: (resolve or {}).get(p, -1))
+                    if len(owners) > 1
+                    else next(iter(owners))
+                )
+                common = all(c for _, p, c in best if p == pid)
+                hits.append((i, i + best_len, pid, common))
+            i += best_len
+        else:
+            i += 1
+    return hits
