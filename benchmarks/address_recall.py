@@ -183,9 +183,9 @@ def split_figures(folder: Path, split: str) -> dict[str, Any]:
         by_conv.setdefault(p.input.conversation_id, []).append(k)
     labels = [""] * len(points)
     for cid, idx in by_conv.items():
-        for k, lab in zip(idx, gold_labels(convs[cid], [points[k] for k in idx]), strict=True):
-            labels[k] = lab
-    lab = np.asarray(labels)
+        for k, label in zip(idx, gold_labels(convs[cid], [points[k] for k in idx]), strict=True):
+            labels[k] = label
+    lab: np.ndarray[Any, Any] = np.asarray(labels)
     deps = {pt: Deployment.resolve(domain=domain, operating_point=pt, model=model) for pt in POINTS}
     out: dict[str, Any] = {"corpus": corpus, "split": split, "points": len(points)}
     for kind in ("name", "follow-up", "named-not-addressed", "someone-else", "no-one"):

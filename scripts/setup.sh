@@ -3,7 +3,8 @@
 #   core: the package and the built-in default model (numpy only; no GPU, no network at run time)
 #   test: everything the test suite uses (model backends, training, video, annotation app,
 #         a local llama.cpp server, Debian's Chromium for browser tests, Debian's
-#         redis-server for the shared-session tests of `polylogue serve`)
+#         redis-server for the shared-session tests of `polylogue serve`, Debian's espeak-ng
+#         for the voice-meeting tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile="${1:-core}"
@@ -33,6 +34,13 @@ case "$profile" in
       if command -v apt-get >/dev/null 2>&1; then
         (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null) \
           || echo "warning: could not install Debian redis-server; Redis tests will fail in CI" >&2
+      fi
+    fi
+    # The voice tests speak with espeak-ng (tests/test_voice.py fails in CI without it).
+    if ! command -v espeak-ng >/dev/null 2>&1; then
+      if command -v apt-get >/dev/null 2>&1; then
+        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq espeak-ng >/dev/null) \
+          || echo "warning: could not install Debian espeak-ng; voice tests will fail in CI" >&2
       fi
     fi
     ;;

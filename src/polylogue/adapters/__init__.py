@@ -4,6 +4,9 @@
   (``pip install 'polylogue[livekit]'``).
 * :mod:`polylogue.adapters.pipecat` — a Pipecat frame processor that gates the LLM response
   (``pip install 'polylogue[pipecat]'``).
+* :mod:`polylogue.adapters.voice` — offline voice for Pipecat: a pocketsphinx STT service with
+  the roster as recognizer hints, an espeak-ng TTS service, a voice meeting end to end
+  (``pip install 'polylogue[voice]'`` and the ``espeak-ng`` program).
 """
 
 from __future__ import annotations
@@ -14,6 +17,18 @@ from polylogue.conversation import Participant
 from polylogue.engine.deployment import Deployment
 from polylogue.engine.live import LiveConversation, Policy
 from polylogue.engine.model import TurnTakingModel
+
+
+def roster_terms(participants: Iterable[Participant]) -> list[str]:
+    """The names people call the participants (names and aliases, as written, each once): the
+    key terms / custom vocabulary to give a speech recognizer, so that it writes the names the
+    address rule reads. Ids are left out (a transport's id is no word anyone says)."""
+    terms: list[str] = []
+    for p in participants:
+        for label in (p.name, *p.aliases):
+            if label and label.upper() != "ALL" and label not in terms:
+                terms.append(label)
+    return terms
 
 
 def start_live(
