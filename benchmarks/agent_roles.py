@@ -1,4 +1,4 @@
-"""What each agent role does on held-out decision points (the figures in docs/agents.md).
+"""What each agent role does on held-out decision points (quoted in docs/agents.md).
 
     .venv/bin/python benchmarks/agent_roles.py build/bench-ami build/bench-icsi \
         build/bench-friends build/bench-earnings21 [--split test] [--json out.json]
