@@ -23,7 +23,23 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 #: The files that take longest (docs/development.md), started first so that the workers
 #: finish together instead of one waiting on a long file picked up last. Others keep their
 #: collection order after these.
-LONGEST_FIRST = ()
+LONGEST_FIRST = (
+    "test_training_e2e.py",
+    "test_training_resume.py",
+    "test_eval_hf.py",
+    "test_contracts.py",
+    "test_training_distill.py",
+    "test_run_faults.py",
+    "test_eval_runner.py",
+    "test_serve_hardening.py",
+    "test_serve.py",
+    "test_tom_runner.py",
+    "test_cli_help.py",
+    "test_bad_input_round2.py",
+    "test_default_model_cli.py",
+    "test_tom_baselines.py",
+    "test_serve_faults.py",
+)
 
 
 _OWN_SHARED = pytest.StashKey[bool]()
