@@ -1,4 +1,4 @@
-"""What an agent running the shipped model would do, at each operating point (model card figures).
+"""What an agent on the shipped model does at each operating point (docs/model-card.md).
 
     .venv/bin/python benchmarks/agent_behaviour.py build/bench-ami build/bench-friends \
         build/bench-earnings21 build/bench-icsi [--split test] [--model-dir DIR] \

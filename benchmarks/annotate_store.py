@@ -1,4 +1,4 @@
-"""Throughput of the annotation store: answers saved per second by concurrent writers.
+"""Answers saved per second by concurrent annotation-store writers (docs/performance.md).
 
 Builds a small real Friends benchmark, creates a study and lets W processes (one annotator
 each) save R rounds of answers over all items, then checks that nothing was lost. Prints

@@ -1,4 +1,4 @@
-"""Counts of what the readers do with damaged input: the fuzz suite, run wider.
+"""What the readers do with damaged input, counted: the fuzz suite run wider (docs/performance.md).
 
 Runs the seeded damage of ``tests/test_fuzz_readers.py`` (every reader and user format, real
 files, 15 kinds of damage including the second probe's: big integers, BOMs, Unicode line

@@ -1,4 +1,4 @@
-"""Learn the barge-in (yield / continue) model from real AMI overlaps and report its accuracy.
+"""Trains the barge-in model on real AMI overlaps and scores it (docs/serve.md, performance.md).
 
     python benchmarks/bargein_ami.py [--write]     # --write: update the shipped bargein.json
 

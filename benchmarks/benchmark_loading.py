@@ -1,4 +1,4 @@
-"""What a new user waits for on a built benchmark: `inspect -n 3`, a 20-item `annotate create`.
+"""Seconds a user waits on a built benchmark: `inspect`, `annotate create` (docs/performance.md).
 
 Runs each command as a fresh process on a benchmark folder (build one first, e.g.
 ``polylogue build --corpus ami --corpus friends --out bench/ami-friends``) and prints the wall

@@ -1,4 +1,4 @@
-"""Build the turn-taking benchmark for whole corpora; print wall time and peak memory.
+"""Wall time and peak memory of building whole corpora's benchmarks (docs/performance.md).
 
 Target (issues 1 and 11): all AMI meetings in under 60 s and 2 GB on one core, with the v2
 definitions (AMI acts split at word gaps, real pauses, three outcomes).

@@ -1,4 +1,4 @@
-"""Table 1 (decision points per category) for the chat corpora, by the corpora's own splits.
+"""Table 1 (decision points per category) for the chat corpora (quoted in docs/corpora-chat.md).
 
     .venv/bin/python benchmarks/chat_table1.py [--markdown out.md]
 

@@ -1,4 +1,4 @@
-"""Time and memory of the AMI and ICSI readers over the whole shared corpora.
+"""Time and memory of the AMI and ICSI readers on whole corpora (docs/corpora.md, performance.md).
 
 Run: ``python benchmarks/corpora_readers.py [--data-root DIR]``. Prints one line per step with
 wall time, counts and the process's peak resident memory so far (one core, no parallelism).

@@ -1,4 +1,4 @@
-"""``polylogue decide`` on transcripts with thousands of distinct speakers: file vs stdin.
+"""`polylogue decide` on thousands of distinct speakers, file vs stdin (docs/performance.md).
 
 Issue 29 (item 9): ``decide FILE`` without a roster registered every speaker up front and
 passed "everyone who has spoken" to the features as a list, so each decision walked the roster:

@@ -1,4 +1,4 @@
-"""Where the shipped model's errors come from: floor change vs selection, and tuned thresholds.
+"""Where the shipped model's errors come from: floor change vs selection (docs/model-card.md).
 
     .venv/bin/python benchmarks/default_model_ceiling.py /tmp/bench-ami /tmp/bench-friends \
         /tmp/bench-earnings21 /tmp/bench-icsi [--model-dir DIR] [--json F] [--markdown F]

@@ -1,4 +1,4 @@
-"""Accuracy of the shipped turn-taking model on held-out conversations (figures for the model card).
+"""Accuracy of the shipped model on held-out conversations (quoted in docs/model-card.md).
 
     .venv/bin/python benchmarks/default_model_eval.py build/bench-ami build/bench-friends \
         build/bench-earnings21 build/bench-icsi [--split test] [--model-dir DIR] \

@@ -1,4 +1,4 @@
-"""Latency, load time and peak memory of the live engine on one CPU core.
+"""Latency, load time and peak memory of the live engine on one core (docs/model-card.md).
 
     .venv/bin/python benchmarks/default_model_latency.py [--corpus ami] [--history-tokens 2048]
     .venv/bin/python benchmarks/default_model_latency.py --corpus irc --domain chat  # chat model

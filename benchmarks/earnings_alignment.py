@@ -1,4 +1,4 @@
-"""Time and memory of the Earnings-21 turn-to-RTTM alignment on long synthetic calls.
+"""Time and memory of the Earnings-21 turn-to-RTTM alignment, long calls (docs/performance.md).
 
 Run: ``python benchmarks/earnings_alignment.py [--old-max 1000]``. A synthetic call has ``n``
 reference turns by four alternating speakers with 1-200 words, and RTTM runs with plausible

@@ -1,4 +1,4 @@
-"""Evaluation-harness cost, measured on real Friends decision points.
+"""Evaluation-harness cost per sample, real Friends points (docs/evaluation.md, performance.md).
 
 1. Harness overhead per sample: a full ``run_evaluation`` (prompt-free baseline, JSONL append +
    flush per sample, fsync per chunk, manifest, metrics) minus the time spent inside the

@@ -1,5 +1,6 @@
-"""What one LiveKit ``predict_end_of_turn`` probe costs: deciding on a partial transcript
-without letting it touch the conversation.
+"""Cost of one LiveKit `predict_end_of_turn` probe on a partial transcript (docs/performance.md).
+
+The probe decides on a partial transcript without letting it touch the conversation.
 
     python benchmarks/live_probe.py [--repeats 30]
 

@@ -1,4 +1,6 @@
-"""The same short LoRA SFT run on one process and on two CPU processes (accelerate, gloo).
+"""One short LoRA SFT run on one and on two CPU processes, compared (docs/training.md).
+
+Two processes run through accelerate on gloo.
 
     python benchmarks/lora_ddp_check.py --data bench/friends --out runs/ddp-check --steps 6
 

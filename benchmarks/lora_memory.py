@@ -1,4 +1,4 @@
-"""Where the memory of a LoRA training step goes: bytes autograd keeps for the backward pass.
+"""Bytes autograd keeps per LoRA training step, by sequence length (docs/results/lora_memory.md).
 
     python benchmarks/lora_memory.py --tokens 64 128 --batch-size 1
 

@@ -1,4 +1,4 @@
-"""The paper's central comparison at CPU scale: zero-shot vs LoRA SFT vs LoRA SFT with reasoning.
+"""Zero-shot vs LoRA SFT, with and without reasoning, at CPU scale (docs/training.md).
 
     python benchmarks/lora_reproduction.py --out runs/lora-repro            # the issue's size
     python benchmarks/lora_reproduction.py --out runs/lora-small --train-points 256 \\

@@ -1,4 +1,4 @@
-"""Print MeetingToM harness timings: loading, transcript windows, baselines, scoring, media.
+"""MeetingToM harness timings: loading, windows, baselines, scoring, media (docs/performance.md).
 
 Run: ``.venv/bin/python benchmarks/meetingtom_speed.py [--smollm2 N]``. Figures depend on the
 machine and its load; nothing here asserts a speed.

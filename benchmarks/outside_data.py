@@ -1,5 +1,7 @@
-"""Outside-data regression suite: the shipped model on data it was not trained on, read
-through the user-facing transcript formats (rerun whenever the model changes).
+"""The shipped model on outside data through the transcript formats (docs/corpora-chat.md).
+
+Data the model was not trained on, read through the user-facing transcript formats; rerun
+whenever the model changes.
 
     .venv/bin/python benchmarks/outside_data.py [--model-dir DIR] [--ami-bench DIR] \
         [--molweni N] [--irc-files N] [--irc-messages N] [--json out.json] [--markdown out.md]

@@ -1,4 +1,4 @@
-"""Real pauses and decision points for several pause gaps (the 0/200/500 ms table in docs).
+"""Real pauses and decision points for several pause gaps (quoted in docs/benchmark.md).
 
     python benchmarks/pause_counts.py [--gaps 0 0.2 0.5]
 

@@ -1,4 +1,4 @@
-"""Load on `polylogue serve`: many concurrent WebSocket sessions replaying real AMI meetings.
+"""Load on `polylogue serve`: concurrent WebSocket sessions replaying AMI (docs/serve.md).
 
     python benchmarks/serve_load.py              # the issue-13 setting (below)
     python benchmarks/serve_load.py --redis      # the same on two processes sharing Redis

@@ -1,4 +1,4 @@
-"""Fuzz and fault counts for `polylogue serve` (issues 27 item 5 and 29 items 10-14).
+"""Fuzz and fault counts for `polylogue serve` on loopback (quoted in docs/serve.md).
 
     python benchmarks/serve_probe.py                       # this checkout's server
     python benchmarks/serve_probe.py --server-src OTHER/src --skip-client   # another checkout

@@ -1,4 +1,4 @@
-"""Long and crowded streams through `polylogue decide -` (issue items: flat memory, O(1) names).
+"""Memory and time of long, crowded streams through `polylogue decide -` (docs/serve.md).
 
     python benchmarks/stream_memory.py [--lines 200000] [--speakers 5000]
 

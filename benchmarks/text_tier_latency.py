@@ -1,4 +1,4 @@
-"""Latency of the text tier: the decision for all listeners at one pause, on one CPU core.
+"""Latency of the (unshipped) text tier at one pause, on one core (docs/model-card.md).
 
     .venv/bin/python benchmarks/text_tier_latency.py [--text-dir DIR] [--corpus friends]
 

@@ -1,4 +1,4 @@
-"""GPU fine-tuning benchmark: LoRA on a 0.5-8B instruction model, tokens/s and validation metrics.
+"""LoRA fine-tuning on a GPU: tokens/s and validation metrics (docs/training.md; not run yet).
 
 Runs the same code as ``polylogue train`` (paper defaults unless overridden) for a fixed number of
 optimizer steps and prints throughput, peak GPU memory and the decoded validation metrics of the

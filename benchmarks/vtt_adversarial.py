@@ -1,4 +1,6 @@
-"""Time of the WebVTT reader on adversarial cues (unclosed ``<v a`` tags, stray ``<``).
+"""Time of the WebVTT reader on adversarial cues (docs/corpora-friends-earnings-user.md).
+
+The cues: unclosed ``<v a`` tags and stray ``<``.
 
 Run: ``python benchmarks/vtt_adversarial.py``. Prints, per payload and size, the seconds to read
 a one-cue file (the reader answers with a located "cue has no speaker" error or utterances).

@@ -51,26 +51,31 @@ def launch_chromium(playwright: Any) -> Any:
 
 @contextmanager
 def serve_app(make_app: Callable[[int], Any]) -> Iterator[tuple[str, int]]:
-    """uvicorn serving ``make_app(port)`` on a free loopback port; yields (base URL, port)."""
+    """uvicorn serving ``make_app(port)`` on a free loopback port; yields (base URL, port).
+
+    The socket is bound here (port 0) and handed to uvicorn still open, so no other process
+    can take the port between choosing it and listening on it.
+    """
     import uvicorn
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    config = uvicorn.Config(make_app(port), host="127.0.0.1", port=port, log_level="warning")
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = int(sock.getsockname()[1])
+    config = uvicorn.Config(make_app(port), log_level="warning")
     server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.05)
     try:
+        deadline = time.monotonic() + 20
+        while not server.started:
+            if time.monotonic() > deadline or not thread.is_alive():
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.05)
         yield f"http://127.0.0.1:{port}", port
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+        sock.close()
 
 
 def serve_study(store: Any) -> Any:

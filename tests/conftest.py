@@ -1,15 +1,70 @@
-"""Shared test set-up: tests run on the real corpora in ../shared/data (read-only)."""
+"""Shared test set-up: tests run on the real corpora in ../shared/data (read-only).
+
+The suite runs in parallel (``scripts/test.sh``: pytest-xdist, ``--dist loadfile``: a test
+file runs whole on one worker, so its module fixtures are built once). What keeps tests
+independent of each other is listed in docs/development.md.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
+from benches import SHARED_ENV
 
 # Offline everywhere: a test that tried to reach a model hub must fail, not download.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+#: The files that take longest (docs/development.md), started first so that the workers
+#: finish together instead of one waiting on a long file picked up last. Others keep their
+#: collection order after these.
+LONGEST_FIRST = (
+    "test_training_e2e.py",
+    "test_training_resume.py",
+    "test_eval_hf.py",
+    "test_contracts.py",
+    "test_training_distill.py",
+    "test_run_faults.py",
+    "test_eval_runner.py",
+    "test_serve_hardening.py",
+    "test_serve.py",
+    "test_tom_runner.py",
+    "test_cli_help.py",
+    "test_bad_input_round2.py",
+    "test_default_model_cli.py",
+    "test_tom_baselines.py",
+    "test_serve_faults.py",
+)
+
+
+_OWN_SHARED = pytest.StashKey[bool]()
+
+
+def _controller(config: pytest.Config) -> bool:
+    """The process that runs the session: pytest itself, or xdist's controller (not a worker)."""
+    return not hasattr(config, "workerinput")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # One folder for the whole run, inherited by the xdist workers (benches.py builds there).
+    if _controller(config) and SHARED_ENV not in os.environ:
+        os.environ[SHARED_ENV] = tempfile.mkdtemp(prefix="polylogue-test-run-")
+        config.stash[_OWN_SHARED] = True
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if config.stash.get(_OWN_SHARED, False):
+        shutil.rmtree(os.environ.pop(SHARED_ENV), ignore_errors=True)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(Path(str(item.path)).name, len(rank)))
 
 
 @pytest.fixture(scope="session")

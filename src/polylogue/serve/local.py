@@ -98,8 +98,10 @@ def redis_available() -> bool:
 
 
 @contextmanager
-def redis_server(workdir: Path, pids: list[int] | None = None) -> Iterator[str]:
-    """A throw-away ``redis-server`` on a free loopback port, without persistence.
+def redis_server(
+    workdir: Path, pids: list[int] | None = None, port: int | None = None
+) -> Iterator[str]:
+    """A throw-away ``redis-server`` on a free loopback port (or ``port``), without persistence.
 
     ``workdir`` is its working directory (nothing is written there with persistence off).
     Yields ``redis://127.0.0.1:PORT/0``.
@@ -108,7 +110,7 @@ def redis_server(workdir: Path, pids: list[int] | None = None) -> Iterator[str]:
         raise LocalServerError(
             f"redis-server not found at {REDIS_SERVER} (apt-get install -y redis-server)"
         )
-    port = free_port()
+    port = port or free_port()
     cmd = [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--save", ""]
     cmd += ["--appendonly", "no", "--dir", str(workdir)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
