@@ -23,6 +23,7 @@ LAYERS: dict[str, int] = {
     "registry": 0,
     "runs": 0,
     "conversation": 1,
+    "rendering": 1,
     "llm": 1,
     "corpora": 2,
     "turntaking": 3,
