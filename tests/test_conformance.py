@@ -82,6 +82,9 @@ class Scenario:
     addressed: bool
     shape: str
     expect: dict[str, Expect] = field(default_factory=dict)
+    #: Why the address rule still misses this case (its expectations are checked to still
+    #: fail, so the mark goes when a fix lands); None for a case every front end must meet.
+    known_miss: str | None = None
 
     def rendered(self, rendering: str) -> tuple[Utterance, ...]:
         return tuple(Utterance(u.speaker, render_text(u.text, rendering)) for u in self.lines)
@@ -107,6 +110,7 @@ def _scenario(row: dict[str, Any], file: str) -> Scenario:
         addressed=row["addressed"],
         shape=row["shape"],
         expect=base,
+        known_miss=row.get("known_miss"),
     )
 
 
@@ -224,14 +228,22 @@ def results(server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[A
 
 
 def _failures(got: Results) -> list[str]:
+    """Cases that break the contract, and known misses that no longer miss."""
     out = []
+    still_missed: set[str] = set()
     for s, rendering, config in cases():
         want = s.expect[config]
         action, suggested = got[s.id, rendering, config]
         if not meets(want, action, suggested):
+            if s.known_miss:
+                still_missed.add(s.id)
+                continue
             shown = action if want.suggested is None else f"{action}/{suggested}"
             wanted = want.action if want.suggested is None else f"{want.action}/{want.suggested}"
             out.append(f"{s.id} [{rendering}, {config}, {s.shape}]: {shown}, want {wanted}")
+    for s in scenarios():
+        if s.known_miss and s.id not in still_missed:
+            out.append(f"{s.id}: marked known_miss ({s.known_miss}) but now meets the contract")
     return out
 
 

@@ -43,7 +43,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from polylogue.conversation import Participant
 from polylogue.rendering import recognizer_text
@@ -70,6 +70,9 @@ ADDRESS_KINDS: tuple[str, ...] = (
 _TOKEN = re.compile(r"[\w']+")
 # Stage directions ("(to Ross)", "[laughs]") are notes about the words, not words.
 _DIRECTION = re.compile(r"\([^)]*\)?|\[[^\]]*\]?|\{[^}]*\}?")
+
+#: Words that close the next name's turn instead of handing it the floor.
+_THANKS = frozenset({"thanks", "bye", "goodbye", "cheers"})
 
 _GREETINGS = frozenset(
     {"hey", "hi", "hello", "thanks", "bye", "goodbye", "morning", "evening", "welcome",
@@ -453,6 +456,7 @@ def address_verdict(
     addressed: dict[str, Address] = {}
     mentioned: dict[str, Address] = {}
     vocative_at: set[int] = set()
+    thanked: set[str] = set()
     n = len(words)
     name_only = bool(hits) and all(
         j in {k for s, e, _, _ in hits for k in range(s, e)} or w in _FILLERS or w in _OPENERS
@@ -507,8 +511,16 @@ def address_verdict(
         if kind is not None:
             vocative_at.update(range(start, end))
             addressed.setdefault(pid, Address(pid, kind, said))
+            if before in _THANKS or (before == "you" and before2 == "thank"):
+                thanked.add(pid)
         else:
             mentioned.setdefault(pid, Address(pid, third, said))
+    # "thanks anna dave any update": Anna is thanked, the turn goes to Dave. A thanks or a
+    # farewell closes the thanked person's turn; when someone else is called in the same
+    # words, only they are handed the floor.
+    if thanked and any(pid not in thanked for pid in addressed):
+        for pid in thanked:
+            mentioned.setdefault(pid, replace(addressed.pop(pid), kind="thanked"))
     for pid in addressed:
         mentioned.pop(pid, None)
     group = to_group(words)
@@ -524,7 +536,7 @@ def address_verdict(
         and prior.speaker is not None
         and prior.speaker != speaker
         and prior.speaker not in mentioned
-        and substantive(prior.text)
+        and (substantive(prior.text) or (you_q and asks_repair(words)))
     ):
         kind = "follow-up" if you_q else "you-after"
         addressed[prior.speaker] = Address(prior.speaker, kind, " ".join(words[:8]))
@@ -543,6 +555,19 @@ def says_you(words: Sequence[str]) -> bool:
         if (a, b) in _IDLE_YOU:
             idle.update((i, i + 1))
     return any(w in _YOU and i not in idle for i, w in enumerate(words))
+
+
+#: Other-initiated repair ("could you say it again", "what did you say"): it asks the one
+#: who just spoke, however short their words were ("Right? Um.").
+_REPAIR = re.compile(
+    r"\b(?:say (?:it|that|this) again|repeat (?:it|that|this|the)|what did you (?:just )?say"
+    r"|come again|didn't (?:catch|hear|get) (?:it|that|you|what))\b"
+)
+
+
+def asks_repair(words: Sequence[str]) -> bool:
+    """Do the words ask the previous speaker to repeat or say again?"""
+    return bool(_REPAIR.search(" ".join(words)))
 
 
 def substantive(text: str) -> bool:
