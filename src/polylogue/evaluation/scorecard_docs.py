@@ -45,7 +45,10 @@ def _cells(line: str) -> list[str]:
 
 
 def _resolve(doc: Path, name: str, root: Path | None) -> Path:
-    for base in (root, doc.parent):
+    """``name`` under ``root``, else under the doc's folder or the nearest folder above it
+    that has it (a repository-relative path from a doc in ``docs/``)."""
+    here = doc.resolve().parent
+    for base in (root, here, *here.parents):
         if base is not None and (base / name).is_file():
             return base / name
     return (root or doc.parent) / name

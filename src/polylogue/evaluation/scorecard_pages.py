@@ -114,6 +114,9 @@ NOTES: tuple[str, ...] = (
     "where the data has no pause times.",
     "Point: the named operating point (models that have them); Threshold: its floor "
     "threshold on P(SPEAK).",
+    "Curves: P(SPEAK) >= threshold at every threshold; a named point can sit just off its "
+    "model's curve where its rule acknowledges instead of speaking, or speaks only when "
+    "addressed (addressed-only).",
 )
 
 
