@@ -144,9 +144,7 @@ def test_pages_quote_the_paper_and_the_three_outcomes(card: dict[str, Any]) -> N
     assert b"open in a browser: file://" in card["stdout"]
 
 
-def test_scorecard_reuses_the_run_folders_of_eval(
-    benches: dict[str, Path], tmp_path: Path
-) -> None:
+def test_scorecard_reuses_the_run_folders_of_eval(benches: dict[str, Path], tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     proc = run_polylogue(
         ["eval", "--data", str(benches["ami"]), "--out", str(runs), "--operating-point",
@@ -170,8 +168,9 @@ def test_a_killed_scorecard_resumes_without_redoing_finished_runs(
     benches: dict[str, Path], tmp_path: Path
 ) -> None:
     runs, out = tmp_path / "runs", tmp_path / "out"
-    args = ["scorecard", "--out", str(out), "--runs", str(runs), "--no-progress",
-            "--data", str(benches["ami"]), "--data", str(benches["friends"]), *MODELS, *POINTS]  # fmt: skip
+    data = ["--data", str(benches["ami"]), "--data", str(benches["friends"])]
+    args = ["scorecard", "--out", str(out), "--runs", str(runs), "--no-progress", *data]
+    args += [*MODELS, *POINTS]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "polylogue.cli", *args],
@@ -325,7 +324,7 @@ def test_a_changed_cell_is_named_and_update_rewrites_it(tmp_path: Path) -> None:
     assert check_doc(doc) == []
     row = table.rows[0]
     col = table.header.index("Speak ratio")
-    wrong = "| " + " | ".join(row[:col] + ["9.99"] + row[col + 1 :]) + " |"
+    wrong = "| " + " | ".join([*row[:col], "9.99", *row[col + 1 :]]) + " |"
     lines = doc.read_text(encoding="utf-8").splitlines()
     lines[table.span[0] + 2] = wrong
     doc.write_text("\n".join(lines) + "\n", encoding="utf-8")

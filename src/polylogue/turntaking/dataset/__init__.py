@@ -49,9 +49,9 @@ from polylogue.turntaking.dataset.reuse import is_current_build, load_or_build
 from polylogue.turntaking.dataset.save import save_benchmark
 from polylogue.turntaking.dataset.tables import (
     FINE_CATEGORIES,
+    acknowledgement,
     fine_table_markdown,
     outcome_table,
-    acknowledgement,
     render_point,
     stats_markdown,
     table1,
@@ -73,6 +73,7 @@ __all__ = [
     "BuildOptions",
     "PointKey",
     "Protocol",
+    "acknowledgement",
     "benchmark_manifest",
     "build_benchmark",
     "check_format_version",
@@ -86,7 +87,6 @@ __all__ = [
     "outcome_table",
     "paper_protocol_options",
     "reader_options",
-    "acknowledgement",
     "render_point",
     "save_benchmark",
     "stats_markdown",

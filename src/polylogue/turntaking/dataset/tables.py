@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from polylogue.conversation import Conversation, Utterance
 from polylogue.turntaking.splits import (
     SPLITS,
 )
-from polylogue.conversation import Conversation, Utterance
 from polylogue.turntaking.types import (
     CATEGORIES,
     OUTCOMES,
