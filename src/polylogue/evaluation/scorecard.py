@@ -309,6 +309,16 @@ def run_scorecard(
     step = itertools.count(1)
     for source in options.data:
         points, info = load_points(source.folder, options.split)
+        # In conversation order (each conversation's points by context length) a streaming
+        # model reuses its state from chunk to chunk; a per-sample split (the paper protocol)
+        # would make it replay each conversation for nearly every chunk. The run folder and
+        # its predictions (stored by point id) do not depend on the order.
+        first: dict[str, int] = {}
+        for p in points:
+            first.setdefault(p.input.conversation_id, len(first))
+        points = sorted(
+            points, key=lambda p: (first[p.input.conversation_id], len(p.input.context))
+        )
         domain = data_domain(source)
         for c in options.contenders:
             backend = dict(options.backend_options.get(c.spec, {}))
