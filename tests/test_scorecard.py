@@ -118,7 +118,9 @@ def test_per_ten_minutes_where_times_exist_and_curves_for_the_model(card: dict[s
     assert curves == {("ami", "default"), ("friends", "default")}
     ami = next(c for c in sc["curves"] if c["data"] == "ami")
     assert all(v is not None for v in ami["false_interjections_per_hour"])
-    # Speaking at every pause (threshold 0) interjects most; never speaking, least.
+    # Speaking at every pause (threshold 0) is right on every SPEAK point and no SILENT one.
+    assert ami["balanced_accuracy"][0] == 0.5
+    # Speaking at every pause interjects most; never speaking, least.
     assert ami["false_interjections_per_hour"][0] >= ami["false_interjections_per_hour"][-1]
     assert ami["missed_addressed_per_hour"][0] <= ami["missed_addressed_per_hour"][-1]
     # At a run's own threshold the curve (P(SPEAK) >= t alone) speaks at least as often as

@@ -411,6 +411,7 @@ def operating_curve(records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     cats = [r.get("category") for r in records]
     curve: dict[str, list[float | None]] = {
         "threshold": [],
+        "balanced_accuracy": [],
         "speak_ratio": [],
         "precision": [],
         "false_interjections_per_hour": [],
@@ -419,6 +420,12 @@ def operating_curve(records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     for t in CURVE_GRID:
         a = agent_metrics(gold, p >= t, cats, minutes)
         curve["threshold"].append(t)
+        # The floor decision's balanced accuracy at t (mean of the two recalls): the figure
+        # a pure-threshold table (the model card's) gives at this threshold.
+        fir, mtr = a["false_interruption_rate"], a["missed_turn_rate"]
+        curve["balanced_accuracy"].append(
+            None if fir is None or mtr is None else 1 - (fir + mtr) / 2
+        )
         curve["speak_ratio"].append(a["speak_ratio"])
         curve["precision"].append(a["precision"])
         fi, ma = a.get("false_interjections_per_10min"), a.get("missed_addressed_per_10min")
