@@ -106,6 +106,17 @@ def scorecard_command(
     if out is None:
         raise typer.BadParameter("give --out DIR for the scorecard", param_hint="--out")
     contenders = expand_models(list(model or DEFAULT_MODELS), operating_point)
+    if adapter is not None and not any(c.kind == "hf" for c in contenders):
+        # As in `eval`: an adapter folder from `polylogue train` names its base model.
+        from polylogue.cli.eval import _adapter_meta
+
+        base = _adapter_meta(adapter).get("model_spec")
+        if not base:
+            raise typer.BadParameter(
+                f"{adapter} names no base model: give it with --model hf:PATH",
+                param_hint="--adapter",
+            )
+        contenders += expand_models([str(base)], None)
     backend = {c.spec: _backend_options(c.kind, runs, cache, adapter, concurrency, api_key_env)
                for c in contenders}  # fmt: skip
 
