@@ -240,7 +240,7 @@ def test_html_shows_its_plots_in_chromium(card: dict[str, Any]) -> None:
         (["--model", "baseline:loud"], "unknown baseline 'loud'"),
         (["--model", "gpt4"], "--model gpt4:"),
         (["--operating-point", "shy"], "--operating-point shy: unknown; choose from balanced"),
-        (["--adapter", "docs"], "docs names no base model: give it with --model hf:PATH"),
+        (["--adapter", "docs"], "--adapter docs names no base model: give it with --model hf:"),
     ],
 )
 def test_bad_input_is_one_line(

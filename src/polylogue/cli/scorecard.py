@@ -90,6 +90,7 @@ def scorecard_command(
     from polylogue.evaluation.scorecard import (
         DEFAULT_DATA,
         DEFAULT_MODELS,
+        ScorecardError,
         ScorecardOptions,
         collect,
         expand_models,
@@ -104,7 +105,7 @@ def scorecard_command(
         _docs(check_doc or [], update_doc or [])
         return
     if out is None:
-        raise typer.BadParameter("give --out DIR for the scorecard", param_hint="--out")
+        raise ScorecardError("--out: give the folder to write the scorecard to")
     contenders = expand_models(list(model or DEFAULT_MODELS), operating_point)
     if adapter is not None and not any(c.kind == "hf" for c in contenders):
         # As in `eval`: an adapter folder from `polylogue train` names its base model.
@@ -112,9 +113,8 @@ def scorecard_command(
 
         base = _adapter_meta(adapter).get("model_spec")
         if not base:
-            raise typer.BadParameter(
-                f"{adapter} names no base model: give it with --model hf:PATH",
-                param_hint="--adapter",
+            raise ScorecardError(
+                f"--adapter {adapter} names no base model: give it with --model hf:PATH"
             )
         contenders += expand_models([str(base)], None)
     backend = {c.spec: _backend_options(c.kind, runs, cache, adapter, concurrency, api_key_env)
