@@ -63,17 +63,22 @@ def main() -> None:
     for d in args.data:
         cmd += ["--data", d]
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    rows = []
-    rows.append(("cold (build + run)", timed(cmd, env)))
-    rows.append(("warm (all reused)", timed(cmd, env)))
-    shutil.rmtree(runs)
-    rows.append(("runs only (benchmarks cached)", timed(cmd, env)))
-    print(f"load average at end: {os.getloadavg()[0]:.1f}")
     print(f"data: {', '.join(args.data)}; models: default x 4 points, 2 baselines")
     print("| phase | wall s | CPU s | peak RSS MB |")
-    print("|---|---:|---:|---:|")
-    for name, r in rows:
-        print(f"| {name} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['peak_rss_mb']:.0f} |")
+    print("|---|---:|---:|---:|", flush=True)
+
+    def phase(name: str) -> None:  # printed as it ends: a long run can be stopped after one
+        r = timed(cmd, env)
+        print(
+            f"| {name} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['peak_rss_mb']:.0f} |",
+            flush=True,
+        )
+
+    phase("cold (build + run)")
+    phase("warm (all reused)")
+    shutil.rmtree(runs)
+    phase("runs only (benchmarks cached)")
+    print(f"load average at end: {os.getloadavg()[0]:.1f}")
     print(f"scorecard: {out / 'scorecard.md'}")
 
 
