@@ -112,7 +112,9 @@ def test_per_ten_minutes_where_times_exist_and_curves_for_the_model(card: dict[s
         else:  # Friends scripts carry no times
             assert "false_interjections_per_10min" not in agent
     md = (card["out"] / "scorecard.md").read_text(encoding="utf-8")
-    assert "No pause times in this data" in md
+    assert "points have no pause time (no times in the transcript)" in md
+    for e in sc["entries"]:
+        assert (e["untimed_points"] == 0) == (e["data"] == "ami")
     # One curve per data for the shipped model (probabilities); none for the 0/1 rules.
     curves = {(c["data"], c["model"]) for c in sc["curves"]}
     assert curves == {("ami", "default"), ("friends", "default")}

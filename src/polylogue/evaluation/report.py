@@ -651,9 +651,9 @@ def per_minute_notes(runs: Sequence[RunSummary]) -> list[str]:
     if not empty:
         return []
     return [
-        f"Per-10-minute columns empty for {', '.join(empty)}: its points have no pause times "
-        "(scripted or chat data, or a transcript without times), so there is no conversation "
-        "length to divide by."
+        f"Per-10-minute columns empty for {', '.join(empty)}: some or all of its points have "
+        "no pause time (scripted or chat data, or a transcript without times), so there is no "
+        "conversation length to divide by."
     ]
 
 

@@ -481,6 +481,8 @@ def collect(
                     (r.get("extra") or {}).get("action") is not None for r in records
                 ),
                 "training_overlap": run.overlap_note,
+                # Per-10-minute figures need every point's pause time.
+                "untimed_points": sum(r.get("pause_time") is None for r in records),
             }
         )
         if not any(

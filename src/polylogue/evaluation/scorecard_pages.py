@@ -254,8 +254,13 @@ def sections(card: dict[str, Any]) -> list[tuple[str, str, list[list[str]], list
     by_data = _by_data(card)
     for data, entries in by_data.items():
         notes = []
-        if any(e["metrics"].get("agent", {}).get("minutes") is None for e in entries):
-            notes.append("No pause times in this data: the per-10-minute columns stay empty.")
+        untimed = max((e.get("untimed_points") or 0) for e in entries)
+        if untimed:
+            n = entries[0]["metrics"]["n"]
+            notes.append(
+                f"{untimed:,} of {n:,} points have no pause time (no times in the transcript): "
+                "the per-10-minute columns, which need every point's time, stay empty."
+            )
         notes += sorted({f"⚠ {e['training_overlap']}" for e in entries if e["training_overlap"]})
         out.append((f"## {data} ({_protocol(card, data)} protocol)", "main",
                     table(entries, MAIN_COLUMNS), notes))  # fmt: skip
