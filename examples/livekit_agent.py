@@ -11,6 +11,8 @@ over a diarising STT that "recognises" the transcript) and polylogue's multi-par
 ``polylogue decide FILE --as NAME --json``::
 
     python examples/livekit_agent.py --replay examples/standup.jsonl --as Dave --json
+    python examples/livekit_agent.py --replay call.vtt --as Dave --domain meeting \
+        --role assistant --alias "Dave=David,Dai"
 
 Needs ``pip install 'polylogue[livekit]'``.
 """
@@ -54,40 +56,58 @@ def worker() -> None:  # pragma: no cover - needs a LiveKit server
     cli.run_app(server)
 
 
-def replay(path: str, agent: str, as_json: bool) -> None:
+def replay(args: argparse.Namespace) -> None:
     from polylogue.adapters.livekit import replay_transcript
-    from polylogue.adapters.room import check_replay_agent
-    from polylogue.corpora.transcripts import declared_domain, read_transcript
-    from polylogue.engine.deployment import Deployment
+    from polylogue.adapters.room import replay_input
     from polylogue.errors import PolylogueInputError
 
-    try:  # a bad file or name: one line and exit status 2, as for `polylogue decide`
-        conv = read_transcript(path)
-        check_replay_agent(conv.participants, agent, str(path))
+    try:  # a bad file, name or option: one line and exit status 2, as for `polylogue decide`
+        run = replay_input(
+            args.replay, args.agent, domain=args.domain, role=args.role, aliases=args.alias
+        )
     except (PolylogueInputError, OSError) as e:
         msg = f"{e.filename}: {e.strerror}" if isinstance(e, OSError) else str(e)
         print(f"error: {msg}", file=sys.stderr)
         raise SystemExit(2) from None
-    people = conv.participants if conv.roster_known else ()
-    # The transcript header's domain, else the default (meeting), as `polylogue decide`.
-    dep = Deployment.resolve().with_declared_domain(declared_domain(conv))
-    rows = asyncio.run(replay_transcript(conv.utterances, agent, people, deployment=dep))
+    rows = asyncio.run(
+        replay_transcript(run.utterances, args.agent, run.participants, **run.options)
+    )
     for row in rows:
-        if as_json:
+        if args.json:
             print(json.dumps(row))
         else:
             p = "" if row["p_speak"] is None else f"P(speak)={row['p_speak']:.2f} "
             print(f"{row['speaker']:>8}: {row['text'][:60]:60s} {p}{row['decision'] or ''}")
 
 
+def replay_arguments() -> argparse.ArgumentParser:
+    """The offline replay's options (``decide``'s names); without --replay: a LiveKit worker."""
+    ap = argparse.ArgumentParser(
+        description="A LiveKit agent for a multi-party room. With --replay: decide offline "
+        "over a transcript, through LiveKit's STT objects. Without: run as a LiveKit worker "
+        "(`python examples/livekit_agent.py dev`)."
+    )
+    ap.add_argument("--replay", metavar="FILE", help="a transcript file to replay offline")
+    ap.add_argument("--as", dest="agent", help="the participant the agent is (with --replay)")
+    ap.add_argument("--json", action="store_true", help="one JSON line per utterance")
+    ap.add_argument("--domain", help="meeting, tv, earnings or chat (as `polylogue decide`)")
+    ap.add_argument("--role", help="observer, assistant or facilitator")
+    ap.add_argument(
+        "--alias",
+        action="append",
+        default=[],
+        metavar="NAME=ALIAS[,ALIAS...]",
+        help="what people call the speaker labelled NAME (repeatable)",
+    )
+    return ap
+
+
 if __name__ == "__main__":
     logging.basicConfig(level=logging.WARNING)
-    if "--replay" in sys.argv:
-        ap = argparse.ArgumentParser()
-        ap.add_argument("--replay", required=True)
-        ap.add_argument("--as", dest="agent", required=True)
-        ap.add_argument("--json", action="store_true")
-        args = ap.parse_args()
-        replay(args.replay, args.agent, args.json)
+    if {"--replay", "-h", "--help"} & set(sys.argv[1:]):
+        parsed = replay_arguments().parse_args()
+        if parsed.replay is None or parsed.agent is None:
+            replay_arguments().error("--replay FILE and --as NAME go together")
+        replay(parsed)
     else:
         worker()

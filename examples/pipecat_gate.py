@@ -16,6 +16,8 @@ lines as bot-speaking frames around their ``TTSTextFrame``. ``--json`` prints th
 (``index``, ``decision``, ``p_speak``) as ``polylogue decide FILE --as NAME --json``::
 
     python examples/pipecat_gate.py --replay examples/standup.jsonl --as Dave --json
+    python examples/pipecat_gate.py --replay call.vtt --as Dave --domain meeting \
+        --role assistant --alias "Dave=David,Dai"
 
 Needs ``pip install 'polylogue[pipecat]'``; runs offline.
 """
@@ -36,28 +38,35 @@ def main() -> None:
     ap.add_argument("--as", dest="agent", required=True, help="the participant the bot is")
     ap.add_argument("--json", action="store_true", help="one JSON line per utterance")
     ap.add_argument("--log-level", default="WARNING", help="Pipecat's log level (DEBUG: all)")
+    ap.add_argument("--domain", help="meeting, tv, earnings or chat (as `polylogue decide`)")
+    ap.add_argument("--role", help="observer, assistant or facilitator")
+    ap.add_argument(
+        "--alias",
+        action="append",
+        default=[],
+        metavar="NAME=ALIAS[,ALIAS...]",
+        help="what people call the speaker labelled NAME (repeatable)",
+    )
     args = ap.parse_args()
     # Pipecat logs every frame hop at DEBUG through loguru; a replay needs warnings only.
     logger.remove()
     logger.add(sys.stderr, level=args.log_level.upper())
 
     from polylogue.adapters.pipecat import replay_transcript
-    from polylogue.adapters.room import check_replay_agent
-    from polylogue.corpora.transcripts import declared_domain, read_transcript
-    from polylogue.engine.deployment import Deployment
+    from polylogue.adapters.room import replay_input
     from polylogue.errors import PolylogueInputError
 
-    try:  # a bad file or name: one line and exit status 2, as for `polylogue decide`
-        conv = read_transcript(args.replay)
-        check_replay_agent(conv.participants, args.agent, str(args.replay))
+    try:  # a bad file, name or option: one line and exit status 2, as for `polylogue decide`
+        run = replay_input(
+            args.replay, args.agent, domain=args.domain, role=args.role, aliases=args.alias
+        )
     except (PolylogueInputError, OSError) as e:
         msg = f"{e.filename}: {e.strerror}" if isinstance(e, OSError) else str(e)
         print(f"error: {msg}", file=sys.stderr)
         raise SystemExit(2) from None
-    people = conv.participants if conv.roster_known else ()
-    # The transcript header's domain, else the default (meeting), as `polylogue decide`.
-    dep = Deployment.resolve().with_declared_domain(declared_domain(conv))
-    rows = asyncio.run(replay_transcript(conv.utterances, args.agent, people, deployment=dep))
+    rows = asyncio.run(
+        replay_transcript(run.utterances, args.agent, run.participants, **run.options)
+    )
     for row in rows:
         if args.json:
             print(json.dumps(row))

@@ -68,3 +68,21 @@ def friends_benchmark(folder: Path, conversations: int) -> Path:
         return save_benchmark(build_benchmark(convs, BuildOptions()), out)
 
     return cached_benchmark(folder, f"friends-{conversations}", build)
+
+
+def ami_benchmark(folder: Path, conversations: int) -> Path:
+    """What ``polylogue build --corpus ami --limit-conversations N`` writes, at ``folder``."""
+
+    def build(out: Path) -> Path:
+        from polylogue.corpora import load_corpus
+        from polylogue.turntaking.dataset import (
+            BuildOptions,
+            build_benchmark,
+            reader_options,
+            save_benchmark,
+        )
+
+        convs = list(itertools.islice(load_corpus("ami", **reader_options("ami")), conversations))
+        return save_benchmark(build_benchmark(convs, BuildOptions()), out)
+
+    return cached_benchmark(folder, f"ami-{conversations}", build)

@@ -44,3 +44,16 @@ def corpus_dir(name: str, explicit_root: str | Path | None = None) -> Path:
     if not p.is_dir():
         raise DataRootNotFound(f"corpus folder {p} does not exist")
     return p
+
+
+def user_cache_dir() -> Path:
+    """Where polylogue keeps what it can rebuild (benchmarks a command built for itself).
+
+    ``POLYLOGUE_CACHE``, else ``$XDG_CACHE_HOME/polylogue``, else ``~/.cache/polylogue``; never
+    inside the shared corpora, which stay read-only.
+    """
+    env = os.environ.get("POLYLOGUE_CACHE")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "polylogue"

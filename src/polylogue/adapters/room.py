@@ -463,3 +463,52 @@ def check_replay_agent(people: Iterable[Participant], name: str, source: str) ->
     if not book.matches(name):
         names = ", ".join(p.display_name for p in people)
         raise ReplayAgentError(f"--as: {name!r} is not a participant of {source} ({names})")
+
+
+@dataclass(frozen=True)
+class ReplayInput:
+    """A transcript read for a replay as ``polylogue decide`` reads it: the utterances, who is
+    known from the start (a declared roster, or the names ``--alias`` gives) and the options
+    the session is built with."""
+
+    utterances: list[Utterance]
+    participants: tuple[Participant, ...]
+    options: dict[str, Any]
+
+
+def replay_input(
+    path: str,
+    agent: str,
+    *,
+    domain: str | None = None,
+    role: str | None = None,
+    aliases: Sequence[str] = (),
+) -> ReplayInput:
+    """Read ``path`` for a replay deciding for ``agent``, with ``decide``'s ``--domain``,
+    ``--role`` and ``--alias NAME=ALIAS,...``; a bad value is a
+    :class:`~polylogue.errors.PolylogueInputError` naming the option."""
+    from polylogue.corpora.transcripts import (
+        declared_domain,
+        parse_alias,
+        read_transcript,
+        with_aliases,
+    )
+    from polylogue.engine.deployment import Deployment, DeploymentError
+    from polylogue.engine.live import participant_for_label
+
+    specs = [parse_alias(a) for a in aliases]
+    try:
+        deployment = Deployment.resolve(domain=domain, role=role)
+    except DeploymentError as exc:  # name the flag, as `decide` does
+        raise PolylogueInputError(f"--{exc.option}: {str(exc).split(': ', 1)[1]}") from None
+    conv = read_transcript(path, domain=domain)
+    # The transcript header's domain unless --domain was given, as `polylogue decide`.
+    deployment = deployment.with_declared_domain(declared_domain(conv))
+    people = with_aliases(conv.participants, specs, path)
+    check_replay_agent(people, agent, str(path))
+    known = (
+        people
+        if conv.roster_known
+        else with_aliases([participant_for_label(a.name) for a in specs], specs, "--alias")
+    )
+    return ReplayInput(list(conv.utterances), tuple(known), {"deployment": deployment})

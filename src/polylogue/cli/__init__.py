@@ -46,7 +46,9 @@ class CommandModule:
 #: The command modules, in the order of the data flow (the registry style of corpora and
 #: model backends, ``polylogue.registry``).
 COMMAND_MODULES: Registry[CommandModule] = Registry("command module")
-for _module in ("build", "addressing", "decide", "serve", "eval", "train", "tom", "annotate"):
+for _module in (
+    "build", "addressing", "decide", "serve", "eval", "scorecard", "train", "tom", "annotate",
+):  # fmt: skip
     COMMAND_MODULES.register(CommandModule(_module))
 
 

@@ -247,7 +247,7 @@ def inspect(
     """Print decision points of a benchmark in a readable form."""
     import random
 
-    from polylogue.turntaking.dataset import load_benchmark, render_point
+    from polylogue.turntaking.dataset import acknowledgement, load_benchmark, render_point
 
     bench = load_benchmark(folder)
     if split not in bench.splits:
@@ -268,8 +268,12 @@ def inspect(
     pts = [by_id[k.point_id] for k in keys]
     out = plain_console()
     for p in pts:
+        # A BACKCHANNEL point shows what the target said: the acknowledgement it is about.
+        ack = None
+        if not no_gold and p.gold.floor_outcome.value == "BACKCHANNEL":
+            ack = acknowledgement(p, bench.conversations[p.input.conversation_id])
         out.print(
-            render_point(p, max_context=context, show_gold=not no_gold),
+            render_point(p, max_context=context, show_gold=not no_gold, acknowledged=ack),
             markup=False,
             highlight=False,
         )

@@ -54,6 +54,10 @@ class _Step:
     by_target: bool = False
 
 
+#: The live conversation's reason for making no decision after an acknowledgement.
+SKIPPED_ACKNOWLEDGEMENT = "backchannel or too short"
+
+
 def _step_of(index: int, u: Utterance, live: LiveConversation, d: LiveDecision) -> _Step:
     people = live.engine.participants
     name = people[d.speaker].display_name if d.speaker in people else u.speaker
@@ -349,6 +353,8 @@ def _print_step(
                 f"P(backchannel)={d.engine.p_backchannel:.2f} {_verdict(d, target_name)}"
                 f" ({cues}){check}"
             )
+        elif step.skipped == SKIPPED_ACKNOWLEDGEMENT:
+            line += f"\t| skipped: {step.skipped} (no decision after an acknowledgement)"
         console.file.write(line + "\n")
         return
     head = (
@@ -574,8 +580,14 @@ def _decide(
     decided = 0
     checked = agreed = 0
     shown_threshold = False
+    only_target = True  # every utterance was the target's own: nobody to answer
     for step, nxt in paired:
         agree = _agreement(step, nxt) if check else None
+        only_target = only_target and step.by_target
+        if not as_json and not shown_threshold:  # the header comes before any utterance
+            shown_threshold = True
+            console.print(_header(deployment, plain), highlight=False, soft_wrap=True, markup=False)
+            console.print(room, highlight=False, soft_wrap=True, markup=False)
         if step.decision is not None:
             decided += 1
             if step.decision.action == "SPEAK":
@@ -585,12 +597,6 @@ def _decide(
             if agree is not None:
                 checked += 1
                 agreed += agree
-            if not as_json and not shown_threshold:
-                shown_threshold = True
-                console.print(
-                    _header(deployment, plain), highlight=False, soft_wrap=True, markup=False
-                )
-                console.print(room, highlight=False, soft_wrap=True, markup=False)
         if as_json:
             row = _step_json(step, target_name)
             if check:
@@ -604,9 +610,11 @@ def _decide(
     if not as_json:
         where = ", ".join(map(str, speak_at)) if speak_at else "none"
         summary = (
-            f"\n[bold]{escape(target_name)}[/bold]: {decided} pauses decided, "
-            f"should have spoken at {len(speak_at)}: after utterance {escape(where)}."
+            f"\n[bold]{escape(target_name)}[/bold]: {decided} pause{'' if decided == 1 else 's'} "
+            f"decided, should have spoken at {len(speak_at)}: after utterance {escape(where)}."
         )
+        if only_target and decided == 0:
+            summary = f"\n[bold]{escape(target_name)}[/bold]: nobody else spoke: nothing to decide."
         if backchannel_at:
             summary += (
                 f"\nA short acknowledgement (mm-hmm) fits after utterance "

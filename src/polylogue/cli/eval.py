@@ -128,33 +128,21 @@ def eval_command(
     except (ValueError, FileNotFoundError, TypeError) as exc:
         raise typer.BadParameter(str(exc)) from exc
     kind = parse_model_spec(model).kind
-    backend = BACKENDS[kind]
-    # Each backend gets the flags it declares it takes (models.base.BACKENDS): these by
-    # default, where it takes them; the ones below only when given, and an error where it
-    # does not; -O KEY=VALUE passes anything else through.
-    offered: dict[str, Any] = {
-        "prompt": prompt,
-        "cache_path": str(out / "_cache" / "responses.sqlite") if cache else None,
-        "batch_size": batch_size,
-        "concurrency": concurrency,
-        "api_key_env": api_key_env,
-    }
-    options = {k: v for k, v in offered.items() if v is not None and backend.takes(k)}
-    given = {
-        "adapter": None if adapter is None else str(adapter),
-        "domain": domain,
-        "operating_point": operating_point,
-        "threshold": threshold,
-    }
-    for key, value in given.items():
-        if value is None:
-            continue
-        if not backend.takes(key):
-            flag = "--" + key.replace("_", "-")
-            takers = " or ".join(f"{b.name}" for b in BACKENDS if b.takes(key))
-            raise typer.BadParameter(f"{flag} applies to {takers} models", param_hint=flag)
-        options[key] = value
-    options.update(_parse_options(option or []))
+    options = predictor_options(
+        kind,
+        prompt=prompt,
+        cache_path=out / "_cache" / "responses.sqlite" if cache else None,
+        batch_size=batch_size,
+        concurrency=concurrency,
+        api_key_env=api_key_env,
+        given={
+            "adapter": None if adapter is None else str(adapter),
+            "domain": domain,
+            "operating_point": operating_point,
+            "threshold": threshold,
+        },
+        option=option or [],
+    )
     points, info = load_points(data, split, balanced=balanced)
     if domain is None and backend.takes("point_domains"):
         # Each point declares its corpus's domain: decided with that domain's deployment.
@@ -211,6 +199,45 @@ def eval_command(
                 + (f", I1 recall {pct(a['i1_recall'])}" if a.get("n_I1") else ""),
                 markup=False,
             )
+
+
+def predictor_options(
+    kind: str,
+    *,
+    prompt: Any,
+    cache_path: Path | None,
+    batch_size: int | None,
+    concurrency: int,
+    api_key_env: str,
+    given: dict[str, Any],
+    option: list[str],
+) -> dict[str, Any]:
+    """The options a model kind's backend is built with, as ``eval`` builds them (``scorecard``
+    uses the same, so both find the same run folders).
+
+    Each backend gets the flags it declares it takes (models.base.BACKENDS): the ``offered``
+    ones by default, where it takes them; the ``given`` ones only when set, and an error where
+    it does not; -O KEY=VALUE passes anything else through.
+    """
+    backend = BACKENDS[kind]
+    offered: dict[str, Any] = {
+        "prompt": prompt,
+        "cache_path": None if cache_path is None else str(cache_path),
+        "batch_size": batch_size,
+        "concurrency": concurrency,
+        "api_key_env": api_key_env,
+    }
+    options = {k: v for k, v in offered.items() if v is not None and backend.takes(k)}
+    for key, value in given.items():
+        if value is None:
+            continue
+        if not backend.takes(key):
+            flag = "--" + key.replace("_", "-")
+            takers = " or ".join(f"{b.name}" for b in BACKENDS if b.takes(key))
+            raise typer.BadParameter(f"{flag} applies to {takers} models", param_hint=flag)
+        options[key] = value
+    options.update(_parse_options(option))
+    return options
 
 
 def report_command(

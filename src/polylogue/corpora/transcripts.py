@@ -127,7 +127,8 @@ def infer_format(path: str | Path) -> str:
     raise ConversationFormatError(
         path,
         "",
-        f"cannot infer the transcript format from suffix {suffix!r} (known: {known}); pass format=",
+        f"cannot infer the transcript format from suffix {suffix!r} (known: {known}); "
+        f"give it with --format {'|'.join(TRANSCRIPT_FORMATS)}",
     )
 
 

@@ -86,6 +86,12 @@ class RunSummary:
             extras.append("reasoning")
         if desc.get("adapter"):
             extras.append(f"lora:{Path(str(desc['adapter'])).name}")
+        # Two runs of one model at different points are two different rows.
+        point = (desc.get("deployment") or {}).get("operating_point")
+        if point:
+            extras.append(str(point))
+        if desc.get("threshold") is not None:
+            extras.append(f"t={float(desc['threshold']):.2f}")
         return name + (f" ({', '.join(extras)})" if extras else "")
 
     @property
@@ -188,7 +194,9 @@ def _overlap_note(run: RunSummary) -> str | None:
     d = run.manifest.get(MANIFEST_KEY)
     if not d:
         return None
-    return f"⚠ {run.label} on {run.dataset}: " + TrainingOverlap.from_dict(d).message(run.label)
+    model = run.manifest.get("model") or {}
+    name = str(model.get("spec") or model.get("name"))
+    return f"⚠ {run.label} on {run.dataset}: " + TrainingOverlap.from_dict(d).message(name)
 
 
 def training_overlap_warnings(run_paths: Sequence[str | Path]) -> list[str]:
@@ -597,7 +605,7 @@ def agent_rows(runs: Sequence[RunSummary]) -> list[list[str]]:
 
     out = []
     for run in runs:
-        a = run.metrics.get("agent")
+        a = run_agent(run)
         if not a:
             continue
         out.append(
@@ -616,6 +624,39 @@ def agent_rows(runs: Sequence[RunSummary]) -> list[list[str]]:
     return out
 
 
+def run_agent(run: RunSummary) -> dict[str, Any] | None:
+    """A run's agent figures (``metrics.json`` ``agent``); per-10-minute figures missing from
+    an older ``metrics.json`` are filled from its predictions when every point has a time."""
+    a = run.metrics.get("agent")
+    if not a or a.get("false_interjections_per_10min") is not None:
+        return a
+    path = run.folder / "predictions.jsonl"
+    records = read_predictions(path) if path.is_file() else []
+    if records and all(r.get("pause_time") is not None and "target" in r for r in records):
+        filled = metrics_from_records(records, n_boot=0).get("agent")
+        if filled and filled.get("false_interjections_per_10min") is not None:
+            return {**a, **filled}
+    return a
+
+
+def per_minute_notes(runs: Sequence[RunSummary]) -> list[str]:
+    """Why a run's per-10-minute columns are empty: its points have no pause times."""
+    empty = sorted(
+        {
+            f"{r.dataset}/{r.split}"
+            for r in runs
+            if (a := run_agent(r)) and a.get("false_interjections_per_10min") is None
+        }
+    )
+    if not empty:
+        return []
+    return [
+        f"Per-10-minute columns empty for {', '.join(empty)}: some or all of its points have "
+        "no pause time (scripted or chat data, or a transcript without times), so there is no "
+        "conversation length to divide by."
+    ]
+
+
 def agent_markdown(runs: Sequence[RunSummary]) -> str:
     rows = agent_rows(runs)
     if not rows:
@@ -624,6 +665,7 @@ def agent_markdown(runs: Sequence[RunSummary]) -> str:
         "## Agent behaviour",
         "",
         AGENT_NOTE,
+        *(f"\n{n}" for n in per_minute_notes(runs)),
         "",
         "| " + " | ".join(AGENT_HEAD) + " |",
         "|---|---|" + "---:|" * (len(AGENT_HEAD) - 2),
@@ -640,8 +682,9 @@ def agent_html(runs: Sequence[RunSummary]) -> str:
     body = "".join(
         "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows
     )
+    notes = "".join(f"<p>{html.escape(n)}</p>" for n in per_minute_notes(runs))
     return (
-        f"<h2>Agent behaviour</h2><p>{html.escape(AGENT_NOTE)}</p>"
+        f"<h2>Agent behaviour</h2><p>{html.escape(AGENT_NOTE)}</p>{notes}"
         f'<table class="outcomes"><tr>{head}</tr>{body}</table>\n'
     )
 
@@ -688,7 +731,11 @@ def run_outcomes(run: RunSummary) -> dict[str, Any] | None:
     ]
     if not pairs:
         return None
-    return outcome_metrics([g for g, _ in pairs], [p for _, p in pairs])
+    om = outcome_metrics([g for g, _ in pairs], [p for _, p in pairs])
+    # The run recorded three-way actions (SPEAK / BACKCHANNEL / SILENT): a three-way model,
+    # even at a point where it chose no acknowledgement.
+    om["actions"] = any((r.get("extra") or {}).get("action") for r in records)
+    return om
 
 
 @dataclass(frozen=True)
@@ -736,7 +783,15 @@ def outcome_sections(runs: Sequence[RunSummary]) -> list[OutcomeSection]:
             f"(TAKE_FLOOR vs BACKCHANNEL+SILENT); took the floor at "
             f"{_pct(om['backchannel_floor_take_rate'])}% of BACKCHANNEL points."
         ]
-        if not om["three_way"]:
+        if om.get("actions"):
+            n_back = sum(om["confusion"][g]["BACKCHANNEL"] for g in OUTCOME_LABELS)
+            notes.append(
+                f"Three-way model: scored on its actions (SPEAK, BACKCHANNEL, SILENT); it "
+                f"acknowledged at {n_back:,} pause{'' if n_back == 1 else 's'}"
+                + ("" if n_back else " (its operating point suggests no acknowledgement here)")
+                + "."
+            )
+        elif not om["three_way"]:
             notes.append(
                 "Binary model (SPEAK = TAKE_FLOOR): it never predicts BACKCHANNEL, so that "
                 "recall is 0; its floor recall is what counts."

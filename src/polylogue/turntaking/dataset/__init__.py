@@ -49,6 +49,7 @@ from polylogue.turntaking.dataset.reuse import is_current_build, load_or_build
 from polylogue.turntaking.dataset.save import save_benchmark
 from polylogue.turntaking.dataset.tables import (
     FINE_CATEGORIES,
+    acknowledgement,
     fine_table_markdown,
     outcome_table,
     render_point,
@@ -72,6 +73,7 @@ __all__ = [
     "BuildOptions",
     "PointKey",
     "Protocol",
+    "acknowledgement",
     "benchmark_manifest",
     "build_benchmark",
     "check_format_version",

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from polylogue.conversation import Conversation, Utterance
 from polylogue.turntaking.splits import (
     SPLITS,
 )
@@ -16,6 +17,7 @@ from polylogue.turntaking.types import (
     PAPER_CATEGORIES,
     DecisionGold,
     DecisionPoint,
+    Outcome,
 )
 
 
@@ -158,8 +160,36 @@ def write_stats_csv(points: Sequence[DecisionPoint], path: Path) -> None:
                     )
 
 
-def render_point(p: DecisionPoint, max_context: int = 8, show_gold: bool = True) -> str:
-    """A readable view of one decision point (for ``polylogue inspect``)."""
+def acknowledgement(p: DecisionPoint, conversation: Conversation) -> Utterance | None:
+    """The target's acknowledgement after a BACKCHANNEL point: its first utterance after the
+    pause in ``conversation`` (the full one the point was cut from); None for other points."""
+    if p.gold.outcome is not Outcome.BACKCHANNEL:
+        return None
+    target, cur = p.input.target.id, p.input.current
+    seen = {(u.speaker, u.text, u.start) for u in p.input.context}
+    utts = conversation.utterances
+    if cur.start is None:  # untimed: what follows the current utterance in order
+        pos = len(p.input.context)
+        return next((u for u in utts[pos:] if u.speaker == target), None)
+    after = [
+        u
+        for u in utts
+        if u.speaker == target
+        and u.start is not None
+        and u.start >= cur.start
+        and (u.speaker, u.text, u.start) not in seen
+    ]
+    return min(after, key=lambda u: u.start or 0.0, default=None)
+
+
+def render_point(
+    p: DecisionPoint,
+    max_context: int = 8,
+    show_gold: bool = True,
+    acknowledged: Utterance | None = None,
+) -> str:
+    """A readable view of one decision point (for ``polylogue inspect``); ``acknowledged``:
+    the target's acknowledgement at a BACKCHANNEL point (:func:`acknowledgement`)."""
     names = {q.id: q.display_name for q in p.input.present}
     target = p.input.target
     lines = [
@@ -189,4 +219,6 @@ def render_point(p: DecisionPoint, max_context: int = 8, show_gold: bool = True)
             f"(paper {_paper_cat(g)}, fine {g.fine_category}, evidence {ev})"
             f"  next: {names.get(g.next_speaker or '', g.next_speaker)}{pause}"
         )
+        if acknowledged is not None:
+            lines.append(f"acknowledged: {names.get(target.id, target.id)}: {acknowledged.text}")
     return "\n".join(lines)
