@@ -201,7 +201,6 @@ def test_other_benchmark_format_versions_are_refused_or_upgraded_with_a_message(
         (2, "Molweni"),
         (3, "no S3"),
         (4, "take leave in words"),
-        (5, "earlier word list"),
     ):
         _set_version(folder, old)
         for args in (

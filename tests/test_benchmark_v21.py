@@ -62,7 +62,7 @@ def _where(points: list[DecisionPoint], text: str, target: str | None = None) ->
 
 
 def test_format_version_marks_v21() -> None:
-    assert FORMAT_VERSION == 6
+    assert FORMAT_VERSION == 5
 
 
 # 1. S1 is the paper's bystander; a silent participant of the exchange is S3.

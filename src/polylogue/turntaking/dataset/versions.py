@@ -17,10 +17,7 @@ from polylogue.errors import PolylogueInputError, note_input
 #: 5: Friends reader and presence fixes (issue 25): a character who takes leave in words is
 #: absent until they speak again, directions without their opening bracket are notes, speaker
 #: tags whose names were dropped are not speech, a line holding another speaker's tag is split.
-#: 6: Friends voices by what their label is made of (a medium, a sounding device, a
-#: broadcasting role or a "voice" head), not a word list: "Announcement", "Anchorwoman",
-#: "Smoke Detector" and "Oven" are no longer present or targets.
-FORMAT_VERSION = 6
+FORMAT_VERSION = 5
 #: The manifest's ``kind``: what marks a folder as a turn-taking benchmark.
 MANIFEST_KIND = "polylogue.turntaking.benchmark"
 
@@ -41,9 +38,6 @@ UPGRADES = {
     4: "Friends as before the v2.1 reader fixes: characters who take leave in words stay "
     "targets, speaker tags and directions without their opening bracket stay in the words, and "
     "a line with another speaker's tag is not split",
-    5: "Friends voices from the earlier word list: announcements, news anchors and sounding "
-    "devices ('Announcement', 'Anchorwoman', 'Smoke Detector', 'Oven') count as people present "
-    "and as targets",
 }
 
 
