@@ -144,7 +144,7 @@ def eval_command(
         option=option or [],
     )
     points, info = load_points(data, split, balanced=balanced)
-    if domain is None and backend.takes("point_domains"):
+    if domain is None and BACKENDS[kind].takes("point_domains"):
         # Each point declares its corpus's domain: decided with that domain's deployment.
         options["point_domains"] = sorted({p.input.domain for p in points})
     extra: dict[str, Any] = {}
