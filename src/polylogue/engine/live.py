@@ -23,6 +23,7 @@ without times never triggers the time-based rules.
 from __future__ import annotations
 
 import copy
+import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import Field, InitVar, dataclass, field, fields, replace
@@ -82,8 +83,12 @@ class Policy:
             v = getattr(self, name)
             if v is not None and not 0.0 <= v <= 1.0:
                 raise PolylogueInputError(f"policy {name}={v}: must be between 0 and 1")
-        if self.cooldown_s < 0 or self.just_spoke_s < 0:
-            raise PolylogueInputError("policy cooldown_s and just_spoke_s must be >= 0")
+        for name in ("cooldown_s", "just_spoke_s"):
+            v = getattr(self, name)
+            if not math.isfinite(v) or v < 0:  # NaN would silently switch the rule off
+                raise PolylogueInputError(f"policy {name}={v}: must be a finite number >= 0")
+        if self.warn_after < 1:
+            raise PolylogueInputError(f"policy warn_after={self.warn_after}: must be >= 1")
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -100,7 +105,24 @@ class Policy:
                 f"unknown policy field(s): {', '.join(sorted(unknown))} "
                 f"(known: {', '.join(cls.__dataclass_fields__)})"
             )
+        for k, v in d.items():
+            _check_policy_type(k, v)
         return cls(**d)
+
+
+def _check_policy_type(name: str, v: Any) -> None:
+    """A policy field from JSON: the declared type, no numeric strings, no NaN/Infinity."""
+    nullable = name.startswith("threshold_")
+    if v is None and nullable:
+        return
+    if name == "warn_after":
+        ok = isinstance(v, int) and not isinstance(v, bool)
+        want = "an integer"
+    else:
+        ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+        want = "a finite number" + (" or null" if nullable else "")
+    if not ok:
+        raise PolylogueInputError(f"policy.{name}: {v!r} is not {want}")
 
 
 @dataclass(frozen=True)
