@@ -30,7 +30,7 @@ from dataclasses import Field, InitVar, dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any
 
-from polylogue.conversation import GROUP_ROLE, Participant, Utterance
+from polylogue.conversation import GROUP_ROLE, Participant, Utterance, name_key
 from polylogue.engine.bargein import BargeInDecision, BargeInModel, load_barge_in_model
 from polylogue.engine.deployment import Action, Deployment, choose_action
 from polylogue.engine.engine import EngineDecision, TurnTakingEngine
@@ -192,26 +192,39 @@ class NameBook:
     def __init__(self) -> None:
         self._exact: dict[str, str] = {}
         self._by_key: dict[str, set[str]] = {}
+        #: what each name looks like (:func:`name_key`) -> participants
+        self._by_look: dict[str, set[str]] = {}
+        #: look-alike spellings already reported (one warning each)
+        self.noted: set[str] = set()
 
     def __deepcopy__(self, memo: dict[int, Any]) -> NameBook:
         new = NameBook()
         new._exact = dict(self._exact)
         new._by_key = {k: set(v) for k, v in self._by_key.items()}
+        new._by_look = {k: set(v) for k, v in self._by_look.items()}
+        new.noted = set(self.noted)
         return new
 
     def add(self, p: Participant) -> None:
         self._exact[p.id] = p.id
         for k in _name_keys(p):
             self._by_key.setdefault(k, set()).add(p.id)
+            self._by_look.setdefault(name_key(k), set()).add(p.id)
 
     def remove(self, p: Participant) -> None:
         self._exact.pop(p.id, None)
         for k in _name_keys(p):
-            s = self._by_key.get(k)
-            if s is not None:
-                s.discard(p.id)
-                if not s:
-                    del self._by_key[k]
+            for book, key in ((self._by_key, k), (self._by_look, name_key(k))):
+                s = book.get(key)
+                if s is not None:
+                    s.discard(p.id)
+                    if not s:
+                        del book[key]
+
+    def lookalikes(self, name: str) -> set[str]:
+        """Everyone a spelling *looks like* (another script's letters, fullwidth, invisible
+        characters): for a label :meth:`matches` does not know."""
+        return set(self._by_look.get(name_key(name), ()))
 
     def matches(self, name: str) -> set[str]:
         """Everyone ``name`` can refer to (an exact id wins outright)."""
@@ -473,6 +486,16 @@ class LiveConversation:
             return pid
         if self.roster_known and self.strict_roster:
             raise EventError(f"speaker {label!r} is not a participant")
+        alike = self.names.lookalikes(label)
+        if len(alike) == 1:  # one person, not a second one who prints the same
+            pid = next(iter(alike))
+            if label not in self.names.noted:
+                self.names.noted.add(label)
+                self.warnings.append(
+                    f"speaker {label!a} looks like {pid!a} (letters of another script, "
+                    "fullwidth or invisible characters): both spellings are one person"
+                )
+            return pid
         self._register([participant_for_label(label)])
         pid = self._lookup(label)
         assert pid is not None
