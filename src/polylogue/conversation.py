@@ -533,7 +533,8 @@ def read_parquet(
         else:
             rows = pq.read_table(path, filters=[("id", "in", sorted(ids))]).to_pylist()
     except Exception as exc:  # pyarrow raises several types for corrupt files
-        raise ConversationFormatError(path, "", f"not a readable Parquet file: {exc}") from exc
+        detail = " ".join(str(exc).split())  # pyarrow's messages span lines
+        raise ConversationFormatError(path, "", f"not a readable Parquet file: {detail}") from exc
     out = []
     noted = set() if noted is None else noted
     for i, r in enumerate(rows):
