@@ -1,10 +1,10 @@
 """Counts of what the readers do with damaged input: the fuzz suite, run wider.
 
 Runs the seeded damage of ``tests/test_fuzz_readers.py`` (every reader and user format, real
-files, 15 kinds of damage including the second probe's: big integers, BOMs, Unicode line
-breaks, lone CRs, missing blank lines, look-alike names, repeated keys) over more seeds than
-the test, and prints per format and in total: cases, clear errors, correct, silent garbage,
-tracebacks, hangs (a case over ``--timeout`` seconds).
+files, 16 kinds of damage including the later probes': big integers, BOMs, Unicode line
+breaks, lone CRs, missing blank lines, look-alike names and letters, repeated keys) over more
+seeds than the test, and prints per format and in total: cases, clear errors, correct, silent
+garbage, tracebacks, hangs (a case over ``--timeout`` seconds).
 
     PYTHONPATH=src python benchmarks/bad_input_counts.py [--cases 48] [--timeout 20]
 
