@@ -6,16 +6,18 @@
 For each mode (``sqlite``: one process, the default write-behind flush; ``redis``: one
 process on a throw-away redis-server; ``workers``: ``--workers 2`` on one SQLite file, where
 the *supervisor* is what gets killed), ``--sessions`` clients each stream ``--events`` events
-of a real AMI meeting over WebSockets at once: utterances, with a ``role`` control every 50
-events (observer, back to none, assistant, none). ``--kills`` times, spread over the run, the
+of a real AMI meeting over WebSockets at once: utterances, with a run-time control every 50
+events (in turn: role observer, audience adaptive, a participant ignored, role none, role
+assistant, audience group, focus cleared, role none). ``--kills`` times, spread over the run, the
 server is killed with SIGKILL and started again on the same port; clients resume as
 docs/serve.md says (``GET`` the session's ``last_seq``, send again what came after it).
 
 At each kill, before any client may resume, every session is read back and checked against
 what its client had been answered:
 
-* **controls lost**: the stored role is not the one the events up to the stored ``last_seq``
-  set, or ``last_seq`` is below an acknowledged control (an answered role change undone);
+* **controls lost**: the stored role, audience or ignored speakers are not what the events up
+  to the stored ``last_seq`` set, or ``last_seq`` is below an acknowledged control (an
+  answered change undone);
 * **answered events behind**: answered events the stored state does not have yet (SQLite's
   write-behind window; the client sends them again; Redis and workers write before answering);
 * with ``workers``: worker processes still alive after the supervisor died.
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import signal
@@ -45,33 +48,57 @@ from polylogue.corpora import load_corpus
 from polylogue.serve.client import session_body, utterance_events
 from polylogue.serve.local import POLYLOGUE, free_port, redis_server
 
-#: The role set by the control at each position (every ``CONTROL_EVERY`` events).
-ROLE_CYCLE = ["observer", None, "assistant", None]
+#: The run-time controls sent in turn, one every ``CONTROL_EVERY`` events (``{ignored}``:
+#: a participant other than the agent).
+CONTROL_CYCLE: list[dict[str, Any]] = [
+    {"type": "role", "role": "observer"},
+    {"type": "audience", "audience": "adaptive"},
+    {"type": "focus", "ignored": ["{ignored}"]},
+    {"type": "role", "role": None},
+    {"type": "role", "role": "assistant"},
+    {"type": "audience", "audience": "group"},
+    {"type": "focus"},
+    {"type": "role", "role": None},
+]
 CONTROL_EVERY = 50
 
 
-def session_events(utterances: list[Any], n: int) -> list[dict[str, Any]]:
-    """``n`` events numbered 0.. : utterances, a role control at every ``CONTROL_EVERY``-th."""
-    plain = iter(utterance_events(utterances))
+def session_events(utterances: list[Any], n: int, ignored: str) -> list[dict[str, Any]]:
+    """``n`` events numbered 0.. : utterances, a control at every ``CONTROL_EVERY``-th."""
+    plain = itertools.cycle(utterance_events(utterances))  # a short meeting starts again
     out: list[dict[str, Any]] = []
     for seq in range(n):
         if seq % CONTROL_EVERY == CONTROL_EVERY - 10:
-            role = ROLE_CYCLE[(seq // CONTROL_EVERY) % len(ROLE_CYCLE)]
-            out.append({"type": "role", "role": role, "seq": seq})
+            control = CONTROL_CYCLE[(seq // CONTROL_EVERY) % len(CONTROL_CYCLE)]
+            text = json.dumps(control).replace("{ignored}", ignored)
+            out.append({**json.loads(text), "seq": seq})
         else:
             out.append({**next(plain), "seq": seq})
     return out
 
 
-def role_at(events: list[dict[str, Any]], last_seq: int | None) -> str | None:
-    """The role the events up to ``last_seq`` leave the session in."""
-    role = None
+def controls_at(events: list[dict[str, Any]], last_seq: int | None) -> dict[str, Any]:
+    """The role, audience and ignored speakers the events up to ``last_seq`` leave."""
+    state: dict[str, Any] = {"role": None, "audience": "group", "ignored": []}
     for e in events:
         if last_seq is None or e["seq"] > last_seq:
             break
         if e["type"] == "role":
-            role = e["role"]
-    return role
+            state["role"] = e["role"]
+        elif e["type"] == "audience":
+            state["audience"] = e["audience"]
+        elif e["type"] == "focus":
+            state["ignored"] = e.get("ignored", [])
+    return state
+
+
+def controls_of(summary: dict[str, Any]) -> dict[str, Any]:
+    """The same three as ``GET /v1/sessions/{id}`` shows them."""
+    return {
+        "role": summary["deployment"]["role"],
+        "audience": summary.get("audience", "group"),
+        "ignored": (summary.get("focus") or {}).get("ignored", []),
+    }
 
 
 class Server:
@@ -176,7 +203,7 @@ class Soak:
                             if not r.get("ok") or r.get("duplicate") or r.get("seq_gap"):
                                 self.errors.append(f"{sid} seq {e['seq']}: {r}")
                             self.acked[sid] = e["seq"]
-                            if e["type"] == "role":
+                            if e["type"] != "utterance":
                                 self.acked_control[sid] = e["seq"]
                             self.answered += 1
                             pos += 1
@@ -204,8 +231,7 @@ class Soak:
                     continue
                 got = r.json()
                 last = got["last_seq"]
-                role = got["deployment"]["role"]
-                if role != role_at(events, last) or (
+                if controls_of(got) != controls_at(events, last) or (
                     sid in self.acked_control and (last is None or last < self.acked_control[sid])
                 ):
                     out["controls_lost"] += 1
@@ -243,7 +269,7 @@ async def run_mode(
             want = sum(e["type"] == "utterance" for e in events)
             lost += max(0, want - got["utterances"]) + (got["last_seq"] != events[-1]["seq"])
             twice += max(0, got["utterances"] - want)
-            wrong_role += got["deployment"]["role"] != role_at(events, events[-1]["seq"])
+            wrong_role += controls_of(got) != controls_at(events, events[-1]["seq"])
     return {
         "sessions": len(sessions),
         "events": total,
@@ -292,7 +318,8 @@ def main() -> None:
                     body = {**session_body(conv.participants[0].id, conv.participants),
                             "session_id": sid}  # fmt: skip
                     httpx.post(f"{server.url}/v1/sessions", json=body).raise_for_status()
-                    sessions[sid] = session_events(list(conv.utterances), args.events)
+                    ignored = conv.participants[-1].id
+                    sessions[sid] = session_events(list(conv.utterances), args.events, ignored)
                 res = asyncio.run(run_mode(server, sessions, args.kills))
                 res["server_tracebacks_logged"] = server.log.read_text(errors="replace").count(
                     "Traceback"

@@ -57,7 +57,8 @@ def worker() -> None:  # pragma: no cover - needs a LiveKit server
 def replay(path: str, agent: str, as_json: bool) -> None:
     from polylogue.adapters.livekit import replay_transcript
     from polylogue.adapters.room import check_replay_agent
-    from polylogue.corpora.transcripts import read_transcript
+    from polylogue.corpora.transcripts import declared_domain, read_transcript
+    from polylogue.engine.deployment import Deployment
     from polylogue.errors import PolylogueInputError
 
     try:  # a bad file or name: one line and exit status 2, as for `polylogue decide`
@@ -68,7 +69,9 @@ def replay(path: str, agent: str, as_json: bool) -> None:
         print(f"error: {msg}", file=sys.stderr)
         raise SystemExit(2) from None
     people = conv.participants if conv.roster_known else ()
-    rows = asyncio.run(replay_transcript(conv.utterances, agent, people))
+    # The transcript header's domain, else the default (meeting), as `polylogue decide`.
+    dep = Deployment.resolve().with_declared_domain(declared_domain(conv))
+    rows = asyncio.run(replay_transcript(conv.utterances, agent, people, deployment=dep))
     for row in rows:
         if as_json:
             print(json.dumps(row))

@@ -43,7 +43,8 @@ def main() -> None:
 
     from polylogue.adapters.pipecat import replay_transcript
     from polylogue.adapters.room import check_replay_agent
-    from polylogue.corpora.transcripts import read_transcript
+    from polylogue.corpora.transcripts import declared_domain, read_transcript
+    from polylogue.engine.deployment import Deployment
     from polylogue.errors import PolylogueInputError
 
     try:  # a bad file or name: one line and exit status 2, as for `polylogue decide`
@@ -54,7 +55,9 @@ def main() -> None:
         print(f"error: {msg}", file=sys.stderr)
         raise SystemExit(2) from None
     people = conv.participants if conv.roster_known else ()
-    rows = asyncio.run(replay_transcript(conv.utterances, args.agent, people))
+    # The transcript header's domain, else the default (meeting), as `polylogue decide`.
+    dep = Deployment.resolve().with_declared_domain(declared_domain(conv))
+    rows = asyncio.run(replay_transcript(conv.utterances, args.agent, people, deployment=dep))
     for row in rows:
         if args.json:
             print(json.dumps(row))

@@ -12,6 +12,7 @@ import logging
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -476,7 +477,9 @@ def test_pipecat_gate_backchannel_observer_and_timeout(meeting: Conversation) ->
     passed = [f for f in down if isinstance(f, TranscriptionFrame)]
     assert len(passed) == acts.count("SPEAK") and all(": " in f.text for f in passed)
 
-    gate, down = run(role="observer", deployment=_deployment(0.1))
+    # An observer over the hand-set thresholds (a role given to start_live is resolved from
+    # the deployment's own options, which would replace them).
+    gate, down = run(deployment=replace(_deployment(0.1), role="observer"))
     assert not [f for f in down if isinstance(f, TranscriptionFrame)]
     assert len([f for f in down if isinstance(f, LLMMessagesAppendFrame)]) == len(lines)
     assert any(d["reason"].startswith("observer (would SPEAK") for d in gate.decisions)

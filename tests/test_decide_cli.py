@@ -184,7 +184,10 @@ def test_plain_output_when_piped_threshold_and_speak_list() -> None:
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     threshold = next(r["threshold"] for r in rows if r["decision"])
-    assert lines[0].startswith(f"operating point matched: P(speak) >= {threshold:.2f} means SPEAK")
+    assert lines[0].startswith(
+        "operating point matched, meeting (declared by the transcript): "
+        f"P(speak) >= {threshold:.2f} means SPEAK"
+    )
     utterance_lines = [x for x in lines[1:] if x[:1].isdigit()]
     assert len(utterance_lines) == len(rows)  # one line per utterance, never wrapped
     for line, row in zip(utterance_lines, rows, strict=True):

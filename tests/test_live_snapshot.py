@@ -77,9 +77,14 @@ def test_old_snapshots_upgrade_or_are_refused_by_version(ami: Conversation) -> N
     for u in ami.utterances[:30]:
         live.utterance(_utt(u))
     snap = json.loads(json.dumps(live.to_dict()))
-    assert snap["version"] == SNAPSHOT_VERSION == 3
+    assert snap["version"] == SNAPSHOT_VERSION == 4
+    # Version 3 had no audience or focus (the group audience, nobody ignored), and stored the
+    # point a role or the default chose as if it had been asked for: upgraded.
+    v3 = {k: v for k, v in snap.items() if k not in ("audience", "focus")} | {"version": 3}
+    v3["deployment"] = snap["deployment"] | {"operating_point": "matched"}
+    assert upgrade_snapshot(v3) == snap
     # Version 2 had no point options (it always ran with the defaults): upgraded.
-    v2 = {k: v for k, v in snap.items() if k != "point_options"} | {"version": 2}
+    v2 = {k: v for k, v in v3.items() if k != "point_options"} | {"version": 2}
     old = LiveConversation.from_dict(v2, snapshot_deployment(v2))
     assert old.point_options == PointOptions()
     nxt = _utt(ami.utterances[30])

@@ -23,7 +23,7 @@ from websockets.sync.client import connect
 from polylogue.conversation import Conversation
 from polylogue.corpora import load_corpus
 from polylogue.engine.model import model_dir_for
-from polylogue.serve.app import CONTROL_EVENTS, RoleEvent
+from polylogue.serve.app import CONTROL_EVENTS, AudienceEvent, FocusEvent, RoleEvent
 from polylogue.serve.client import (
     ResumingClient,
     SeqError,
@@ -190,12 +190,20 @@ def test_a_fragmented_message_over_the_limit_gets_close_code_1009(
 #: One run-time control of each kind and how to read it back from ``GET /v1/sessions/{id}``.
 CONTROLS: dict[str, tuple[dict[str, Any], Any]] = {
     "role": ({"type": "role", "role": "observer"}, lambda s: s["deployment"]["role"] == "observer"),
+    "audience": (
+        {"type": "audience", "audience": "adaptive"},
+        lambda s: s["audience"] == "adaptive",
+    ),
+    "focus": (
+        {"type": "focus", "ignored": ["A"]},
+        lambda s: s["focus"]["ignored"] == ["A"],
+    ),
 }
 
 
 def test_every_control_event_kind_is_in_the_durable_set() -> None:
     """Each control the wire accepts is covered by the kill -9 test below."""
-    assert RoleEvent in CONTROL_EVENTS
+    assert {RoleEvent, AudienceEvent, FocusEvent} <= set(CONTROL_EVENTS)
     kinds = {m.model_fields["type"].annotation.__args__[0] for m in CONTROL_EVENTS}
     assert kinds == set(CONTROLS)
 

@@ -23,11 +23,13 @@ def start_live(
     model: TurnTakingModel | None = None,
     deployment: Deployment | None = None,
     role: str | None = None,
+    audience: str | None = None,
 ) -> tuple[LiveConversation, TurnTakingModel]:
     """An adapter's conversation on ``deployment`` (default: the shipped model at the product
     operating point; ``model``: that model at the product point). ``role`` (``observer``,
-    ``assistant``, ``facilitator``) picks the operating point when no deployment is given, and
-    with one, only whether the agent may speak. The one place adapters build a conversation.
+    ``assistant``, ``facilitator``) is resolved with the deployment's own options exactly as
+    :meth:`Deployment.resolve` would at creation; ``audience``: ``group`` (default) or
+    ``adaptive``. The one place adapters build a conversation.
 
     Returns the model too, for adapters that start more conversations on it (probes).
     """
@@ -36,4 +38,6 @@ def start_live(
     elif role is not None:
         deployment = deployment.with_role(role)
     live = LiveConversation.start(agent_name, participants, policy or Policy(), deployment)
+    if audience is not None:
+        live.set_audience(audience)
     return live, deployment.model

@@ -70,7 +70,7 @@ def message_speaker(
     return room.split_prefix(text) or (default, text)
 
 
-class PolylogueTurnDetector:
+class PolylogueTurnDetector(RoomRole):
     """LiveKit turn detector: the end-of-turn probability is P(the agent should speak now)."""
 
     def __init__(
@@ -80,8 +80,12 @@ class PolylogueTurnDetector:
         policy: Policy | None = None,
         model: TurnTakingModel | None = None,
         deployment: Deployment | None = None,
+        role: str | None = None,
+        audience: str | None = None,
     ) -> None:
-        self.live, self._model = start_live(agent_name, participants, policy, model, deployment)
+        self.live, self._model = start_live(
+            agent_name, participants, policy, model, deployment, role, audience
+        )
         self.room = RoomTracker(self.live)
         self._seen: set[str] = set()
         #: the decision behind the latest prediction (read by :func:`gate_reply`)
@@ -212,11 +216,14 @@ class MultiPartySession(RoomRole):
         model: TurnTakingModel | None = None,
         deployment: Deployment | None = None,
         role: str | None = None,
+        audience: str | None = None,
         speakers: Mapping[str, str] | None = None,
         decision_timeout_s: float = DECISION_TIMEOUT_S,
         on_decision: DecisionHook | None = None,
     ) -> None:
-        self.live, _ = start_live(agent_name, participants, policy, model, deployment, role)
+        self.live, _ = start_live(
+            agent_name, participants, policy, model, deployment, role, audience
+        )
         self.room = RoomTracker(self.live)
         self.speakers = dict(speakers or {})
         self.decision_timeout_s = decision_timeout_s
@@ -470,13 +477,17 @@ async def replay_transcript(
     utterances: Iterable[Utterance],
     agent_name: str,
     participants: Iterable[Participant] = (),
+    *,
+    controls: Mapping[int, Callable[[MultiPartySession], Any]] | None = None,
     **kwargs: Any,
 ) -> list[dict[str, Any]]:
     """Push a transcript through LiveKit's objects and return ``polylogue decide``-style rows.
 
     The humans' lines come out of a ``MultiSpeakerAdapter`` over :class:`TranscriptSTT` (one
     audio frame and a flush per line) into a :class:`MultiPartySession`; the agent's lines
-    are its own speech, with the transcript's times. ``kwargs`` go to the session.
+    are its own speech, with the transcript's times. ``controls`` maps a line's index to a
+    run-time change made just before it (``lambda s: s.set_role("assistant")``); ``kwargs``
+    go to the session.
     """
     from livekit import rtc
 
@@ -490,6 +501,8 @@ async def replay_transcript(
     rows = []
     try:
         for i, u in enumerate(lines):
+            if controls and i in controls:
+                controls[i](mp)
             if mp.live.speaker_id(u.speaker) == agent:
                 mp.room.agent_said(u.text, u.start, u.end)
                 rows.append(decision_row(i, u.speaker, u.text, None))

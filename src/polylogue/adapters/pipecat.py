@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import copy
 import time as _time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -104,13 +104,16 @@ class PolylogueGate(RoomRole, FrameProcessor):
         deployment: Deployment | None = None,
         *,
         role: str | None = None,
+        audience: str | None = None,
         phrases: Sequence[str] = BACKCHANNEL_PHRASES,
         decision_timeout_s: float = DECISION_TIMEOUT_S,
         clock: Callable[[], float] = _time.time,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.live, _ = start_live(agent_name, participants, policy, model, deployment, role)
+        self.live, _ = start_live(
+            agent_name, participants, policy, model, deployment, role, audience
+        )
         self.room = RoomTracker(self.live, phrases)
         self.decision_timeout_s = decision_timeout_s
         self.clock = clock
@@ -320,13 +323,17 @@ async def replay_transcript(
     utterances: Iterable[Any],
     agent_name: str,
     participants: Iterable[Participant] = (),
+    *,
+    controls: Mapping[int, Callable[[PolylogueGate], Any]] | None = None,
     **kwargs: Any,
 ) -> list[dict[str, Any]]:
     """Push a transcript through a real Pipecat pipeline (gate, tap) and return
     ``polylogue decide``-style rows. Humans' lines are an interim with the first word at the
     line's start and the final ``TranscriptionFrame`` at its end (``user_id`` = the speaker,
     ISO timestamps); the agent's lines are bot-speaking frames around their TTS text. Each
-    line is queued once the previous one has passed the pipeline. ``kwargs`` go to the gate.
+    line is queued once the previous one has passed the pipeline. ``controls`` maps a line's
+    index to a run-time change made just before it (``lambda g: g.set_role("assistant")``);
+    ``kwargs`` go to the gate.
     """
     import asyncio
 
@@ -351,6 +358,8 @@ async def replay_transcript(
     await ready.wait()  # processors drop frames that arrive before the StartFrame
     rows = []
     for i, u in enumerate(utterances):
+        if controls and i in controls:
+            controls[i](gate)
         if gate.live.speaker_id(u.speaker) == gate.room.agent_id:
             started, stopped = BotStartedSpeakingFrame(), BotStoppedSpeakingFrame()
             started.metadata["time"], stopped.metadata["time"] = u.start, u.end

@@ -36,7 +36,14 @@ from typing import Any, TypeVar
 
 from polylogue.conversation import BIDI_CONTROLS, Participant, Utterance, clean_name
 from polylogue.engine.bargein import BargeInDecision, interjection_words, lexical_backchannel
-from polylogue.engine.live import Action, AgentState, LiveConversation, LiveDecision, NameBook
+from polylogue.engine.live import (
+    Action,
+    AgentState,
+    Focus,
+    LiveConversation,
+    LiveDecision,
+    NameBook,
+)
 from polylogue.errors import PolylogueInputError
 
 log = logging.getLogger("polylogue.adapters")
@@ -439,7 +446,8 @@ def decision_row(
 
 
 class RoomRole:
-    """The role switch both front ends expose over their :class:`RoomTracker`."""
+    """The run-time controls both front ends expose over their :class:`RoomTracker`: the role,
+    the observer switch, the audience and the focus (each as in ``serve``'s events)."""
 
     room: RoomTracker
 
@@ -453,8 +461,28 @@ class RoomRole:
         self.room.observer = on
 
     def set_role(self, role: str | None) -> None:
-        """Switch the role while the session runs (``observer``, ``assistant``, ...)."""
+        """Switch the role while the session runs (``observer``, ``assistant``, ...): exactly
+        as if the session had been created with it (``None``: the session's own point)."""
         self.room.set_role(role)
+
+    @property
+    def audience(self) -> str:
+        """``group`` or ``adaptive`` (see :data:`polylogue.engine.live.AUDIENCES`)."""
+        return self.room.live.audience
+
+    def set_audience(self, audience: str) -> None:
+        """``adaptive``: a one-to-one assistant while one other person is in the room, the
+        role's group rules once two or more are; ``group``: the role's rules always."""
+        self.room.live.set_audience(audience)
+
+    @property
+    def focus(self) -> Focus:
+        return self.room.live.focus
+
+    def set_focus(self, ignored: Iterable[str] = (), only: Iterable[str] = ()) -> Focus:
+        """Participants (identities or names) whose speech is context only, or the only ones
+        answered; empty lists clear it. An unknown participant is an error, nothing changed."""
+        return self.room.live.set_focus(ignored, only)
 
 
 def participants_of(people: Iterable[Participant | str]) -> list[Participant]:

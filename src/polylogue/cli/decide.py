@@ -95,13 +95,20 @@ def _file_steps(
     who: str,
     deployment: Deployment,
     aliases: Sequence[AliasSpec] = (),
-) -> tuple[str, Iterator[_Step], str]:
+) -> tuple[str, Iterator[_Step], str, Deployment]:
     """Replay a transcript file as a stream: the same rule for who is in the room as on stdin
-    (a declared roster, or discovery as people first speak)."""
-    from polylogue.corpora.transcripts import name_list, read_transcript, with_aliases
+    (a declared roster, or discovery as people first speak). The deployment takes the domain
+    the file declares unless ``--domain`` gave one."""
+    from polylogue.corpora.transcripts import (
+        declared_domain,
+        name_list,
+        read_transcript,
+        with_aliases,
+    )
     from polylogue.engine.live import LiveConversation, NameBook, participant_for_label
 
     conv = read_transcript(path, format=fmt)
+    deployment = deployment.with_declared_domain(declared_domain(conv))
     participants = with_aliases(conv.participants, aliases, path)
     book = NameBook()
     for p in participants:
@@ -129,7 +136,7 @@ def _file_steps(
 
     matched = next(p for p in participants if p.id in book.matches(who))
     room = ROOM_DECLARED.format(n=len(participants)) if conv.roster_known else ROOM_DISCOVERED
-    return matched.display_name, steps(), room
+    return matched.display_name, steps(), room, deployment
 
 
 #: Formats ``decide -`` reads from stdin (``txt`` and ``jsonl`` share one line parser).
@@ -155,6 +162,8 @@ class _StdinStart:
     lines: Iterator[str]  # every line, the ones already read included
     header: tuple[Participant, ...] | None
     header_line: int = 0
+    #: the ``domain`` the header declares, if any
+    domain: str | None = None
 
 
 def _stdin_start(fmt: str | None) -> _StdinStart:
@@ -162,7 +171,11 @@ def _stdin_start(fmt: str | None) -> _StdinStart:
     line formats, a ``{"participants": [...]}`` header."""
     from itertools import chain
 
-    from polylogue.corpora.transcripts import parse_header_line, sniff_stream_format
+    from polylogue.corpora.transcripts import (
+        header_domain,
+        parse_header_line,
+        sniff_stream_format,
+    )
 
     lines = _stdin_lines()
     head: list[str] = []
@@ -179,9 +192,12 @@ def _stdin_start(fmt: str | None) -> _StdinStart:
             param_hint="--format",
         )
     header = None
+    domain = None
     if fmt in ("txt", "jsonl") and head and head[-1].strip():
         header = parse_header_line(head[-1], lineno=len(head))
-    return _StdinStart(fmt, chain(head, lines), header, len(head) if header else 0)
+        if header is not None:
+            domain = header_domain(head[-1], lineno=len(head))
+    return _StdinStart(fmt, chain(head, lines), header, len(head) if header else 0, domain)
 
 
 def _stdin_utterances(
@@ -244,7 +260,7 @@ def _stdin_steps(
     fmt: str | None,
     deployment: Deployment,
     aliases: Sequence[AliasSpec] = (),
-) -> tuple[str, Iterator[_Step], str]:
+) -> tuple[str, Iterator[_Step], str, Deployment]:
     """Follow a transcript streamed on stdin: each utterance is answered as soon as it arrives.
 
     ``--as`` is resolved like in file mode (id, name, alias or first name, any case), also
@@ -255,6 +271,7 @@ def _stdin_steps(
     from polylogue.engine.live import EventError, LiveConversation, participant_for_label
 
     start = _stdin_start(fmt)
+    deployment = deployment.with_declared_domain(start.domain)
     # Aliased people are known by name before they speak (so "Morgan, ..." names them), but
     # not present until they do: registering is not joining.
     known = (
@@ -280,7 +297,8 @@ def _stdin_steps(
             live.warnings.clear()
             yield _step_of(index, u, live, d)
 
-    return who, steps(), "room: as declared by a header line, else as people first speak"
+    room = "room: as declared by a header line, else as people first speak"
+    return who, steps(), room, deployment
 
 
 def _fmt_time(t: float | None) -> str:
@@ -470,7 +488,8 @@ def decide(
         str | None,
         typer.Option(
             help=f"Kind of conversation: {_DOMAINS} (chat has its own model); "
-            "picks that domain's operating-point thresholds."
+            "picks that domain's operating-point thresholds. Default: the transcript "
+            "header's domain, else meeting."
         ),
     ] = None,
     alias: Annotated[
@@ -537,9 +556,11 @@ def _decide(
     aliases = [*(read_alias_file(alias_file) if alias_file else []), *map(parse_alias, alias)]
     deployment = resolve_deployment(model_dir, domain, operating_point, threshold, role)
     if transcript == "-":
-        target_name, steps, room = _stdin_steps(who, fmt, deployment, aliases)
+        target_name, steps, room, deployment = _stdin_steps(who, fmt, deployment, aliases)
     else:
-        target_name, steps, room = _file_steps(Path(transcript), fmt, who, deployment, aliases)
+        target_name, steps, room, deployment = _file_steps(
+            Path(transcript), fmt, who, deployment, aliases
+        )
     console = Console(highlight=False)
     plain = not console.is_terminal
     paired: Iterator[tuple[_Step, _Step | None]] = (
@@ -613,10 +634,18 @@ def resolve_deployment(
         raise typer.BadParameter(str(e).split(": ", 1)[1], param_hint=flag) from None
 
 
+#: How the header says where the domain came from (``Deployment.domain_source``).
+_DOMAIN_SOURCE = {
+    "requested": "",
+    "declared": " (declared by the transcript)",
+    "default": " (the default: no domain declared; --domain sets one)",
+}
+
+
 def _header(dep: Deployment, plain: bool) -> str:
     t = dep.thresholds
     ge = ">=" if plain else "≥"
-    where = f", {dep.domain}" if dep.domain else ""
+    where = f", {dep.domain}{_DOMAIN_SOURCE.get(dep.domain_source, '')}"
     text = (
         f"operating point {dep.operating_point}{where}: P(speak) {ge} {t.take_floor:.2f} means "
         f"SPEAK" + ("" if plain else " (marked │ on the bars)")

@@ -74,7 +74,8 @@ def eval_command(
         str | None,
         typer.Option(
             help=f"Default model only: deployment domain ({', '.join(DOMAIN_NAMES)}); picks "
-            "that domain's shipped model (chat has its own) and validation threshold."
+            "that domain's shipped model (chat has its own) and validation threshold. "
+            "Default: each point's own (its corpus's) domain."
         ),
     ] = None,
     operating_point: Annotated[
@@ -155,6 +156,9 @@ def eval_command(
         options[key] = value
     options.update(_parse_options(option or []))
     points, info = load_points(data, split, balanced=balanced)
+    if domain is None and backend.takes("point_domains"):
+        # Each point declares its corpus's domain: decided with that domain's deployment.
+        options["point_domains"] = sorted({p.input.domain for p in points})
     extra: dict[str, Any] = {}
     if sample_seed is not None:
         if limit is None:

@@ -174,10 +174,41 @@ def _read_transcript(
     if not raw:
         raise ConversationFormatError(path, "", "empty transcript: no utterances")
     conv_id = conversation_id or (header or {}).get("id") or path.stem
+    declared = domain is not None or bool((header or {}).get("domain"))
     if domain is None:  # a header's domain may be an older polylogue's name
         domain = upgrade_domain_name(str((header or {}).get("domain") or "meeting"), path)
     check_domain_name(domain, path)
-    return _build(raw, participants, str(conv_id), domain, path, fmt)
+    conv = _build(raw, participants, str(conv_id), domain, path, fmt)
+    # Whether the input said what kind of conversation it is (decide uses it when --domain
+    # does not; otherwise the deployment's default applies).
+    conv.metadata[DOMAIN_DECLARED] = declared
+    return conv
+
+
+#: ``Conversation.metadata`` key: the transcript (or the caller) declared its domain.
+DOMAIN_DECLARED = "domain_declared"
+
+
+def declared_domain(conv: Conversation) -> str | None:
+    """The domain a transcript declares (its header's ``domain``), or None when it says none."""
+    return conv.domain if conv.metadata.get(DOMAIN_DECLARED) else None
+
+
+def header_domain(line: str, source: str | Path = "<stdin>", lineno: int = 1) -> str | None:
+    """The ``domain`` a ``{"participants": [...], "domain": ...}`` header line declares, or
+    None (no header, or no domain in it); an unknown domain is an error naming it."""
+    s = decode_line(line, source, lineno).lstrip("\ufeff").strip()
+    if not s.startswith("{"):
+        return None
+    try:
+        obj = loads_json(s, source, f"line {lineno}")
+    except ConversationFormatError:
+        return None
+    if not isinstance(obj, dict) or "participants" not in obj or not obj.get("domain"):
+        return None
+    domain = upgrade_domain_name(str(obj["domain"]), source)
+    check_domain_name(domain, f"{source} line {lineno}")
+    return domain
 
 
 def parse_transcript_line(

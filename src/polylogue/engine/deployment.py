@@ -7,12 +7,19 @@ options, so the same stream gets the same actions everywhere:
 
 * the model folder: the shipped general model, the shipped chat model (``domain="chat"``), or a
   folder written by ``polylogue train-default``;
-* the deployment domain (``meeting``, ``tv``, ``earnings``, ``chat``; None: the overall one);
+* the deployment domain (``meeting``, ``tv``, ``earnings``, ``chat``): the one requested, else
+  the one the input declares (:meth:`Deployment.with_declared_domain`: a transcript header, a
+  benchmark point's corpus), else :data:`DEFAULT_DOMAIN` (``meeting``);
 * the operating point, a named set of thresholds chosen on validation and stored in the model's
   ``model.json`` (see :data:`OPERATING_POINTS`), or a raw ``threshold`` that overrides the floor
   threshold of the chosen point;
 * the role (``observer``, ``assistant``, ``facilitator``): a preset over the operating point and
   whether the agent may speak at all.
+
+The options a deployment was asked for apart from its role (:class:`PointRequest`) are kept
+beside what they resolved to, so a role given at run time (:meth:`Deployment.with_role`) is
+resolved exactly as the same role given at creation, and clearing it returns to the
+session's own point.
 
 One rule turns the three calibrated probabilities into one action (:meth:`Deployment.choose`):
 
@@ -33,7 +40,7 @@ was too low to be worth saying).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -61,8 +68,14 @@ class Action(StrEnum):
 OPERATING_POINTS: tuple[str, ...] = ("balanced", "matched", "polite", "addressed-only")
 #: What ``decide``, ``serve`` and the adapters use unless told otherwise (see the model card).
 DEFAULT_OPERATING_POINT = "matched"
-#: The key of the thresholds used when no domain is given.
+#: The key of the thresholds chosen over every domain at once (paper-style tables over a
+#: mixed benchmark, :func:`balanced_threshold` without a domain).
 OVERALL = "default"
+#: The domain of a deployment whose input declares none: a meeting (backchannels suggested,
+#: a ``polite`` point that speaks). The overall thresholds suggest no backchannel at all.
+DEFAULT_DOMAIN = "meeting"
+#: Where a deployment's domain came from (``Deployment.domain_source``).
+DOMAIN_SOURCES = ("requested", "declared", "default")
 
 
 @dataclass(frozen=True)
@@ -142,10 +155,13 @@ def choose_action(p_take: float, p_back: float, thresholds: Thresholds) -> Actio
 
 
 def balanced_threshold(model: TurnTakingModel, domain: str | None) -> float:
-    """The ``balanced`` floor threshold of a domain (paper-style tables and comparisons)."""
-    return Deployment.resolve(
-        model=model, domain=domain, operating_point="balanced"
-    ).take_floor_threshold
+    """The ``balanced`` floor threshold of a domain (paper-style tables and comparisons);
+    ``None``: the one chosen over every domain at once (:data:`OVERALL`)."""
+    if domain is not None:
+        return Deployment.resolve(
+            model=model, domain=domain, operating_point="balanced"
+        ).take_floor_threshold
+    return float(model_operating_points(model)["balanced"][OVERALL]["take_floor"])
 
 
 def model_operating_points(model: TurnTakingModel) -> dict[str, dict[str, dict[str, float]]]:
@@ -170,6 +186,26 @@ def _check_choice(option: str, value: str | None, choices: Iterable[str]) -> Non
 
 
 @dataclass(frozen=True)
+class PointRequest:
+    """What a deployment was asked for apart from its role: the session's own point.
+
+    ``None`` where an option was not given (the role's preset, the input's domain or the
+    defaults fill it in when resolving).
+    """
+
+    domain: str | None = None
+    operating_point: str | None = None
+    threshold: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "domain": self.domain,
+            "operating_point": self.operating_point,
+            "threshold": self.threshold,
+        }
+
+
+@dataclass(frozen=True)
 class Deployment:
     """A model with its domain, operating point and role resolved into one decision rule."""
 
@@ -184,6 +220,10 @@ class Deployment:
     role: str | None = None
     #: The raw ``threshold`` option when one was given (it replaced the point's floor threshold).
     threshold_override: float | None = None
+    #: The options asked for apart from the role (what clearing the role returns to).
+    request: PointRequest = PointRequest()
+    #: Where ``domain`` came from: ``requested``, ``declared`` by the input, or the ``default``.
+    domain_source: str = "default"
 
     @classmethod
     def resolve(
@@ -194,12 +234,20 @@ class Deployment:
         threshold: float | None = None,
         role: str | None = None,
         model: TurnTakingModel | None = None,
+        domain_source: str | None = None,
     ) -> Deployment:
-        """Check every option, load the model (unless given) and pick its thresholds."""
+        """Check every option, load the model (unless given) and pick its thresholds.
+
+        Without a domain the deployment is a :data:`DEFAULT_DOMAIN` one; an explicit
+        ``operating_point`` wins over the role's preset point.
+        """
         try:
             check_domain_name(domain)
         except DomainError as exc:
             raise DeploymentError("domain", str(exc)) from None
+        request = PointRequest(domain, operating_point, threshold)
+        source = domain_source or ("default" if domain is None else "requested")
+        domain = domain or DEFAULT_DOMAIN
         _check_choice("operating point", operating_point, OPERATING_POINTS)
         _check_choice("role", role, ROLES)
         if threshold is not None:
@@ -226,10 +274,10 @@ class Deployment:
                 "run `polylogue operating-points` on it",
             )
         per_domain = points[stored]
-        values = per_domain.get(domain or OVERALL) or per_domain.get(OVERALL)
+        values = per_domain.get(domain) or per_domain.get(OVERALL)
         if values is None:
             raise DeploymentError(
-                "domain", f"the {stored!r} point has no thresholds for {domain or OVERALL!r}"
+                "domain", f"the {stored!r} point has no thresholds for {domain!r}"
             )
         base = Thresholds(
             take_floor=float(values["take_floor"]),
@@ -247,6 +295,8 @@ class Deployment:
             addressed_only=point == "addressed-only",
             role=role,
             threshold_override=None if threshold is None else float(threshold),
+            request=request,
+            domain_source=source,
         )
 
     @classmethod
@@ -288,35 +338,56 @@ class Deployment:
         return action
 
     def with_role(self, role: str | None) -> Deployment:
-        """The same deployment with another role (the operating point stays as resolved)."""
+        """This deployment's own options (:attr:`request`) resolved again with ``role``: the
+        same thresholds, gate and actions as that role given at creation (``None``: the
+        session's own point)."""
         _check_choice("role", role, ROLES)
-        return Deployment(
-            self.model,
-            self.model_dir,
-            self.domain,
-            self.operating_point,
-            self.thresholds,
-            self.addressed_only,
-            role,
-            self.threshold_override,
+        return self._again(self.request, role)
+
+    def with_declared_domain(self, declared: str | None) -> Deployment:
+        """The domain the input declares (a transcript header, a benchmark point's corpus),
+        used unless one was requested; everything else resolved as before."""
+        if declared is None or self.request.domain is not None:
+            return self
+        return self._again(replace(self.request, domain=declared), self.role, "declared")
+
+    def _again(
+        self, request: PointRequest, role: str | None, source: str | None = None
+    ) -> Deployment:
+        """``request`` and ``role`` resolved on this deployment's model; a shipped model is
+        loaded again only when the new domain has another shipped folder (``chat``)."""
+        shipped = self.model_dir is not None and self.model_dir == model_dir_for(self.domain)
+        if shipped and model_dir_for(request.domain) != self.model_dir:
+            model, folder = None, None
+        else:
+            model, folder = self.model, self.model_dir
+        return Deployment.resolve(
+            model_dir=folder,
+            domain=request.domain,
+            operating_point=request.operating_point,
+            threshold=request.threshold,
+            role=role,
+            model=model,
+            domain_source=source or (self.domain_source if request.domain else None),
         )
 
     def options(self) -> dict[str, Any]:
-        """The options that rebuild this deployment (``from_options``), for snapshots."""
-        out: dict[str, Any] = {
-            "domain": self.domain,
-            "operating_point": self.operating_point,
-            "threshold": self.threshold_override,
-            "role": self.role,
-        }
+        """The options that rebuild this deployment (``from_options``), for snapshots: the
+        ones asked for (a point the role chose is not stored as the session's own)."""
+        out: dict[str, Any] = {**self.request.to_dict(), "role": self.role}
         if self.model_dir is not None and self.model_dir != model_dir_for(self.domain):
             out["model_dir"] = str(self.model_dir)
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        """What the deployment is, for output headers, run manifests and ``serve`` replies."""
+        """What the deployment is, for output headers, run manifests and ``serve`` replies:
+        the resolved domain and point, and what was asked for (``requested``)."""
         return {
             **self.options(),
+            "domain": self.domain,
+            "domain_source": self.domain_source,
+            "operating_point": self.operating_point,
+            "requested": self.request.to_dict(),
             "model": str(self.model_dir) if self.model_dir is not None else None,
             "feature_blocks": list(self.model.feature_blocks),
             "thresholds": self.thresholds.to_dict(),

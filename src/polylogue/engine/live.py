@@ -11,6 +11,10 @@ adapters) must behave the same, so all of it lives here:
   human's speech asks for a barge-in decision: yield or continue);
 * interim (partial) transcripts, which never touch the conversation state: only the final
   transcript of an utterance is observed;
+* the audience (:data:`AUDIENCES`): ``adaptive`` answers the one other person present as a
+  one-to-one assistant and applies the role's group rules once two or more people are there;
+* focus: participants whose speech is context only (``ignored``: a TV, a recorded message, a
+  note-taking bot) or the only ones the agent answers (``only``);
 * resets, and the policy: the deployment's three-outcome rule
   (:mod:`polylogue.engine.deployment`: operating point, domain, role) applied to the engine's
   probabilities, per-state floor thresholds (agent speaking / agent just spoke) and a cooldown
@@ -32,7 +36,13 @@ from typing import Any
 
 from polylogue.conversation import GROUP_ROLE, Participant, Utterance, name_key
 from polylogue.engine.bargein import BargeInDecision, BargeInModel, load_barge_in_model
-from polylogue.engine.deployment import Action, Deployment, choose_action
+from polylogue.engine.deployment import (
+    DEFAULT_OPERATING_POINT,
+    ROLES,
+    Action,
+    Deployment,
+    choose_action,
+)
 from polylogue.engine.engine import EngineDecision, TurnTakingEngine
 from polylogue.engine.features import SPOKEN, Spoken
 from polylogue.engine.model import TurnTakingModel
@@ -48,6 +58,54 @@ class AgentState(StrEnum):
 
 class EventError(PolylogueInputError):
     """A live event that cannot be applied (unknown participant, bad times, ...)."""
+
+
+#: How the agent treats the people present (``LiveConversation.audience``):
+#:
+#: * ``group``: the role's rules always (the default);
+#: * ``adaptive``: with exactly one other person present, every completed turn of theirs that
+#:   addresses nobody else is answered (SPEAK at each decision point); with two or more, the
+#:   role's rules. Ignored participants (:class:`Focus`) are not people here.
+AUDIENCES: tuple[str, ...] = ("group", "adaptive")
+DEFAULT_AUDIENCE = "group"
+
+
+def check_audience(value: Any) -> str:
+    """``value`` if it is one of :data:`AUDIENCES`, else one error naming it and the choices."""
+    if not isinstance(value, str) or value not in AUDIENCES:
+        raise EventError(f"audience: unknown value {value!r}; choose one of {', '.join(AUDIENCES)}")
+    return value
+
+
+def addresses_nobody_else(d: EngineDecision) -> bool:
+    """The words of the utterance just decided on put the turn to nobody but the agent (the
+    agent addressed, or nobody named): the one test of "addresses nobody else" the
+    ``adaptive`` audience applies."""
+    return d.addressed or "someone else addressed by name" not in d.cues.get("active", ())
+
+
+@dataclass(frozen=True)
+class Focus:
+    """Whose speech the agent answers: ``ignored`` participants are context only (no decision
+    after their words); a non-empty ``only`` answers nobody else. Participant ids."""
+
+    ignored: tuple[str, ...] = ()
+    only: tuple[str, ...] = ()
+
+    def skips(self, pid: str) -> str | None:
+        """Why no decision follows an utterance of ``pid`` (None: decide as usual)."""
+        if pid in self.ignored:
+            return "ignored speaker (context only)"
+        if self.only and pid not in self.only:
+            return "not in focus (the agent answers only " + ", ".join(self.only) + ")"
+        return None
+
+    def to_dict(self) -> dict[str, list[str]]:
+        return {"ignored": list(self.ignored), "only": list(self.only)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Focus:
+        return cls(tuple(map(str, d["ignored"])), tuple(map(str, d["only"])))
 
 
 #: Policy fields of earlier versions that now belong to the deployment, and where they went.
@@ -326,6 +384,10 @@ class LiveConversation:
     #: Also compute the top feature contributions of each decision (costs about as much as
     #: the decision itself; the CLI shows them, a live service usually does not need them).
     explain: bool = field(default=False, metadata=_saved("explain", decode=bool))
+    #: ``group`` or ``adaptive`` (:data:`AUDIENCES`); change it with :meth:`set_audience`.
+    audience: str = field(
+        default=DEFAULT_AUDIENCE, metadata=_saved("audience", decode=check_audience)
+    )
 
     # The state as events move it on (not constructor arguments).
     #: the agent: its name, participant, own speech state
@@ -348,6 +410,10 @@ class LiveConversation:
         init=False, default=None, metadata=_saved("last_unaddressed_speak")
     )
     index: int = field(init=False, default=0, metadata=_saved("index", decode=int))
+    #: whose speech is context only, or the only speech answered (:meth:`set_focus`)
+    focus: Focus = field(
+        init=False, default_factory=Focus, metadata=_saved("focus", Focus.to_dict, Focus.from_dict)
+    )
     #: warnings not yet shown (a front end drains them; not saved)
     warnings: list[str] = field(init=False, default_factory=list)
     engine: TurnTakingEngine = field(init=False)
@@ -396,8 +462,56 @@ class LiveConversation:
         return live
 
     def set_role(self, role: str | None) -> None:
-        """Switch the role at run time (``observer`` logs decisions and never speaks)."""
+        """Switch the role at run time: the same thresholds and gate as that role given at
+        creation (``observer`` logs decisions and never speaks; ``None``: the conversation's
+        own point). An unknown role changes nothing."""
         self.deployment = self.deployment.with_role(role)
+
+    def set_audience(self, audience: str) -> None:
+        """``group`` or ``adaptive`` from now on (:data:`AUDIENCES`); a bad value changes
+        nothing."""
+        self.audience = check_audience(audience)
+
+    def set_focus(self, ignored: Iterable[str] = (), only: Iterable[str] = ()) -> Focus:
+        """Replace the focus: ``ignored`` participants' speech is context only, and a
+        non-empty ``only`` is the list of the only participants answered (ids, names or
+        aliases of known participants). Empty lists clear it. One error naming the unknown
+        participant and the known ones, and nothing changed, if a name is not known, is the
+        agent, or is in both lists."""
+        ignored_ids = tuple(dict.fromkeys(self._focus_id(n, "ignored") for n in ignored))
+        only_ids = tuple(dict.fromkeys(self._focus_id(n, "only") for n in only))
+        both = sorted(set(ignored_ids) & set(only_ids))
+        if both:
+            raise EventError(f"focus: {', '.join(both)} cannot be both ignored and the only ones")
+        self.focus = Focus(ignored_ids, only_ids)
+        return self.focus
+
+    def _focus_id(self, name: Any, field_name: str) -> str:
+        pid = self._lookup(name) if isinstance(name, str) and name.strip() else None
+        if pid is None or pid == self.agent.pid:
+            known = [p for p in self.engine.participants if p != self.agent.pid]
+            what = "is the agent itself" if pid is not None else "is not a participant"
+            raise EventError(
+                f"focus.{field_name}: {name!r} {what}; known participants: "
+                + (", ".join(known) or "none yet (join them first)")
+            )
+        return pid
+
+    def humans_present(self) -> list[str]:
+        """The people present apart from the agent and ignored participants (with a roster:
+        who joined and has not left; without one: who has spoken)."""
+        who = self.present if self.roster_known else self.engine.state.utt_count
+        return [p for p in who if p != self.agent.pid and p not in self.focus.ignored]
+
+    def _one_to_one(self, d: EngineDecision, speaker: str) -> str | None:
+        """The reason to answer as a one-to-one assistant (``adaptive`` audience, one other
+        person present, words that address nobody else), or None: the role's rules."""
+        if self.audience != "adaptive":
+            return None
+        # Whoever speaks is evidently here, on the roster's present list or not.
+        if {*self.humans_present(), speaker} != {speaker} or not addresses_nobody_else(d):
+            return None
+        return "one-to-one: the only other person present"
 
     def _bind_agent(self, spec: str) -> _Agent:
         found = self.names.matches(spec)
@@ -565,6 +679,9 @@ class LiveConversation:
             return LiveDecision(index, pid, None, "backchannel or too short", state, barge_in=barge)
         if self.roster_known and self.agent.pid not in self.present:
             return LiveDecision(index, pid, None, "agent not present", state, barge_in=barge)
+        skipped = self.focus.skips(pid)
+        if skipped is not None:
+            return LiveDecision(index, pid, None, skipped, state, barge_in=barge)
         return self._decide(index, pid, state, barge)
 
     # ----------------------------------------------------------------- policy
@@ -610,6 +727,9 @@ class LiveConversation:
             reason = "a short acknowledgement is as likely as a floor take"
         else:
             reason = "P(speak) below threshold"
+        one_to_one = self._one_to_one(d, speaker)
+        if one_to_one is not None:
+            action, reason = Action.SPEAK, one_to_one
         suggested = action
         if not dep.speaks:
             action, reason = Action.SILENT, f"observer (would {suggested.value}: {reason})"
@@ -748,10 +868,11 @@ def _restored_engine(d: dict[str, Any], deployment: Deployment) -> TurnTakingEng
     return engine
 
 
-#: The snapshot format written now. Version 3 saves the decision-point options; version 2
-#: (the deployment's options travel with the snapshot) is upgraded on reading; version 1
-#: (one threshold, before the deployment layer) is refused.
-SNAPSHOT_VERSION = 3
+#: The snapshot format written now. Version 4 saves the audience and the focus, and only the
+#: operating point asked for (not the one a role chose); version 3 saves the decision-point
+#: options; versions 2 and 3 are upgraded on reading; version 1 (one threshold, before the
+#: deployment layer) is refused.
+SNAPSHOT_VERSION = 4
 
 
 class SnapshotError(PolylogueInputError):
@@ -763,8 +884,25 @@ def _v2_to_v3(d: dict[str, Any]) -> dict[str, Any]:
     return {**d, "version": 3, "point_options": _point_options_to_dict(PointOptions())}
 
 
+def _v3_to_v4(d: dict[str, Any]) -> dict[str, Any]:
+    # Version 3 had no audience or focus, and stored the resolved point: a point equal to the
+    # role's preset was the role's choice, not the session's own.
+    options = dict(d.get("deployment") or {})
+    role = options.get("role")
+    preset = ROLES[role].operating_point if isinstance(role, str) and role in ROLES else None
+    if options.get("operating_point") == (preset or DEFAULT_OPERATING_POINT):
+        options["operating_point"] = None
+    return {
+        **d,
+        "version": 4,
+        "deployment": options,
+        "audience": DEFAULT_AUDIENCE,
+        "focus": Focus().to_dict(),
+    }
+
+
 #: version -> the step to the next version (applied until SNAPSHOT_VERSION).
-_UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {2: _v2_to_v3}
+_UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {2: _v2_to_v3, 3: _v3_to_v4}
 
 
 def upgrade_snapshot(d: dict[str, Any]) -> dict[str, Any]:

@@ -197,7 +197,7 @@ for _backend in (
     Backend(
         "default",
         "polylogue.models.default_model:load_default_predictor",
-        ("threshold", "model_dir", "domain", "operating_point"),
+        ("threshold", "model_dir", "domain", "operating_point", "point_domains"),
         takes_spec=False,
     ),
     Backend("baseline", "polylogue.models.baselines:make_baseline", RANDOM_BASELINE_OPTIONS),

@@ -16,7 +16,9 @@ WebSocket upgrade that header or ``?token=``, since browsers cannot set headers 
 Events: ``{"type": "utterance", "speaker", "text", "start"?, "end"?, "final"?: true}``,
 ``{"type": "join", "participants": [...]}``, ``{"type": "leave", "participant"}``,
 ``{"type": "agent_speech", "speaking": bool, "time"?, "text"?}``, ``{"type": "reset"}``,
-``{"type": "role", "role": "observer" | "assistant" | "facilitator" | null}``; any event may
+``{"type": "role", "role": "observer" | "assistant" | "facilitator" | null}``,
+``{"type": "audience", "audience": "group" | "adaptive"}``, ``{"type": "focus", "ignored"?:
+[...], "only"?: [...]}`` (the session body takes ``audience`` and ``focus`` too); any event may
 carry an integer ``"seq"``: echoed back, and an event whose ``seq`` is not above the
 session's ``last_seq`` is a resend and is not applied again (``"duplicate": true``). A
 result is ``{"ok": true, "seq", "decision"?, "barge_in"?}`` or ``{"ok": false, "seq",
@@ -267,6 +269,29 @@ class RoleEvent(_Strict):
     role: str | None = None
 
 
+class AudienceEvent(_Strict):
+    """``group`` or ``adaptive`` from now on (checked by :func:`apply_audience`)."""
+
+    type: Literal["audience"]
+    seq: Seq | None = None
+    audience: Any = None
+
+
+class FocusIn(_Strict):
+    """Whose speech is context only (``ignored``) and the only people answered (``only``):
+    participant ids, names or aliases, checked against the session by :func:`apply_focus`."""
+
+    ignored: list[Any] = Field(default_factory=list, max_length=MAX_PARTICIPANTS)
+    only: list[Any] = Field(default_factory=list, max_length=MAX_PARTICIPANTS)
+
+
+class FocusEvent(FocusIn):
+    """Replace the session's focus (empty lists: answer everyone again)."""
+
+    type: Literal["focus"]
+    seq: Seq | None = None
+
+
 Event = Annotated[
     UtteranceEvent
     | JoinEvent
@@ -274,13 +299,15 @@ Event = Annotated[
     | AgentSpeechEvent
     | ResetEvent
     | RoleEvent
+    | AudienceEvent
+    | FocusEvent
     | SilenceEvent,
     Field(discriminator="type"),
 ]
 _EVENT = TypeAdapter(Event)
 #: Events that change what the agent may do (role, and any run-time control like it): each is
 #: durable before its result is sent (:meth:`Sessions.commit`).
-CONTROL_EVENTS: tuple[type[BaseModel], ...] = (RoleEvent,)
+CONTROL_EVENTS: tuple[type[BaseModel], ...] = (RoleEvent, AudienceEvent, FocusEvent)
 
 
 def seq_gap(last_seq: int | None, seq: int | None) -> int:
@@ -304,6 +331,10 @@ class SessionIn(_Strict):
     #: Deployment options (``domain``, ``operating_point``, ``threshold``, ``role``); the
     #: model folder is the server's (``serve --model-dir``), never a request's.
     deployment: dict[str, Any] = Field(default_factory=dict)
+    #: ``group`` (default) or ``adaptive``; see :func:`apply_audience`.
+    audience: Any = None
+    #: Participants of ``participants`` to ignore or to answer exclusively.
+    focus: FocusIn | None = None
     session_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{1,64}$")
 
 
@@ -403,9 +434,14 @@ class Sessions:
         """The one place a session's live conversation is built from its creation body."""
         policy = Policy.from_dict(spec.policy)
         participants = [p.to_participant() for p in spec.participants]
-        return LiveConversation.start(
+        live = LiveConversation.start(
             spec.agent, participants, policy, self.deployment(spec.deployment)
         )
+        if spec.audience is not None:
+            apply_audience(live, spec.audience)
+        if spec.focus is not None:
+            apply_focus(live, spec.focus)
+        return live
 
     @staticmethod
     def _snapshot(c: _Cached) -> dict[str, Any]:
@@ -574,6 +610,7 @@ class Sessions:
             "present": list(live.present),
             "policy": live.policy.to_dict(),
             "deployment": public_deployment(live.deployment),
+            **session_controls(live),
             "version": c.version,
             "last_seq": c.last_seq,
         }
@@ -641,9 +678,35 @@ def _apply(live: LiveConversation, e: Event) -> dict[str, Any]:
     elif isinstance(e, RoleEvent):
         live.set_role(e.role)
         return {"deployment": public_deployment(live.deployment)}
+    elif isinstance(e, AudienceEvent):
+        apply_audience(live, e.audience)
+        return session_controls(live)
+    elif isinstance(e, FocusEvent):
+        apply_focus(live, e)
+        return session_controls(live)
     else:
         live.reset()
     return {}
+
+
+# ----------------------------------------------------------------------------- run-time controls
+
+
+def apply_audience(live: LiveConversation, audience: Any) -> None:
+    """The session's audience from a body or event (``group`` or ``adaptive``); anything else
+    is one error naming the value and the choices, and the session is unchanged."""
+    live.set_audience(audience)
+
+
+def apply_focus(live: LiveConversation, focus: FocusIn) -> None:
+    """Replace the session's focus; an unknown participant (or one in both lists, or the agent)
+    is one error naming it and the known participants, and the session is unchanged."""
+    live.set_focus(focus.ignored, focus.only)
+
+
+def session_controls(live: LiveConversation) -> dict[str, Any]:
+    """The run-time controls besides the role, as replies and summaries show them."""
+    return {"audience": live.audience, "focus": live.focus.to_dict()}
 
 
 # ----------------------------------------------------------------------------- the app
@@ -843,6 +906,7 @@ def create_app(
                 "agent": live.agent.pid,
                 "agent_resolved": not live.agent.provisional,
                 "deployment": public_deployment(live.deployment),
+                **session_controls(live),
             },
             status_code=201,
         )

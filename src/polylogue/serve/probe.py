@@ -8,7 +8,8 @@ bad UTF-8 bodies, foreign ``Host`` / ``Origin``, oversized bodies, unknown sessi
 valid events (which must be answered correctly) and resends (which must be skipped); and
 those of issue 34: values a lax parser would coerce (``"5"`` as a time, ``1`` as a bool),
 names holding control, bidi or lone-surrogate characters, session bodies with bad policy or
-deployment fields (NaN among them), and run-time role changes (answered with the deployment).
+deployment fields (NaN among them), and run-time controls (role, audience and focus changes,
+answered with what they set).
 
 Each case ends as one of: ``clear`` (a refusal with a message: an error result, or a 4xx with
 one), ``correct`` (a valid input answered normally), ``silent`` (bad input answered as if it
@@ -38,7 +39,7 @@ class ProbeCase:
     payload: str | bytes
     #: ``error``: must be refused; ``ok``: must be answered; ``either``: a damaged copy
     #: that may still be a valid event; ``duplicate``: a resend, to be skipped;
-    #: ``control``: a run-time control, answered with the deployment it gives
+    #: ``control``: a run-time control, answered with what it sets
     expect: Literal["error", "ok", "either", "duplicate", "control"]
     headers: dict[str, str] = field(default_factory=dict)
 
@@ -82,6 +83,8 @@ _WRONG: dict[str, list[Any]] = {
 
 #: Round three (issue 34): values a lax parser would coerce, and events of other types.
 _COERCIBLE: list[dict[str, Any]] = [
+    {"type": "audience", "audience": "everyone"},
+    {"type": "focus", "ignored": ["nobody-here"]},
     {"start": "5"},
     {"end": "1.5"},
     {"final": "true"},
@@ -263,7 +266,13 @@ def make_cases(
         elif kind == "bad_session_body":
             cases.append(ProbeCase(kind, "create", rng.choice(_BAD_BODIES), "error"))
         elif kind == "control":
-            event = {"type": "role", "role": rng.choice(_ROLES)}
+            event = rng.choice(
+                [
+                    {"type": "role", "role": rng.choice(_ROLES)},
+                    {"type": "audience", "audience": rng.choice(["group", "adaptive"])},
+                    {"type": "focus"},  # clears the focus: valid on any session
+                ]
+            )
             cases.append(ProbeCase(kind, "ws", json.dumps(event), "control"))
         elif kind == "http_unknown_session":
             cases.append(
@@ -286,7 +295,8 @@ def _ws_outcome(case: ProbeCase, reply: dict[str, Any]) -> tuple[str, str]:
     if case.expect == "ok":
         return ("correct" if "decision" in reply else "silent"), detail
     if case.expect == "control":
-        return ("correct" if "deployment" in reply else "silent"), detail
+        shown = "deployment" in reply or "audience" in reply
+        return ("correct" if shown else "silent"), detail
     if case.expect == "either":
         return "correct", detail  # a damaged copy that is still a valid event
     return "silent", detail
