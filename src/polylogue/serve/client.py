@@ -19,6 +19,7 @@ import httpx
 
 from polylogue.conversation import Participant, Utterance
 from polylogue.engine.live import LiveConversation, Policy
+from polylogue.errors import PolylogueInputError
 from polylogue.serve.app import ParticipantIn, SessionIn, UtteranceEvent
 
 
@@ -73,11 +74,11 @@ def local_p_speak(
 RETRY_S = 120.0
 
 
-class SessionLost(RuntimeError):
+class SessionLost(PolylogueInputError):
     """The server no longer has the session (404): nothing to resume."""
 
 
-class SeqError(RuntimeError):
+class SeqError(PolylogueInputError):
     """The server's ``last_seq`` is at or past an event this client never had answered: its
     numbering jumped ahead (or went back), and every later event would be skipped."""
 
