@@ -35,10 +35,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 def _shim_older_code() -> None:
     """Fill in what a tree from before issue 29 does not have, as that tree behaved."""
+    import polylogue.conversation as conversation
     import polylogue.corpora.transcripts as transcripts
     import polylogue.errors as errors
-
-    import polylogue.conversation as conversation
 
     if not hasattr(conversation, "name_key"):  # before issue 34: names compared as written
         setattr(conversation, "name_key", lambda name: name)  # noqa: B010
