@@ -23,7 +23,9 @@ what its client had been answered:
 * with ``workers``: worker processes still alive after the supervisor died.
 
 At the end: **events lost** (a session whose utterance count or ``last_seq`` is not what its
-client sent) and **fed twice** (a count above it). Everything is printed; ``--json`` writes it.
+client sent) and **fed twice** (a count above it). Everything is printed; ``--json`` writes it. The baseline is the previous code's server (``PYTHONPATH`` at its
+``src``) with ``--roles-only --modes sqlite redis`` (it has no audience or focus control, and
+its workers outlive their supervisor).
 """
 
 from __future__ import annotations
@@ -63,13 +65,16 @@ CONTROL_CYCLE: list[dict[str, Any]] = [
 CONTROL_EVERY = 50
 
 
-def session_events(utterances: list[Any], n: int, ignored: str) -> list[dict[str, Any]]:
+def session_events(
+    utterances: list[Any], n: int, ignored: str, roles_only: bool = False
+) -> list[dict[str, Any]]:
     """``n`` events numbered 0.. : utterances, a control at every ``CONTROL_EVERY``-th."""
     plain = itertools.cycle(utterance_events(utterances))  # a short meeting starts again
+    cycle = [c for c in CONTROL_CYCLE if c["type"] == "role" or not roles_only]
     out: list[dict[str, Any]] = []
     for seq in range(n):
         if seq % CONTROL_EVERY == CONTROL_EVERY - 10:
-            control = CONTROL_CYCLE[(seq // CONTROL_EVERY) % len(CONTROL_CYCLE)]
+            control = cycle[(seq // CONTROL_EVERY) % len(cycle)]
             text = json.dumps(control).replace("{ignored}", ignored)
             out.append({**json.loads(text), "seq": seq})
         else:
@@ -293,6 +298,11 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=200)
     ap.add_argument("--kills", type=int, default=2)
     ap.add_argument("--modes", nargs="+", default=["sqlite", "redis", "workers"])
+    ap.add_argument(
+        "--roles-only",
+        action="store_true",
+        help="only role controls (a server from before audience and focus: the baseline)",
+    )
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     meetings = list(load_corpus("ami"))
@@ -319,7 +329,9 @@ def main() -> None:
                             "session_id": sid}  # fmt: skip
                     httpx.post(f"{server.url}/v1/sessions", json=body).raise_for_status()
                     ignored = conv.participants[-1].id
-                    sessions[sid] = session_events(list(conv.utterances), args.events, ignored)
+                    sessions[sid] = session_events(
+                        list(conv.utterances), args.events, ignored, args.roles_only
+                    )
                 res = asyncio.run(run_mode(server, sessions, args.kills))
                 res["server_tracebacks_logged"] = server.log.read_text(errors="replace").count(
                     "Traceback"
