@@ -23,9 +23,10 @@ what its client had been answered:
 * with ``workers``: worker processes still alive after the supervisor died.
 
 At the end: **events lost** (a session whose utterance count or ``last_seq`` is not what its
-client sent) and **fed twice** (a count above it). Everything is printed; ``--json`` writes it. The baseline is the previous code's server (``PYTHONPATH`` at its
-``src``) with ``--roles-only --modes sqlite redis`` (it has no audience or focus control, and
-its workers outlive their supervisor).
+client sent) and **fed twice** (a count above it). Everything is printed; ``--json`` writes
+it. The baseline is the previous code's server (``PYTHONPATH`` at its ``src``) with
+``--roles-only --modes sqlite redis`` (it has no audience or focus control, and its workers
+outlive their supervisor).
 """
 
 from __future__ import annotations
