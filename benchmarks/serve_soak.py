@@ -8,8 +8,9 @@ process on a throw-away redis-server; ``workers``: ``--workers 2`` on one SQLite
 the *supervisor* is what gets killed), ``--sessions`` clients each stream ``--events`` events
 of a real AMI meeting over WebSockets at once: utterances, with a run-time control every 50
 events (in turn: role observer, audience adaptive, a participant ignored, role none, role
-assistant, audience group, focus cleared, role none). ``--kills`` times, spread over the run, the
-server is killed with SIGKILL and started again on the same port; clients resume as
+assistant, audience group, focus cleared, role none), each session at its own offset.
+``--kills`` times, spread over the run, the server is killed with SIGKILL right after some
+session's control was answered, and started again on the same port; clients resume as
 docs/serve.md says (``GET`` the session's ``last_seq``, send again what came after it).
 
 At each kill, before any client may resume, every session is read back and checked against
@@ -41,7 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from pathlib import Path
 from typing import Any
 
@@ -67,14 +68,15 @@ CONTROL_EVERY = 50
 
 
 def session_events(
-    utterances: list[Any], n: int, ignored: str, roles_only: bool = False
+    utterances: list[Any], n: int, ignored: str, roles_only: bool = False, offset: int = 0
 ) -> list[dict[str, Any]]:
-    """``n`` events numbered 0.. : utterances, a control at every ``CONTROL_EVERY``-th."""
+    """``n`` events numbered 0.. : utterances, a control at every ``CONTROL_EVERY``-th (from
+    ``offset``: sessions send theirs at different moments)."""
     plain = itertools.cycle(utterance_events(utterances))  # a short meeting starts again
     cycle = [c for c in CONTROL_CYCLE if c["type"] == "role" or not roles_only]
     out: list[dict[str, Any]] = []
     for seq in range(n):
-        if seq % CONTROL_EVERY == CONTROL_EVERY - 10:
+        if seq % CONTROL_EVERY == offset % CONTROL_EVERY:
             control = cycle[(seq // CONTROL_EVERY) % len(cycle)]
             text = json.dumps(control).replace("{ignored}", ignored)
             out.append({**json.loads(text), "seq": seq})
@@ -188,6 +190,9 @@ class Soak:
         self.acked: dict[str, int] = {}
         self.acked_control: dict[str, int] = {}
         self.answered = 0
+        #: set by a client as soon as a control is answered while a kill is due
+        self.control_answered = asyncio.Event()
+        self.kill_due = False
         self.resent = 0
         self.errors: list[str] = []
 
@@ -211,6 +216,8 @@ class Soak:
                             self.acked[sid] = e["seq"]
                             if e["type"] != "utterance":
                                 self.acked_control[sid] = e["seq"]
+                                if self.kill_due:
+                                    self.control_answered.set()
                             self.answered += 1
                             pos += 1
                 except (websockets.ConnectionClosed, websockets.InvalidHandshake, OSError):
@@ -250,6 +257,13 @@ class Soak:
         for k in range(kills):
             while self.answered < total * (k + 1) / (kills + 1):
                 await asyncio.sleep(0.05)
+            # The kill lands right after a control's answer: the window a control must not
+            # fall into.
+            self.control_answered.clear()
+            self.kill_due = True
+            with suppress(TimeoutError):
+                await asyncio.wait_for(self.control_answered.wait(), 60)
+            self.kill_due = False
             self.up.clear()
             left = await asyncio.to_thread(self.server.kill)
             await asyncio.to_thread(self.server.start)
@@ -331,7 +345,7 @@ def main() -> None:
                     httpx.post(f"{server.url}/v1/sessions", json=body).raise_for_status()
                     ignored = conv.participants[-1].id
                     sessions[sid] = session_events(
-                        list(conv.utterances), args.events, ignored, args.roles_only
+                        list(conv.utterances), args.events, ignored, args.roles_only, 10 + i
                     )
                 res = asyncio.run(run_mode(server, sessions, args.kills))
                 res["server_tracebacks_logged"] = server.log.read_text(errors="replace").count(
