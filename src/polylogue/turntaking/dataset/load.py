@@ -197,7 +197,6 @@ class Benchmark:
         """The conversations ``split``'s points come from (one column read)."""
         pq_path = self.folder / f"{split}.parquet"
         if pq_path.exists():
-
             self._check_split_file(pq_path)
             col = _read_split_table(pq_path, columns=["conversation_id"]).column(0)
             return {str(v) for v in col.to_pylist()}
