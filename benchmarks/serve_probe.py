@@ -49,6 +49,8 @@ from polylogue.serve.local import free_port, polylogue_serve, redis_server
 from polylogue.serve.probe import PROBE_OUTCOMES, ProbeTally, make_cases, run_cases
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The parts below, in the order they run (``--parts`` picks some).
+PARTS = ("fuzz", "creation", "client", "bodies", "unknown", "redis")
 CLIENT = ROOT / "examples" / "serve_client.py"
 N_UTTERANCES = 150
 
@@ -252,6 +254,13 @@ def main() -> None:
     ap.add_argument("--redis-keys", type=int, default=10_000)
     ap.add_argument("--server-src", default=None, help="run the servers from this src folder")
     ap.add_argument("--skip-client", action="store_true")
+    ap.add_argument(
+        "--parts",
+        nargs="+",
+        default=list(PARTS),
+        choices=PARTS,
+        help="which parts to run (default: all)",
+    )
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     if args.server_src:
@@ -260,24 +269,31 @@ def main() -> None:
     results: dict[str, Any] = {"load_avg": os.getloadavg()[0]}
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        results["fuzz"] = f = fuzz(tmp, conv, args.seeds, args.cases)
-        print(f"fuzz: {f['cases']} cases: " + ", ".join(f"{o} {f[o]}" for o in PROBE_OUTCOMES))
-        print(f"  server tracebacks logged: {f['server_tracebacks_logged']}")
-        for kind, counts in f["by_kind"].items():
-            print(f"  {kind:22s} " + " ".join(f"{o}={counts.get(o, 0)}" for o in PROBE_OUTCOMES))
-        for p in f["problems"][:10]:
-            print("  problem:", p)
-        results["creation_kills"] = c = creation_kills(tmp, conv, args.kill_rounds)
-        print(f"creation + SIGKILL: {c}")
-        if not args.skip_client:
+        if "fuzz" in args.parts:
+            results["fuzz"] = f = fuzz(tmp, conv, args.seeds, args.cases)
+            outcomes = ", ".join(f"{o} {f[o]}" for o in PROBE_OUTCOMES)
+            print(f"fuzz: {f['cases']} cases: {outcomes}")
+            print(f"  server tracebacks logged: {f['server_tracebacks_logged']}")
+            for kind, counts in f["by_kind"].items():
+                each = " ".join(f"{o}={counts.get(o, 0)}" for o in PROBE_OUTCOMES)
+                print(f"  {kind:22s} {each}")
+            for p in f["problems"][:10]:
+                print("  problem:", p)
+        if "creation" in args.parts:
+            results["creation_kills"] = c = creation_kills(tmp, conv, args.kill_rounds)
+            print(f"creation + SIGKILL: {c}")
+        if "client" in args.parts and not args.skip_client:
             results["client_kills"] = k = client_kills(tmp, conv, args.client_runs)
             print(f"documented client + SIGKILL: {k}")
-        results["bodies"] = b = bodies(tmp)
-        print(f"5 x 100 MB chunked bodies: {b}")
-        results["unknown_ids"] = u = unknown_ids(tmp, args.unknown)
-        print(f"events to unknown ids: {u}")
-        results["redis_creates"] = r = redis_creates(tmp, conv, args.redis_keys)
-        print(f"Redis creates: {r}")
+        if "bodies" in args.parts:
+            results["bodies"] = b = bodies(tmp)
+            print(f"5 x 100 MB chunked bodies: {b}")
+        if "unknown" in args.parts:
+            results["unknown_ids"] = u = unknown_ids(tmp, args.unknown)
+            print(f"events to unknown ids: {u}")
+        if "redis" in args.parts:
+            results["redis_creates"] = r = redis_creates(tmp, conv, args.redis_keys)
+            print(f"Redis creates: {r}")
     results["load_avg_end"] = os.getloadavg()[0]
     print(f"load average {results['load_avg']:.2f} -> {results['load_avg_end']:.2f}")
     if args.json:

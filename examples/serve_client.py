@@ -30,100 +30,14 @@ import secrets
 import sys
 from typing import Any
 
-import httpx
-import websockets
-
 from polylogue.corpora.transcripts import read_transcript
-from polylogue.serve.client import session_body, utterance_events
-
-#: How long the client keeps trying to reach a server that went away (bounded).
-RETRY_S = 120.0
-
-
-class SessionLost(RuntimeError):
-    """The server no longer has the session (404): nothing to resume."""
-
-
-class ResumingClient:
-    """One session on one server, resumed after every lost connection."""
-
-    def __init__(self, url: str, token: str | None, session_id: str) -> None:
-        self.url = url.rstrip("/")
-        self.token = token
-        self.session_id = session_id
-        self.headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.http = httpx.AsyncClient(headers=self.headers, timeout=10)
-
-    async def _retrying(self, call: Any) -> Any:
-        """``call()`` until the server answers (connection errors only), for RETRY_S."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + RETRY_S
-        delay = 0.1
-        while True:
-            try:
-                return await call()
-            except (httpx.TransportError, OSError):
-                if loop.time() > deadline:
-                    raise
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 2.0)
-
-    async def create(self, body: dict[str, Any]) -> None:
-        body = {**body, "session_id": self.session_id}
-        r = await self._retrying(lambda: self.http.post(f"{self.url}/v1/sessions", json=body))
-        if r.status_code == 409:
-            return  # our own earlier attempt got through: the session exists
-        r.raise_for_status()
-
-    async def last_seq(self) -> int | None:
-        url = f"{self.url}/v1/sessions/{self.session_id}"
-        r = await self._retrying(lambda: self.http.get(url))
-        if r.status_code == 404:
-            raise SessionLost(f"session {self.session_id} is gone: {r.json()['error']}")
-        r.raise_for_status()
-        seq = r.json()["last_seq"]
-        return None if seq is None else int(seq)
-
-    def _ws_url(self) -> str:
-        ws = self.url.replace("http", "ws", 1) + f"/v1/sessions/{self.session_id}/stream"
-        # Browsers cannot set headers on a WebSocket; this client can, so no ?token=.
-        return ws
-
-    async def run(self, events: list[dict[str, Any]], on_result: Any) -> int:
-        """Send ``events`` (each with an increasing ``seq``); returns how often it resumed."""
-        resumes = 0
-        position = 0  # index into events of the next one to send
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + RETRY_S
-        while position < len(events):
-            try:
-                async with websockets.connect(
-                    self._ws_url(), additional_headers=self.headers, open_timeout=10
-                ) as ws:
-                    deadline = loop.time() + RETRY_S
-                    while position < len(events):
-                        await ws.send(json.dumps(events[position]))
-                        on_result(events[position], json.loads(await ws.recv()))
-                        position += 1
-            except (websockets.ConnectionClosed, websockets.InvalidHandshake, OSError):
-                if loop.time() > deadline:
-                    raise
-                seq = await self.last_seq()  # retries until the server is back
-                resumes += 1
-                position = next(
-                    (i for i, e in enumerate(events) if seq is None or e["seq"] > seq),
-                    len(events),
-                )
-                on_result(None, {"resumed_after": seq, "next_seq": _seq_at(events, position)})
-                await asyncio.sleep(0.05)
-        return resumes
-
-    async def close(self) -> None:
-        await self.http.aclose()
-
-
-def _seq_at(events: list[dict[str, Any]], i: int) -> int | None:
-    return events[i]["seq"] if i < len(events) else None
+from polylogue.serve.client import (
+    ResumingClient,
+    SeqError,
+    SessionLost,
+    session_body,
+    utterance_events,
+)
 
 
 async def main() -> int:
@@ -172,7 +86,7 @@ async def main() -> int:
         await client.create(body)
         emit(json.dumps({"event": "created", "session_id": client.session_id}))
         await client.run(utterance_events(conv.utterances), on_result)
-    except SessionLost as e:
+    except (SessionLost, SeqError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     finally:

@@ -156,6 +156,66 @@ def _look_alike_names(data: bytes, rng: random.Random) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
+#: Round three (issue 34): letters of other scripts that look Latin, and marks that show nothing.
+_LOOK_ALIKE = {
+    "a": "\u0430",
+    "e": "\u0435",
+    "o": "\u043e",
+    "p": "\u0440",
+    "c": "\u0441",
+    "A": "\u0410",
+    "B": "\u0392",
+    "E": "\u0415",
+    "K": "\u041a",
+    "M": "\u039c",
+    "T": "\u0422",
+    "O": "\u041e",
+    "C": "\u0421",
+    "H": "\u041d",
+    "P": "\u0420",
+}
+_INVISIBLE = [
+    "\ufe0f",
+    "\ufe00",
+    "\u034f",
+    "\u3164",
+    "\u115f",
+    "\u1160",
+    "\uffa0",
+    "\u2800",
+    "\u180b",
+    "\U000e0100",
+]
+
+
+def _look_alike_letters(data: bytes, rng: random.Random) -> bytes:
+    """In one capitalised word, every use of it: a letter from another script that looks the
+    same, fullwidth letters, or an invisible variation selector or filler (one person must
+    stay one person)."""
+    text = data.decode("utf-8", "surrogateescape")
+    words = sorted(set(re.findall(r"\b[A-Z][a-z]{2,}\b", text)))
+    if not words:
+        return data
+    word = rng.choice(words)
+    how = rng.choice(["script", "fullwidth", "invisible"])
+    if how == "script":
+        spots = [i for i, c in enumerate(word) if c in _LOOK_ALIKE]
+        if not spots:
+            how = "fullwidth"
+        else:
+            i = rng.choice(spots)
+            new = word[:i] + _LOOK_ALIKE[word[i]] + word[i + 1 :]
+    if how == "fullwidth":
+        new = "".join(chr(ord(c) + 0xFEE0) for c in word)
+    elif how == "invisible":
+        i = rng.randrange(1, len(word))
+        new = word[:i] + rng.choice(_INVISIBLE) + word[i:]
+    # Every other occurrence: the file mixes both spellings, as a recogniser or a paste does.
+    parts = re.split(rf"\b{word}\b", text)
+    out = parts[0] + "".join((new if k % 2 else word) + p for k, p in enumerate(parts[1:], 1))
+    return out.encode("utf-8", "surrogateescape")
+
+
 def _duplicate_key(data: bytes, rng: random.Random) -> bytes:
     """A JSON key repeated in its object (``"text": ..., "text": ...``)."""
     keys = [m for m in re.finditer(rb'"(speaker|text|start|end|id)":', data)]
@@ -181,6 +241,7 @@ DAMAGE: dict[str, Callable[[bytes, random.Random], bytes]] = {
     "missing blank line": _missing_blank_line,
     "look-alike names": _look_alike_names,
     "duplicate key": _duplicate_key,
+    "look-alike letters": _look_alike_letters,
 }
 
 
@@ -363,12 +424,30 @@ OUTCOMES = ("clear error", "correct", "silent garbage", "traceback", "hang")
 #: Damage that keeps every utterance (a mark, a line end, a respelling): accepted output must
 #: hold as many utterances as the pristine file (a merged cue or a lost line is garbage).
 PRESERVING = frozenset(
-    {"byte-order mark", "lone CR", "missing blank line", "look-alike names", "duplicate key"}
+    {
+        "byte-order mark",
+        "lone CR",
+        "missing blank line",
+        "look-alike names",
+        "duplicate key",
+        "look-alike letters",
+    }
 )
+#: Damage that keeps every person: accepted output of a user format whose roster is learnt
+#: must hold as many participants as the pristine file (a look-alike spelling is no newcomer).
+SAME_PEOPLE = frozenset({"look-alike letters"})
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What accepted output of one damaged copy must still hold (None: not checked)."""
+
+    utterances: int | None = None
+    participants: int | None = None
 
 
 def run_case(
-    fmt: Format, case: Path, target: Path, label: str, expected: int | None = None
+    fmt: Format, case: Path, target: Path, label: str, expected: Expected | None = None
 ) -> tuple[str, str]:
     """``(outcome, detail)`` of reading one damaged copy (``target`` inside the folder ``case``).
 
@@ -397,8 +476,14 @@ def run_case(
     try:
         for conv in conversations:
             check_conversation(conv, user_format=fmt.name.startswith(("user", "stdin")))
+        want = expected or Expected()
         got = sum(len(c.utterances) for c in conversations)
-        assert expected is None or got == expected, f"{got} utterances, not {expected}"
+        assert want.utterances in (None, got), f"{got} utterances, not {want.utterances}"
+        people = sum(len(c.participants) for c in conversations)
+        assert want.participants in (None, people), (
+            f"{people} participants, not {want.participants}: "
+            + ", ".join(ascii(p.id) for c in conversations for p in c.participants)
+        )
     except AssertionError as exc:
         return "silent garbage", f"{label}: {str(exc)[:300]}"
     return "correct", label
@@ -406,20 +491,25 @@ def run_case(
 
 def cases(
     fmt: Format, root: Path, seed: int, n: int
-) -> Iterable[tuple[str, Path, Path, str, int | None]]:
-    """``(kind, case folder, target, label, expected utterances)`` per damaged copy of
-    ``fmt``'s pristine input (expected only for :data:`PRESERVING` damage)."""
+) -> Iterable[tuple[str, Path, Path, str, Expected]]:
+    """``(kind, case folder, target, label, expected)`` per damaged copy of ``fmt``'s pristine
+    input (utterances kept for :data:`PRESERVING` damage, people for :data:`SAME_PEOPLE`)."""
     pristine_dir = root / "pristine"
     pristine_dir.mkdir()
     pristine_target = fmt.setup(pristine_dir)
     pristine = pristine_target.read_bytes()
-    whole = sum(len(c.utterances) for c in fmt.read(pristine_dir, pristine_target))
+    pristine_read = fmt.read(pristine_dir, pristine_target)
+    whole = sum(len(c.utterances) for c in pristine_read)
+    people = sum(len(c.participants) for c in pristine_read)
     for k, (kind, data) in enumerate(damaged_versions(pristine, seed, n)):
         case = root / f"case{k}"
         shutil.copytree(pristine_dir, case)
         target = case / pristine_target.relative_to(pristine_dir)
         target.write_bytes(data)
-        expected = whole if kind in PRESERVING and fmt.counts else None
+        expected = Expected(
+            whole if kind in PRESERVING and fmt.counts else None,
+            people if kind in SAME_PEOPLE and fmt.name.startswith("user") else None,
+        )
         yield kind, case, target, f"{fmt.name}: case {k} ({kind}, seed {seed})", expected
 
 

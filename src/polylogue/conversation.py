@@ -15,6 +15,7 @@ Conventions
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Collection, Iterable, Iterator, Sequence
@@ -68,12 +69,33 @@ class BadNameError(PolylogueInputError):
     """A name that cannot be used (bidi or control characters); the reader adds the place."""
 
 
-def clean_name(name: str) -> str:
-    """One spelling per name: NFC, format characters removed, white space collapsed.
+#: Characters that show nothing but are not format characters (category Cf, removed too):
+#: variation selectors, the combining grapheme joiner, Hangul and Braille fillers, Khmer
+#: inherent vowels, Mongolian free variation selectors. In a name they would make a second
+#: person who prints like the first.
+INVISIBLE_IN_NAMES = frozenset(
+    "\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180e\u180f\u2800\u3164\uffa0"
+    + "".join(map(chr, range(0xFE00, 0xFE10)))
+    + "".join(map(chr, range(0xE0100, 0xE01F0)))
+)
 
-    ``José`` typed as ``e`` + combining accent and a name with a zero-width space in it would
-    otherwise be two participants that print identically. Raises :class:`BadNameError` for
-    bidi controls and control characters (a newline in a name can forge an output line).
+
+def _visible(c: str) -> bool:
+    import unicodedata
+
+    return c not in INVISIBLE_IN_NAMES and unicodedata.category(c) != "Cf"
+
+
+def clean_name(name: str) -> str:
+    """One spelling per name: NFKC, invisible characters removed, white space collapsed.
+
+    ``José`` typed as ``e`` + combining accent, a fullwidth ``Ａｎｎ`` and a name with a
+    zero-width space, a variation selector or a Hangul filler in it would otherwise be two
+    participants that print identically (NFKC also folds compatibility forms such as
+    ligatures). Raises :class:`BadNameError` for bidi controls and control characters (a
+    newline in a name can forge an output line). Letters of other scripts that look like
+    Latin ones are not changed here (a Cyrillic name stays Cyrillic); :func:`name_key`
+    finds them.
     """
     import unicodedata
 
@@ -83,8 +105,79 @@ def clean_name(name: str) -> str:
     bad = next((c for c in name if unicodedata.category(c) == "Cc" and c not in "\t "), None)
     if bad is not None:
         raise BadNameError(f"name {name!r} holds the control character U+{ord(bad):04X}")
-    out = "".join(c for c in unicodedata.normalize("NFC", name) if unicodedata.category(c) != "Cf")
+    bad = next((c for c in name if unicodedata.category(c) == "Cs"), None)
+    if bad is not None:
+        raise BadNameError(f"name {name!a} holds the lone surrogate U+{ord(bad):04X}")
+    out = "".join(c for c in unicodedata.normalize("NFKC", name) if _visible(c))
     return " ".join(out.split())
+
+
+@functools.cache
+def _confusable_prototypes() -> dict[str, str]:
+    """Character -> one representative of its look-alike class (Unicode TR39 data).
+
+    The classes join every single-character pair of Unicode's ``confusables.txt`` (as the
+    ``confusable_homoglyphs`` package ships it); the representative is the class's ASCII
+    member where it has one (a letter before a digit). Among ASCII letters and digits only
+    ``l``/``I``/``1`` and ``O``/``0`` share a class.
+    """
+    from confusable_homoglyphs.confusables import confusables_data
+
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        root = x
+        while parent.get(root, root) != root:
+            root = parent[root]
+        while parent.get(x, x) != root:  # path compression
+            parent[x], x = root, parent[x]
+        return root
+
+    seen: set[str] = set()
+    for ch, entries in confusables_data.items():
+        if len(ch) != 1:
+            continue
+        for e in entries:
+            if len(e["c"]) == 1:
+                seen.update((ch, e["c"]))
+                if (a := find(ch)) != (b := find(e["c"])):
+                    parent[a] = b
+    members: dict[str, list[str]] = {}
+    for c in seen:
+        members.setdefault(find(c), []).append(c)
+    out: dict[str, str] = {}
+    for group in members.values():
+        rep = min(group, key=lambda c: (not c.isascii(), not c.isalpha(), ord(c)))
+        out.update((c, rep) for c in group)
+    return out
+
+
+def name_key(name: str) -> str:
+    """What a name looks like: equal keys are spellings a reader cannot tell apart.
+
+    :func:`clean_name`'s NFKC and invisible characters, case folded, then each character
+    replaced by its look-alike class (the TR39 confusables skeleton, on decomposed text): a
+    Latin ``Ann`` and one typed with a Cyrillic ``А`` share a key; ``Ann`` and ``Anne``, or
+    ``Jose`` and ``José``, do not.
+    """
+    import unicodedata
+
+    table = _confusable_prototypes()
+    text = "".join(c for c in unicodedata.normalize("NFKC", name) if _visible(c))
+    text = unicodedata.normalize("NFD", text)
+    # A letter of another script that looks like a Latin one becomes that letter before case
+    # folding (a Greek capital beta is a B, not a beta); Latin letters keep their case here,
+    # so folding never joins l and i through their capitals.
+    text = "".join(_latin_look(c, table) for c in text)
+    text = unicodedata.normalize("NFD", " ".join(text.casefold().split()))
+    return unicodedata.normalize("NFC", "".join(table.get(c, c) for c in text))
+
+
+def _latin_look(c: str, table: dict[str, str]) -> str:
+    if c.isascii():
+        return c
+    r = table.get(c, c)
+    return r if r.isascii() and r.isalpha() else c
 
 
 class ConversationFormatError(LocatedInputError):
@@ -440,7 +533,8 @@ def read_parquet(
         else:
             rows = pq.read_table(path, filters=[("id", "in", sorted(ids))]).to_pylist()
     except Exception as exc:  # pyarrow raises several types for corrupt files
-        raise ConversationFormatError(path, "", f"not a readable Parquet file: {exc}") from exc
+        detail = " ".join(str(exc).split())  # pyarrow's messages span lines
+        raise ConversationFormatError(path, "", f"not a readable Parquet file: {detail}") from exc
     out = []
     noted = set() if noted is None else noted
     for i, r in enumerate(rows):

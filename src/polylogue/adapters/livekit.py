@@ -31,6 +31,7 @@ otherwise.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -173,6 +174,25 @@ async def gate_reply(
 DecisionHook = Callable[[Heard, LiveDecision], Any]
 
 
+def speech_times(
+    start_time: float, end_time: float, origin: float
+) -> tuple[float | None, float | None] | str:
+    """Room times of an STT event, or what is wrong with them (logged, the event dropped).
+
+    An event without times (``end_time`` 0) is untimed. A time that is not a finite number,
+    negative, or an end before its start would stop the live conversation's clock or send
+    it backwards: the event is dropped instead of raising inside the STT loop.
+    """
+    values = (start_time, end_time, origin)
+    if not all(isinstance(v, int | float) and math.isfinite(v) for v in values):
+        return f"times start={start_time!r} end={end_time!r} origin={origin!r} not finite"
+    if end_time == 0.0:
+        return None, None
+    if start_time < 0 or end_time < start_time:
+        return f"times start={start_time!r} end={end_time!r}: negative or reversed"
+    return origin + start_time, origin + end_time
+
+
 class MultiPartySession(RoomRole):
     """Every remote participant of a LiveKit room heard, one polylogue conversation decided.
 
@@ -264,9 +284,11 @@ class MultiPartySession(RoomRole):
         if data is None or not data.text.strip():
             return None
         speaker = self._speaker(identity, data)
-        timed = data.end_time > 0.0
-        start = origin + data.start_time if timed else None
-        end = origin + data.end_time if timed else None
+        times = speech_times(data.start_time, data.end_time, origin)
+        if isinstance(times, str):  # the service answers these with an error result
+            log.warning("STT event from %r dropped: %s", speaker, times)
+            return None
+        start, end = times
         if ev.type == stt.SpeechEventType.INTERIM_TRANSCRIPT:
             barge = self.room.interim(speaker, data.text, end)
             if barge is not None and barge.yield_floor:

@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from polylogue.conversation import Participant, Utterance
+from polylogue.conversation import BIDI_CONTROLS, Participant, Utterance, clean_name
 from polylogue.engine.bargein import BargeInDecision, interjection_words, lexical_backchannel
 from polylogue.engine.live import (
     Action,
@@ -118,6 +118,8 @@ class RoomTracker:
         #: the latest utterances observed, the agent's included, in the order observed
         self.recent: deque[Heard] = deque(maxlen=RECENT)
         self.left: set[str] = set()
+        #: framework labels already reported as cleaned (one warning each)
+        self._cleaned: set[str] = set()
         self._agent = _AgentTurn()
         self._phrase = 0
         self._pool: ThreadPoolExecutor | None = None
@@ -160,8 +162,26 @@ class RoomTracker:
     def is_known(self, label: str) -> bool:
         return bool(self.live.names.matches(label))
 
+    def _clean(self, label: str | None, what: str) -> str | None:
+        """An identity or name from the framework as stored (:func:`clean_identity`); a
+        changed one is warned about once, an empty one is None."""
+        if label is None:
+            return None
+        cleaned = clean_identity(label)
+        if cleaned != label.strip() and label not in self._cleaned:
+            self._cleaned.add(label)
+            self._warn(f"{what} {label!a} holds control, bidi or invisible characters: "
+                       f"read as {cleaned!a}")  # fmt: skip
+        return cleaned or None
+
     def join(self, identity: str, name: str | None = None) -> None:
         """A participant is now in the room (``identity``: the framework's id)."""
+        cleaned = self._clean(identity, "identity")
+        if cleaned is None:
+            self._warn(f"join: identity {identity!a} is blank once cleaned; ignored")
+            return
+        identity = cleaned
+        name = self._clean(name, "name")
         label = name if name and name.strip() else None
         self.left.discard(identity)
         if self.is_known(identity):
@@ -175,6 +195,7 @@ class RoomTracker:
             self.live.join([self.live.engine.participants[self.agent_id]])
 
     def leave(self, identity: str) -> None:
+        identity = self._clean(identity, "identity") or identity
         if not self.is_known(identity):
             self._warn(f"leave: {identity!r} is not a participant; ignored")
             return
@@ -211,6 +232,7 @@ class RoomTracker:
 
     def resolve(self, speaker: str | None, text: str) -> tuple[str, str] | None:
         """The participant a final transcript belongs to (see the module notes), or None."""
+        speaker = self._clean(speaker, "speaker")
         if speaker is not None and speaker.strip():
             self._admit(speaker)
             return self._pid(speaker), text
@@ -231,6 +253,7 @@ class RoomTracker:
         self, speaker: str | None, text: str, time: float | None = None
     ) -> BargeInDecision | None:
         """A partial transcript: never observed; while the agent speaks, yield or continue."""
+        speaker = self._clean(speaker, "speaker")
         if speaker is None or not speaker.strip():
             return None  # a partial without a speaker changes nothing
         self._admit(speaker)
@@ -379,6 +402,25 @@ class RoomTracker:
         phrase = self.phrases[self._phrase % len(self.phrases)]
         self._phrase += 1
         return phrase
+
+
+def clean_identity(label: str) -> str:
+    """A framework's participant identity or display name as polylogue stores it.
+
+    Control characters (a newline could forge a log or output line) become spaces, bidi
+    controls (they reorder what prints after them) and lone surrogates are removed, then
+    :func:`~polylogue.conversation.clean_name` (NFKC, invisible characters removed). A live
+    room cannot refuse a participant, so the identity is cleaned, with a warning.
+    """
+    import unicodedata
+
+    out = []
+    for c in label:
+        cat = unicodedata.category(c)
+        if c in BIDI_CONTROLS or cat == "Cs":
+            continue
+        out.append(" " if cat == "Cc" else c)
+    return clean_name("".join(out))
 
 
 def is_acknowledgement(text: str) -> bool:

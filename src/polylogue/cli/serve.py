@@ -83,7 +83,13 @@ def serve(
 
     import uvicorn
 
-    from polylogue.serve.app import MAX_WS_FRAME, SETTINGS_ENV, ServeSettings, check_bind
+    from polylogue.serve.app import (
+        MAX_WS_FRAME,
+        SETTINGS_ENV,
+        SUPERVISOR_ENV,
+        ServeSettings,
+        check_bind,
+    )
     from polylogue.serve.guard import ListenError, listening_socket
 
     check_bind(host, token)
@@ -125,11 +131,12 @@ def serve(
         return
     import os
 
-    sock.close()  # uvicorn's parent process binds the port again for its workers
+    from uvicorn.supervisors import Multiprocess
+
     asyncio.run(store.close())  # each worker opens its own
     os.environ[SETTINGS_ENV] = settings.to_json()  # read by each worker's app factory
-    typer.echo(banner)
-    uvicorn.run(
+    os.environ[SUPERVISOR_ENV] = str(os.getpid())  # workers end when this process does
+    config = uvicorn.Config(
         "polylogue.serve.app:app_from_env",
         factory=True,
         workers=workers,
@@ -137,3 +144,6 @@ def serve(
         port=port,
         **options,  # type: ignore[arg-type]
     )
+    typer.echo(banner)  # the socket listens already: workers inherit it
+    with sock:
+        Multiprocess(config, sockets=[sock]).run()

@@ -68,6 +68,7 @@ from polylogue.conversation import (
     Utterance,
     check_domain_name,
     clean_name,
+    name_key,
     upgrade_domain_name,
 )
 from polylogue.corpora._text import csv_records, decode_line, loads_json, read_text, split_lines
@@ -483,10 +484,13 @@ def _speaker_lines(lines: Sequence[str], path: str | Path, where: str) -> list[t
     turns: list[str] = []
     lines = [_ASS_TAG.sub("", line) for line in lines]  # {\an8}- Alice: ... is dashed too
     dashed = lines[0].lstrip().startswith("-")
+    first = _SPEAKER_LINE.match(_vtt_text(lines[0]))
     for line in lines:
         stripped = line.strip()
         if dashed and stripped.startswith("-"):
             turns.append(stripped[1:])
+        elif turns and not dashed and first is not None and _next_speaker(line, first):
+            turns.append(line)  # "Ann: ..." then "Bo: ...": two people in one cue
         elif turns:
             turns[-1] += "\n" + line
         else:
@@ -503,6 +507,22 @@ def _speaker_lines(lines: Sequence[str], path: str | Path, where: str) -> list[t
             )
         out.append((sm["speaker"].strip(), sm["text"]))
     return out
+
+
+def _next_speaker(line: str, first: re.Match[str]) -> bool:
+    """Does a later line of a cue that opened with ``Name: text`` start another speaker?
+
+    Yes when it is written the same way: ``Label: text`` with a label of at most four words,
+    capitalised like the cue's first label (a wrapped caption line rarely looks like that).
+    """
+    m = _SPEAKER_LINE.match(_vtt_text(line))
+    if m is None:
+        return False
+    label = m["speaker"].strip()
+    if not label or len(label.split()) > 4:
+        return False
+    opener = first["speaker"].strip()
+    return label[:1].isupper() or not opener[:1].isupper()
 
 
 def stream_cues(
@@ -779,8 +799,9 @@ def _name(written: str, path: str | Path, where: str, what: str) -> str:
             "name normalised",
             path,
             where,
-            f"{what} {written.strip()!a} read as {name!a} (Unicode NFC; zero-width "
-            "and other invisible format characters removed): both spellings are one person",
+            f"{what} {written.strip()!a} read as {name!a} (Unicode NFKC: fullwidth and "
+            "other compatibility forms folded; zero-width, variation selectors, fillers and "
+            "other invisible characters removed): both spellings are one person",
         )
     return name
 
@@ -884,10 +905,13 @@ def _build(
     fmt: str,
 ) -> Conversation:
     roster_known = participants is not None
+    spelled: dict[str, str] = {}  # a look-alike spelling -> the first spelling of that name
     if participants is None:
-        order = list(dict.fromkeys(r.speaker for r in raw))
+        order, spelled = _one_spelling_per_name(raw, path)
         participants = tuple(Participant(id=s, name=s, aliases=_first_name_alias(s)) for s in order)
     lookup = _lookup(participants)
+    for other, first in spelled.items():
+        lookup.setdefault(other.lower(), lookup[first.lower()])
     first_use: dict[str, str] = {}
     for r in raw:
         if r.id is not None and first_use.setdefault(r.id, r.where) != r.where:
@@ -900,7 +924,10 @@ def _build(
         speaker = lookup.get(r.speaker.lower())
         if speaker is None:
             raise ConversationFormatError(
-                path, r.where, f"speaker {r.speaker!r} is not in the participants header"
+                path,
+                r.where,
+                f"speaker {r.speaker!a} is not in the participants header"
+                + _looks_like(r.speaker, participants),
             )
         addressees = None if r.addressees is None else tuple(_resolve_addressees(r, lookup, path))
         utterances.append(
@@ -924,6 +951,41 @@ def _build(
         source=str(path),
         metadata={"format": fmt, **_breaks_metadata(raw)},
     )
+
+
+def _one_spelling_per_name(
+    raw: Sequence[_RawUtterance], path: Path
+) -> tuple[list[str], dict[str, str]]:
+    """Speakers in order of appearance, spellings that look alike (:func:`name_key`) joined.
+
+    Returns the speakers (each name's first spelling) and the later spellings mapped to it;
+    each joined spelling is noted once, naming both.
+    """
+    first: dict[str, str] = {}  # name key -> first spelling
+    spelled: dict[str, str] = {}
+    for r in raw:
+        key = name_key(r.speaker)
+        kept = first.setdefault(key, r.speaker)
+        if kept != r.speaker and r.speaker not in spelled and kept.lower() != r.speaker.lower():
+            spelled[r.speaker] = kept
+            note_input(
+                "look-alike names",
+                path,
+                r.where,
+                f"speaker {r.speaker!a} looks like {kept!a} (letters of another script, "
+                "fullwidth or invisible characters): both spellings are one person",
+            )
+    return list(first.values()), spelled
+
+
+def _looks_like(name: str, participants: Sequence[Participant]) -> str:
+    """A hint for an unknown spelling that looks like a listed participant."""
+    key = name_key(name)
+    for p in participants:
+        for n in (p.id, p.name, *p.aliases):
+            if n and name_key(n) == key:
+                return f" (it looks like {n!a}, but a declared roster takes only its own spellings)"
+    return ""
 
 
 def _note_time_order(raw: Sequence[_RawUtterance], path: Path) -> None:

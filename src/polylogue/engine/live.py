@@ -27,13 +27,14 @@ without times never triggers the time-based rules.
 from __future__ import annotations
 
 import copy
+import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import Field, InitVar, dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any
 
-from polylogue.conversation import GROUP_ROLE, Participant, Utterance
+from polylogue.conversation import GROUP_ROLE, Participant, Utterance, name_key
 from polylogue.engine.bargein import BargeInDecision, BargeInModel, load_barge_in_model
 from polylogue.engine.deployment import (
     DEFAULT_OPERATING_POINT,
@@ -140,8 +141,12 @@ class Policy:
             v = getattr(self, name)
             if v is not None and not 0.0 <= v <= 1.0:
                 raise PolylogueInputError(f"policy {name}={v}: must be between 0 and 1")
-        if self.cooldown_s < 0 or self.just_spoke_s < 0:
-            raise PolylogueInputError("policy cooldown_s and just_spoke_s must be >= 0")
+        for name in ("cooldown_s", "just_spoke_s"):
+            v = getattr(self, name)
+            if not math.isfinite(v) or v < 0:  # NaN would silently switch the rule off
+                raise PolylogueInputError(f"policy {name}={v}: must be a finite number >= 0")
+        if self.warn_after < 1:
+            raise PolylogueInputError(f"policy warn_after={self.warn_after}: must be >= 1")
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -158,7 +163,24 @@ class Policy:
                 f"unknown policy field(s): {', '.join(sorted(unknown))} "
                 f"(known: {', '.join(cls.__dataclass_fields__)})"
             )
+        for k, v in d.items():
+            _check_policy_type(k, v)
         return cls(**d)
+
+
+def _check_policy_type(name: str, v: Any) -> None:
+    """A policy field from JSON: the declared type, no numeric strings, no NaN/Infinity."""
+    nullable = name.startswith("threshold_")
+    if v is None and nullable:
+        return
+    if name == "warn_after":
+        ok = isinstance(v, int) and not isinstance(v, bool)
+        want = "an integer"
+    else:
+        ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+        want = "a finite number" + (" or null" if nullable else "")
+    if not ok:
+        raise PolylogueInputError(f"policy.{name}: {v!r} is not {want}")
 
 
 @dataclass(frozen=True)
@@ -229,26 +251,39 @@ class NameBook:
     def __init__(self) -> None:
         self._exact: dict[str, str] = {}
         self._by_key: dict[str, set[str]] = {}
+        #: what each name looks like (:func:`name_key`) -> participants
+        self._by_look: dict[str, set[str]] = {}
+        #: look-alike spellings already reported (one warning each)
+        self.noted: set[str] = set()
 
     def __deepcopy__(self, memo: dict[int, Any]) -> NameBook:
         new = NameBook()
         new._exact = dict(self._exact)
         new._by_key = {k: set(v) for k, v in self._by_key.items()}
+        new._by_look = {k: set(v) for k, v in self._by_look.items()}
+        new.noted = set(self.noted)
         return new
 
     def add(self, p: Participant) -> None:
         self._exact[p.id] = p.id
         for k in _name_keys(p):
             self._by_key.setdefault(k, set()).add(p.id)
+            self._by_look.setdefault(name_key(k), set()).add(p.id)
 
     def remove(self, p: Participant) -> None:
         self._exact.pop(p.id, None)
         for k in _name_keys(p):
-            s = self._by_key.get(k)
-            if s is not None:
-                s.discard(p.id)
-                if not s:
-                    del self._by_key[k]
+            for book, key in ((self._by_key, k), (self._by_look, name_key(k))):
+                s = book.get(key)
+                if s is not None:
+                    s.discard(p.id)
+                    if not s:
+                        del book[key]
+
+    def lookalikes(self, name: str) -> set[str]:
+        """Everyone a spelling *looks like* (another script's letters, fullwidth, invisible
+        characters): for a label :meth:`matches` does not know."""
+        return set(self._by_look.get(name_key(name), ()))
 
     def matches(self, name: str) -> set[str]:
         """Everyone ``name`` can refer to (an exact id wins outright)."""
@@ -566,6 +601,16 @@ class LiveConversation:
             return pid
         if self.roster_known and self.strict_roster:
             raise EventError(f"speaker {label!r} is not a participant")
+        alike = self.names.lookalikes(label)
+        if len(alike) == 1:  # one person, not a second one who prints the same
+            pid = next(iter(alike))
+            if label not in self.names.noted:
+                self.names.noted.add(label)
+                self.warnings.append(
+                    f"speaker {label!a} looks like {pid!a} (letters of another script, "
+                    "fullwidth or invisible characters): both spellings are one person"
+                )
+            return pid
         self._register([participant_for_label(label)])
         pid = self._lookup(label)
         assert pid is not None

@@ -35,10 +35,12 @@ import json
 import logging
 import math
 import os
+import re
 import secrets
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
@@ -49,7 +51,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from polylogue.conversation import Participant, Utterance
+from polylogue.conversation import BadNameError, Participant, Utterance, clean_name
 from polylogue.engine.deployment import Deployment, DeploymentError
 from polylogue.engine.live import LiveConversation, Policy, snapshot_deployment
 from polylogue.engine.model import TurnTakingModel, load_model, model_dir_for
@@ -106,23 +108,83 @@ def _bounded_int(digits: str) -> int:
     return int(digits)
 
 
+class _NonFinite(float):
+    """``NaN``/``Infinity`` as Python's json reads them, marked so the field can be named."""
+
+
+def _constant(name: str) -> float:
+    return _NonFinite(float(name))
+
+
+#: A ``\uD800``-``\uDFFF`` escape: maybe a lone surrogate (a pair is joined by the parser).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
 def load_message(data: str | bytes) -> Any:
-    """JSON of one message; ``ValueError`` for anything else (bad UTF-8, huge integers).
+    """JSON of one message; ``ValueError`` for anything else (bad UTF-8, huge integers, NaN).
 
     Integer literals are bounded here, before ``int()`` runs: Python refuses literals over
     4,300 digits with a bare ``ValueError``, and a smaller huge one would overflow later.
+    Python's json also reads ``NaN``/``Infinity`` (not JSON) and lone surrogate escapes (not
+    text): both are refused here, naming the field, before anything stores them.
     """
     try:
-        return json.loads(data, parse_int=_bounded_int)
+        obj = json.loads(data, parse_int=_bounded_int, parse_constant=_constant)
     except RecursionError:
         raise ValueError("nested too deeply") from None
+    text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+    if any(c in text for c in "NI") or _SURROGATE_ESCAPE.search(text):
+        problem = _unwritable(obj, "")
+        if problem:
+            raise ValueError(problem)
+    return obj
+
+
+def _unwritable(obj: Any, where: str) -> str | None:
+    """The first NaN/Infinity or lone surrogate in a parsed message, with its field."""
+    if isinstance(obj, _NonFinite):
+        return f"{where or 'value'}: {obj!r} is not a number JSON allows (finite numbers only)"
+    if isinstance(obj, str):
+        if any("\ud800" <= c <= "\udfff" for c in obj):
+            return f"{where or 'value'}: holds a lone surrogate (not Unicode text)"
+        return None
+    items: Any = (
+        obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    )
+    for k, v in items:
+        key = f"{where}.{k}" if where else str(k)
+        if isinstance(k, str) and (found := _unwritable(k, f"{where or 'object'} key")):
+            return found
+        if found := _unwritable(v, key):
+            return found
+    return None
 
 
 # ----------------------------------------------------------------------------- wire models
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: a wrong JSON type is refused, never coerced ("5" is not a time, 1 not a bool)
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+def _usable_name(v: str | None) -> str | None:
+    """A name or id that prints as itself: no control characters (NUL, newline), no bidi."""
+    if v is None:
+        return v
+    try:
+        clean_name(v)
+    except BadNameError as e:
+        raise ValueError(str(e)) from None
+    if not v.strip():
+        raise ValueError("name is blank")
+    return v
+
+
+def _usable_names(v: list[str]) -> list[str]:
+    for name in v:
+        _usable_name(name)
+    return v
 
 
 class ParticipantIn(_Strict):
@@ -130,6 +192,9 @@ class ParticipantIn(_Strict):
     name: str | None = Field(default=None, max_length=200)
     role: str | None = Field(default=None, max_length=200)
     aliases: list[str] = Field(default_factory=list, max_length=20)
+
+    _names = field_validator("id", "name")(_usable_name)
+    _aliases = field_validator("aliases")(_usable_names)
 
     def to_participant(self) -> Participant:
         return Participant(self.id, self.name, self.role, tuple(self.aliases))
@@ -154,6 +219,7 @@ class UtteranceEvent(_Strict):
     final: bool = True
 
     _times = field_validator("start", "end")(_finite)
+    _speaker = field_validator("speaker")(_usable_name)
 
 
 class JoinEvent(_Strict):
@@ -166,6 +232,8 @@ class LeaveEvent(_Strict):
     type: Literal["leave"]
     seq: Seq | None = None
     participant: str = Field(min_length=1, max_length=200)
+
+    _participant = field_validator("participant")(_usable_name)
 
 
 class AgentSpeechEvent(_Strict):
@@ -237,10 +305,27 @@ Event = Annotated[
     Field(discriminator="type"),
 ]
 _EVENT = TypeAdapter(Event)
+#: Events that change what the agent may do (role, and any run-time control like it): each is
+#: durable before its result is sent (:meth:`Sessions.commit`).
+CONTROL_EVENTS: tuple[type[BaseModel], ...] = (RoleEvent, AudienceEvent, FocusEvent)
+
+
+def seq_gap(last_seq: int | None, seq: int | None) -> int:
+    """How many ``seq`` numbers an event skips after ``last_seq`` (0: the next one, or none).
+
+    A jump is applied (a client may number only some events) but flagged in the result
+    (``"seq_gap"``): a client that numbers every event treats it as its own bug, since every
+    later event numbered below the jump would be answered as a duplicate.
+    """
+    if seq is None or last_seq is None or seq <= last_seq:
+        return 0
+    return seq - last_seq - 1
 
 
 class SessionIn(_Strict):
     agent: str = Field(min_length=1, max_length=200)
+
+    _agent = field_validator("agent")(_usable_name)
     participants: list[ParticipantIn] = Field(default_factory=list, max_length=MAX_PARTICIPANTS)
     policy: dict[str, Any] = Field(default_factory=dict)
     #: Deployment options (``domain``, ``operating_point``, ``threshold``, ``role``); the
@@ -420,6 +505,7 @@ class Sessions:
         t0 = time.perf_counter()
         touched = False
         duplicate = False
+        gap = 0
         result: dict[str, Any] = {}
         try:
             event = parse_event(raw)
@@ -436,6 +522,7 @@ class Sessions:
                     if event.seq is not None and seen is not None and event.seq <= seen:
                         duplicate = True  # a resend: applied before, not again
                         break
+                    gap = seq_gap(seen, event.seq)
                     touched = True
                     try:
                         result = _apply(c.live, event)
@@ -448,7 +535,7 @@ class Sessions:
                         snapshot = self._snapshot(c)
                         if trace is not None:
                             trace["snapshot"] = time.perf_counter()
-                        await self.store.save(sid, c.version, snapshot)
+                        await self.commit(sid, c.version, snapshot, event)
                     except PolylogueInputError:
                         self.cache.pop(sid, None)  # maybe half applied: reload it
                         if attempt or self.store.exclusive:
@@ -483,8 +570,14 @@ class Sessions:
         dt = time.perf_counter() - t0
         if duplicate:
             self.metrics.duplicates.inc()
-            return EventOutcome(200, {"ok": True, "seq": seq, "duplicate": True})
+            # last_seq: a client whose numbering went back (or jumped before) sees where
+            # the session is, instead of a stream of silent duplicates.
+            last = {"last_seq": c.last_seq}
+            return EventOutcome(200, {"ok": True, "seq": seq, "duplicate": True, **last})
         self.metrics.events.inc(type=event.type)
+        if gap:
+            self.metrics.errors.inc(kind="SeqGap")
+            result = {**result, "seq_gap": gap}
         if "decision" in result:
             action = result["decision"]["action"] or "none"
             self.metrics.decisions.inc(action=action)
@@ -492,6 +585,17 @@ class Sessions:
         return EventOutcome(
             200, {"ok": True, "seq": seq, **result, "server_ms": round(dt * 1000, 3)}
         )
+
+    async def commit(self, sid: str, version: int, snapshot: dict[str, Any], event: Event) -> None:
+        """Store the state after ``event``: the one write path of every event.
+
+        A control event (:data:`CONTROL_EVENTS`: what the agent may do) is written through
+        before it is answered, whatever the write-behind interval: an acknowledged switch to
+        ``observer`` must survive a crash, like session creation.
+        """
+        await self.store.save(sid, version, snapshot)
+        if isinstance(event, CONTROL_EVENTS):
+            await self.store.persist(sid)
 
     async def summary(self, sid: str) -> dict[str, Any]:
         c = await self._current(sid)
@@ -505,7 +609,7 @@ class Sessions:
             "participants": [p.to_dict() for p in live.engine.participants.values()],
             "present": list(live.present),
             "policy": live.policy.to_dict(),
-            "deployment": live.deployment.to_dict(),
+            "deployment": public_deployment(live.deployment),
             **session_controls(live),
             "version": c.version,
             "last_seq": c.last_seq,
@@ -526,6 +630,15 @@ class Sessions:
             self.cache.pop(sid, None)
         gone = await self.store.expire(self.idle_s)
         return len(set(stale) | set(gone))
+
+
+def public_deployment(deployment: Deployment) -> dict[str, Any]:
+    """A deployment as clients see it: model folders by name, never the server's paths."""
+    out = deployment.to_dict()
+    for key in ("model", "model_dir"):
+        if out.get(key) is not None:
+            out[key] = Path(str(out[key])).name
+    return out
 
 
 def _apply(live: LiveConversation, e: Event) -> dict[str, Any]:
@@ -564,7 +677,7 @@ def _apply(live: LiveConversation, e: Event) -> dict[str, Any]:
         return {} if stepped_in is None else {"decision": stepped_in.to_dict()}
     elif isinstance(e, RoleEvent):
         live.set_role(e.role)
-        return {"deployment": live.deployment.to_dict()}
+        return {"deployment": public_deployment(live.deployment)}
     elif isinstance(e, AudienceEvent):
         apply_audience(live, e.audience)
         return session_controls(live)
@@ -651,8 +764,50 @@ class ServeSettings:
         )
 
 
+#: Environment variable carrying the ``--workers`` supervisor's process id to its workers.
+SUPERVISOR_ENV = "POLYLOGUE_SERVE_SUPERVISOR"
+
+
+def end_with_supervisor(supervisor: int) -> None:
+    """End this worker when its supervisor process dies, even by SIGKILL.
+
+    A worker outliving its supervisor would keep serving on the port (and a restart would
+    find it taken). Linux: the kernel sends SIGKILL when the parent dies
+    (``PR_SET_PDEATHSIG``); everywhere, a daemon thread also checks the parent each second.
+    Either way the worker ends as its supervisor did: abruptly, with every snapshot already
+    written (workers write before they answer).
+    """
+    import signal
+    import sys
+    import threading
+
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass  # the thread below still watches
+
+    def orphaned() -> bool:
+        return os.getppid() != supervisor
+
+    def watch() -> None:
+        while not orphaned():
+            time.sleep(1.0)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    if orphaned():  # the supervisor died before the watch was set up
+        os.kill(os.getpid(), signal.SIGKILL)
+    threading.Thread(target=watch, name="polylogue-supervisor-watch", daemon=True).start()
+
+
 def app_from_env() -> Starlette:
     """The app of one ``--workers`` process (uvicorn factory), from ``SETTINGS_ENV``."""
+    supervisor = os.environ.get(SUPERVISOR_ENV)
+    if supervisor is not None:
+        end_with_supervisor(int(supervisor))
     return ServeSettings.from_json(os.environ[SETTINGS_ENV]).app()
 
 
@@ -750,7 +905,7 @@ def create_app(
                 "session_id": sid,
                 "agent": live.agent.pid,
                 "agent_resolved": not live.agent.provisional,
-                "deployment": live.deployment.to_dict(),
+                "deployment": public_deployment(live.deployment),
                 **session_controls(live),
             },
             status_code=201,

@@ -76,7 +76,7 @@ class ListenError(PolylogueInputError):
 
 
 def listening_socket(host: str, port: int) -> Any:
-    """A TCP socket bound to ``host:port`` (``port`` 0: a free one), ready for uvicorn.
+    """A TCP socket bound to ``host:port`` (``port`` 0: a free one) and listening, for uvicorn.
 
     Binding before uvicorn starts lets a command print where it listens only once it does.
     """
@@ -87,6 +87,9 @@ def listening_socket(host: str, port: int) -> Any:
         sock = socket.socket(family, kind, proto)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(addr)
+        # Listening now, not when uvicorn's loop starts: a client that connects as soon as
+        # the banner is printed is queued by the kernel instead of refused.
+        sock.listen(2048)
     except OSError as exc:
         raise ListenError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     return sock

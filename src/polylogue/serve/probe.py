@@ -5,7 +5,11 @@ Used by ``tests/test_serve_fuzz.py`` (a few hundred cases) and ``benchmarks/serv
 The classes are those of issue 29 (items 10-13): binary frames, big integers, non-finite and
 huge numbers, oversized messages, deep nesting, wrong types, damaged copies of a real event,
 bad UTF-8 bodies, foreign ``Host`` / ``Origin``, oversized bodies, unknown sessions, plus
-valid events (which must be answered correctly) and resends (which must be skipped).
+valid events (which must be answered correctly) and resends (which must be skipped); and
+those of issue 34: values a lax parser would coerce (``"5"`` as a time, ``1`` as a bool),
+names holding control, bidi or lone-surrogate characters, session bodies with bad policy or
+deployment fields (NaN among them), and run-time controls (role, audience and focus changes,
+answered with what they set).
 
 Each case ends as one of: ``clear`` (a refusal with a message: an error result, or a 4xx with
 one), ``correct`` (a valid input answered normally), ``silent`` (bad input answered as if it
@@ -30,11 +34,13 @@ PROBE_OUTCOMES = ("clear", "correct", "silent", "traceback", "hang")
 @dataclass(frozen=True)
 class ProbeCase:
     kind: str
-    channel: Literal["ws", "http", "raw"]
+    #: ``create``: the payload is a ``POST /v1/sessions`` body
+    channel: Literal["ws", "http", "raw", "create"]
     payload: str | bytes
     #: ``error``: must be refused; ``ok``: must be answered; ``either``: a damaged copy
-    #: that may still be a valid event; ``duplicate``: a resend, to be skipped
-    expect: Literal["error", "ok", "either", "duplicate"]
+    #: that may still be a valid event; ``duplicate``: a resend, to be skipped;
+    #: ``control``: a run-time control, answered with what it sets
+    expect: Literal["error", "ok", "either", "duplicate", "control"]
     headers: dict[str, str] = field(default_factory=dict)
 
 
@@ -73,6 +79,48 @@ _WRONG: dict[str, list[Any]] = {
     "final": ["maybe", [1], None, 2.5],
     "start": ["soon", [1], {"a": 1}, -3.0],
 }
+
+
+#: Round three (issue 34): values a lax parser would coerce, and events of other types.
+_COERCIBLE: list[dict[str, Any]] = [
+    {"type": "audience", "audience": "everyone"},
+    {"type": "focus", "ignored": ["nobody-here"]},
+    {"start": "5"},
+    {"end": "1.5"},
+    {"final": "true"},
+    {"final": 1},
+    {"type": "agent_speech", "speaking": 1},
+    {"type": "agent_speech", "speaking": True, "time": "5"},
+    {"type": "silence", "time": "12"},
+    {"type": "leave", "participant": 7},
+    {"type": "join", "participants": [{"id": "Z", "aliases": "Zed"}]},
+    {"type": "role", "role": 3},
+    {"type": "role", "role": "boss"},
+]
+#: Names that print as something else: control characters, bidi, a lone surrogate.
+_BAD_NAMES = [r"A\u0000B", r"A\nB", r"A\rB", r"\u202eA", r"A\u2066", r"\ud800", r"A\udfff", " "]
+#: ``POST /v1/sessions`` bodies that must be refused (a 400 naming the field, no session).
+_BAD_BODIES = [
+    '{"agent": "B", "policy": {"cooldown_s": "5"}}',
+    '{"agent": "B", "policy": {"threshold_speaking": "0.5"}}',
+    '{"agent": "B", "policy": {"threshold_just_spoke": [0.5]}}',
+    '{"agent": "B", "policy": {"warn_after": "abc"}}',
+    '{"agent": "B", "policy": {"warn_after": 1.5}}',
+    '{"agent": "B", "policy": {"just_spoke_s": true}}',
+    '{"agent": "B", "policy": {"cooldown_s": NaN}}',
+    '{"agent": "B", "policy": {"threshold_speaking": Infinity}}',
+    '{"agent": "B", "policy": {"cooldown_s": -1}}',
+    '{"agent": "B", "deployment": {"threshold": NaN}}',
+    '{"agent": "B", "deployment": {"threshold": "0.4"}}',
+    '{"agent": "B", "deployment": {"role": 3}}',
+    '{"agent": "B", "deployment": {"model_dir": "/etc"}}',
+    r'{"agent": "B\u0000"}',
+    '{"agent": 5}',
+    r'{"agent": "B", "participants": [{"id": "A", "aliases": ["\udc00"]}]}',
+    r'{"agent": "B", "participants": [{"id": "A\nB"}]}',
+    '{"agent": "B", "participants": "A,B"}',
+]
+_ROLES = ["observer", "assistant", "facilitator", None]
 
 
 def _big_int(rng: random.Random) -> str:
@@ -132,6 +180,10 @@ def make_cases(
         "http_foreign_origin",
         "http_oversize",
         "http_unknown_session",
+        "coercible",
+        "bad_name",
+        "bad_session_body",
+        "control",
     ]
     for k in range(n):
         kind = makers[k % len(makers)]
@@ -198,6 +250,30 @@ def make_cases(
         elif kind == "http_oversize":
             size = rng.randint(max_message + 1, 3 * max_message)
             cases.append(ProbeCase(kind, "raw", b"[" * size, "error"))
+        elif kind == "coercible":
+            wrong = {**e, **rng.choice(_COERCIBLE)}
+            if wrong["type"] != "utterance":
+                wrong = {k: v for k, v in wrong.items() if k not in ("speaker", "text")}
+            cases.append(ProbeCase(kind, "ws", json.dumps(wrong), "error"))
+        elif kind == "bad_name":
+            key = rng.choice(["speaker", "leave"])
+            name = '"' + rng.choice(_BAD_NAMES) + '"'
+            if key == "leave":
+                frame = '{"type": "leave", "participant": ' + name + "}"
+            else:
+                frame = _with(e, "speaker", name)
+            cases.append(ProbeCase(kind, "ws", frame, "error"))
+        elif kind == "bad_session_body":
+            cases.append(ProbeCase(kind, "create", rng.choice(_BAD_BODIES), "error"))
+        elif kind == "control":
+            event = rng.choice(
+                [
+                    {"type": "role", "role": rng.choice(_ROLES)},
+                    {"type": "audience", "audience": rng.choice(["group", "adaptive"])},
+                    {"type": "focus"},  # clears the focus: valid on any session
+                ]
+            )
+            cases.append(ProbeCase(kind, "ws", json.dumps(event), "control"))
         elif kind == "http_unknown_session":
             cases.append(
                 ProbeCase(kind, "http", json.dumps(e), "error", {"X-Probe-Session": "none"})
@@ -218,6 +294,9 @@ def _ws_outcome(case: ProbeCase, reply: dict[str, Any]) -> tuple[str, str]:
         return ("correct" if reply.get("duplicate") else "silent"), detail
     if case.expect == "ok":
         return ("correct" if "decision" in reply else "silent"), detail
+    if case.expect == "control":
+        shown = "deployment" in reply or "audience" in reply
+        return ("correct" if shown else "silent"), detail
     if case.expect == "either":
         return "correct", detail  # a damaged copy that is still a valid event
     return "silent", detail
@@ -291,6 +370,20 @@ def run_cases(url: str, sid: str, cases: list[ProbeCase], timeout_s: float = 10.
                     ws = reconnect()
                     continue
                 tally.add(case, *_ws_outcome(case, reply))
+            elif case.channel == "create":
+                try:
+                    r = http.post(
+                        f"{url}/v1/sessions",
+                        content=case.payload,
+                        headers={"content-type": "application/json"},
+                    )
+                except httpx.TimeoutException:
+                    tally.add(case, "hang", "no answer")
+                    continue
+                except httpx.TransportError as e:
+                    tally.add(case, "traceback", f"connection dropped: {e}")
+                    continue
+                tally.add(case, *_http_outcome(case, r))
             elif case.channel == "http":
                 target = "nope-" + sid if "X-Probe-Session" in case.headers else sid
                 headers = {k: v for k, v in case.headers.items() if k != "X-Probe-Session"}

@@ -89,6 +89,11 @@ class SessionStore(Protocol):
     async def version(self, sid: str) -> int | None: ...
     async def load(self, sid: str) -> tuple[int, dict[str, Any]] | None: ...
     async def save(self, sid: str, version: int, snapshot: dict[str, Any]) -> None: ...
+
+    async def persist(self, sid: str) -> None:
+        """Return only once ``sid``'s last saved snapshot is written (survives a crash)."""
+        ...
+
     async def delete(self, sid: str) -> None: ...
     async def expire(self, idle_s: float) -> list[str]: ...
     async def count(self) -> int: ...
@@ -210,6 +215,17 @@ class SQLiteStore:
             await self.flush()
         elif self._flusher is None or self._flusher.done():
             self._flusher = asyncio.get_running_loop().create_task(self._flush_soon())
+
+    async def persist(self, sid: str) -> None:
+        """Write ``sid``'s queued snapshot now (with everything else queued: one transaction).
+
+        Shared mode writes every snapshot before answering already. The flush waits for one in
+        progress, so a snapshot taken by that flush is committed when this returns.
+        """
+        if not self.shared and (sid in self._pending or sid in self._inflight):
+            await self.flush()
+            if sid in self._pending:  # the write failed and was queued again
+                raise SessionStoreError(f"session {sid}: the state could not be written")
 
     async def _flush_soon(self) -> None:
         await asyncio.sleep(self.flush_s)
@@ -385,6 +401,9 @@ class RedisStore:
         args: list[str | int] = [version, data, self.ttl_ms, deadline, sid]
         if not await self._save(keys=self._keys(sid), args=args):
             raise StaleSessionError(f"session {sid}: changed by another process; resend")
+
+    async def persist(self, sid: str) -> None:
+        """Nothing to do: :meth:`save` wrote the snapshot before returning."""
 
     async def delete(self, sid: str) -> None:
         async with self.r.pipeline(transaction=True) as pipe:

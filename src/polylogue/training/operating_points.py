@@ -27,6 +27,7 @@ import numpy as np
 
 from polylogue.engine.deployment import OVERALL
 from polylogue.engine.model import DOMAINS, TurnTakingModel, load_model
+from polylogue.errors import PolylogueInputError
 from polylogue.evaluation.metrics import (
     best_mean_balanced_accuracy_threshold,
     capped_interruption_threshold,
@@ -110,6 +111,33 @@ def score_points(model: TurnTakingModel, points: Sequence[Any]) -> ScoredSplit:
     )
 
 
+#: Fewest points of each kind (SPEAK, SILENT) a split needs to choose thresholds from.
+MIN_POINTS_PER_LABEL = 20
+
+
+class NotEnoughPointsError(PolylogueInputError):
+    """A split too small to choose operating points from."""
+
+
+def check_enough_points(
+    points: Sequence[Any], split: str, benchmarks: Sequence[str | Path]
+) -> None:
+    """Refuse a split with too few SPEAK or SILENT points: thresholds chosen from a handful
+    (or none) of them are noise, and an empty one has no threshold at all."""
+    from polylogue.turntaking.types import Decision
+
+    speak = sum(p.gold.label is Decision.SPEAK for p in points)
+    silent = len(points) - speak
+    if min(speak, silent) < MIN_POINTS_PER_LABEL:
+        where = ", ".join(str(b) for b in benchmarks)
+        raise NotEnoughPointsError(
+            f"{where}: the {split} split has {speak} SPEAK and {silent} SILENT points; choosing "
+            f"operating points needs at least {MIN_POINTS_PER_LABEL} of each (build the "
+            "benchmark from more conversations, or pass --split with a larger split); "
+            "nothing was written"
+        )
+
+
 def operating_points_for_folder(
     model_dir: str | Path,
     benchmarks: Sequence[str | Path],
@@ -125,8 +153,10 @@ def operating_points_for_folder(
     pts = []
     for b in benchmarks:
         bench = load_benchmark(b)
-        pts.extend(bench.points(split))
-        log(f"{b}: {split}")
+        got = bench.points(split)
+        pts.extend(got)
+        log(f"{b}: {split} ({len(got)} points)")
+    check_enough_points(pts, split, benchmarks)
     chosen = choose_operating_points(score_points(model, pts))
     if write:
         path = Path(model_dir) / "model.json"

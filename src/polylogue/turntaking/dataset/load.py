@@ -11,6 +11,7 @@ from polylogue.conversation import Conversation, Participant, read_parquet, upgr
 from polylogue.jsonio import JsonInputError, load_json_object, loads_json
 from polylogue.turntaking.dataset.versions import (
     MANIFEST_KIND,
+    SPLIT_FORMAT_KEY,
     BenchmarkFormatError,
     check_format_version,
 )
@@ -132,19 +133,39 @@ class Benchmark:
         import pyarrow.parquet as pq
 
         try:
-            names = set(pq.read_schema(path).names)
+            meta = pq.read_metadata(path)
+            schema = meta.schema.to_arrow_schema()
         except Exception as exc:  # pyarrow raises several types for damaged files
-            raise BenchmarkFormatError(
-                f"{path}: not a readable Parquet split (damaged or truncated; rebuild it with "
-                f"polylogue build): {exc}"
-            ) from None
+            raise _unreadable(path, exc) from None
+        names = set(schema.names)
         missing = sorted(set(_SPLIT_COLUMNS) - names)
         if missing:
             raise BenchmarkFormatError(
                 f"{path}: not a decision-point split (no column {', '.join(missing)}; "
                 f"it has {', '.join(sorted(names))})"
             )
+        self._check_same_build(path, (schema.metadata or {}), meta.num_rows)
         self._checked.add(str(path))
+
+    def _check_same_build(self, path: Path, metadata: dict[bytes, bytes], rows: int) -> None:
+        """A split written by another build than the manifest's (files copied between
+        folders, a half-finished manual upgrade) is refused: its points would be read under
+        the wrong format's rules."""
+        declared = self.manifest.get("format_version", 1)
+        stamped = metadata.get(SPLIT_FORMAT_KEY.encode())
+        mixed = "the folder mixes files of two builds; rebuild it with polylogue build"
+        if stamped is not None and stamped.decode(errors="replace") != str(declared):
+            raise BenchmarkFormatError(
+                f"{path}: a format-{stamped.decode(errors='replace')} split under a manifest "
+                f"of format {declared}: {mixed}"
+            )
+        counts = self.manifest.get("counts")
+        splits = counts.get("splits") if isinstance(counts, dict) else None
+        expected = splits.get(path.stem) if isinstance(splits, dict) else None
+        if isinstance(expected, int) and not isinstance(expected, bool) and expected != rows:
+            raise BenchmarkFormatError(
+                f"{path}: holds {rows} points where the manifest counts {expected}: {mixed}"
+            )
 
     def points(self, split: str, balanced: bool = False, seed: int = 13) -> list[DecisionPoint]:
         """Decision points of ``split`` at natural class ratios, or a balanced view."""
@@ -176,9 +197,8 @@ class Benchmark:
         """The conversations ``split``'s points come from (one column read)."""
         pq_path = self.folder / f"{split}.parquet"
         if pq_path.exists():
-            import pyarrow.parquet as pq
-
-            col = pq.read_table(pq_path, columns=["conversation_id"]).column(0)
+            self._check_split_file(pq_path)
+            col = _read_split_table(pq_path, columns=["conversation_id"]).column(0)
             return {str(v) for v in col.to_pylist()}
         return {str(r["conversation_id"]) for r in self.rows(split, with_context=False)}
 
@@ -200,6 +220,8 @@ class Benchmark:
                 ]
             except (KeyError, ValueError):  # an older layout without gold.outcome
                 raw = [{"point_id": r["point_id"], **r["gold"]} for r in self.rows(split)]
+            except Exception as exc:  # a damaged page (pyarrow raises OSError and others)
+                raise _unreadable(pq_path, exc) from None
         else:
             raw = [{"point_id": r["point_id"], **r["gold"]} for r in self.rows(split)]
         out = []
@@ -274,13 +296,21 @@ _LIGHT_COLUMNS = (
 _SPLIT_COLUMNS = ("point_id", "conversation_id", "index", "input", "gold")
 
 
-def _read_split_table(path: Path) -> Any:
+def _unreadable(path: Path, exc: BaseException) -> BenchmarkFormatError:
+    detail = " ".join(str(exc).split())
+    return BenchmarkFormatError(
+        f"{path}: not a readable Parquet split (damaged or truncated; rebuild it with "
+        f"polylogue build): {detail}"
+    )
+
+
+def _read_split_table(path: Path, columns: list[str] | None = None) -> Any:
     import pyarrow.parquet as pq
 
     try:
-        return pq.read_table(path)
+        return pq.read_table(path, columns=columns)
     except Exception as exc:  # pyarrow raises several types for damaged files
-        raise BenchmarkFormatError(f"{path}: not a readable Parquet split: {exc}") from None
+        raise _unreadable(path, exc) from None
 
 
 def _rows_without_context(
@@ -294,9 +324,11 @@ def _rows_without_context(
     filters = None if ids is None else [("point_id", "in", list(ids))]
     try:
         table = pq.read_table(path, columns=list(_LIGHT_COLUMNS), filters=filters)
+        rows: list[dict[str, Any]] = table.to_pylist()
     except (pa.ArrowInvalid, KeyError):
         return None  # an older layout: read it whole
-    rows: list[dict[str, Any]] = table.to_pylist()
+    except Exception as exc:  # a damaged page (pyarrow raises OSError and others)
+        raise _unreadable(path, exc) from None
     for r in rows:  # nested selections come back flattened: put them back under "input"
         r["input"] = {"target": r.pop("target"), "present": r.pop("present")}
     return rows

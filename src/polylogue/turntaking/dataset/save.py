@@ -13,7 +13,11 @@ from polylogue.conversation import Participant, write_parquet
 from polylogue.turntaking.dataset.make import BenchmarkBuild
 from polylogue.turntaking.dataset.provenance import benchmark_manifest
 from polylogue.turntaking.dataset.tables import stats_markdown, write_stats_csv
-from polylogue.turntaking.dataset.versions import BenchmarkFormatError
+from polylogue.turntaking.dataset.versions import (
+    FORMAT_VERSION,
+    SPLIT_FORMAT_KEY,
+    BenchmarkFormatError,
+)
 from polylogue.turntaking.splits import (
     SPLITS,
 )
@@ -200,7 +204,10 @@ def _save_benchmark_files(
         for line in lines:
             data_hash.update(line.encode())
         if "parquet" in formats:
-            pq.write_table(pa.Table.from_pylist(rows, schema=schema), out / f"{name}.parquet")
+            table = pa.Table.from_pylist(rows, schema=schema)
+            # Each split names its format: a folder mixing files of two builds is detected.
+            stamp = {**(table.schema.metadata or {}), SPLIT_FORMAT_KEY: str(FORMAT_VERSION)}
+            pq.write_table(table.replace_schema_metadata(stamp), out / f"{name}.parquet")
         if "jsonl" in formats:
             with open(out / f"{name}.jsonl", "w", encoding="utf-8") as f:
                 f.writelines(lines)

@@ -18,6 +18,8 @@ from polylogue.errors import PolylogueInputError, note_input
 #: absent until they speak again, directions without their opening bracket are notes, speaker
 #: tags whose names were dropped are not speech, a line holding another speaker's tag is split.
 FORMAT_VERSION = 5
+#: Key of the format number stamped in each split Parquet file's metadata.
+SPLIT_FORMAT_KEY = "polylogue.format_version"
 #: The manifest's ``kind``: what marks a folder as a turn-taking benchmark.
 MANIFEST_KIND = "polylogue.turntaking.benchmark"
 
