@@ -57,13 +57,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from polylogue.evaluation.metrics import MIN_BOOTSTRAP_GROUPS
+
 CORPORA = ("friends", "ami")
 #: The paper's four categories; benchmark v2.1's S3 and SA count as S2 (``Category.four_way``).
 FOUR_WAY = ("I1", "I2", "S1", "S2")
 PAPER_NOTE = (
     "The paper's figures (Tables 2, 3 and 5) are quoted in docs/training.md for orientation only: "
     "7-8B models, the authors' own data and splits and 2,048-token prompts. This run's model, "
-    "size and prompt budget are in its configuration below."
+    "size and prompt budget are in its configuration above."
 )
 #: Local LM evaluation: 32-point chunks (saved as they finish), batched 8 by prompt length.
 HF = ("--batch-size", "32", "-O", "batch_size=8")
@@ -623,13 +625,34 @@ def stage_status(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, 
         sessions = record.get(name, {}).get("sessions", [])
         if name == running:
             status[name] = "running"
-        elif sessions and sessions[-1]["exit"] in (0, 3):
+        elif has_result(args, name) or (sessions and sessions[-1]["exit"] in (0, 3)):
             status[name] = "done"
         elif sessions:
             status[name] = f"stopped (exit {sessions[-1]['exit']})"
         else:
             status[name] = "pending"
     return status
+
+
+def has_result(args: argparse.Namespace, name: str) -> bool:
+    """Whether the output of stage ``name`` exists (a stage may finish in an unrecorded run)."""
+    out = Path(args.out)
+    kind, _, rest = name.partition("/")
+    if kind == "build":
+        return (out / "bench" / rest / "manifest.json").is_file()
+    if kind == "train":
+        return (out / "train" / rest / "polylogue_adapter.json").is_file()
+    if kind == "eval":
+        where, _, key = rest.partition("/")
+        corpus, _, view = where.partition("-")
+        n = dict(views(args)).get(view)
+        model = next((m for m in models(args) if m.key == key), None)
+        return (
+            n is not None
+            and model is not None
+            and finished_run(eval_folder(args, corpus, view, model), n) is not None
+        )
+    return False
 
 
 def _alive(pid: Any) -> bool:
@@ -715,6 +738,14 @@ def report(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, Any]:
                 + ".",
                 "",
             ]
+            groups = (base or {}).get("n_groups")
+            if isinstance(groups, int) and groups < MIN_BOOTSTRAP_GROUPS:
+                lines += [
+                    f"Only {groups} conversation groups in this test sample: the bootstrap "
+                    "intervals are unreliable (the harness warns below "
+                    f"{MIN_BOOTSTRAP_GROUPS}).",
+                    "",
+                ]
             if context:
                 lines += [
                     f"Prompts that lost all earlier turns to the {args.max_prompt_tokens}-token "
