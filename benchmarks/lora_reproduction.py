@@ -238,8 +238,7 @@ def distill(stages: Stages, args: argparse.Namespace, benches: dict[str, Path]) 
         *data_flags(benches),
         "--out",
         str(folder),
-        "--max-points",
-        str(mode_points(args, "reasoning")),
+        *points_flag("--max-points", mode_points(args, "reasoning")),
         "--subset",
         args.train_subset,
         "--max-prompt-tokens",
@@ -267,8 +266,7 @@ def train_command(
         model_target(args.model),
         "--mode",
         mode,
-        "--max-train-points",
-        str(mode_points(args, mode)),
+        *points_flag("--max-train-points", mode_points(args, mode)),
         "--max-prompt-tokens",
         str(args.max_prompt_tokens),
         "--batch-size",
@@ -319,6 +317,11 @@ def train(
     return run
 
 
+def points_flag(flag: str, n: int) -> list[str]:
+    """``flag N``, or nothing for 0 (every point of the split, as the paper trains)."""
+    return [flag, str(n)] if n else []
+
+
 def mode_points(args: argparse.Namespace, mode: str) -> int:
     """Training points of one mode (``--reasoning-points`` defaults to ``--train-points``)."""
     if mode == "reasoning" and args.reasoning_points:
@@ -326,8 +329,15 @@ def mode_points(args: argparse.Namespace, mode: str) -> int:
     return int(args.train_points)
 
 
+def lm_options(args: argparse.Namespace) -> tuple[str, ...]:
+    """Evaluation options of a local LM row: chunking, batching and the device."""
+    device = getattr(args, "device", "cpu")
+    return (*HF, "-O", f"device={device}") if device != "cpu" else HF
+
+
 def models(args: argparse.Namespace) -> list[Model]:
     tokens = str(args.max_prompt_tokens)
+    hf = lm_options(args)
     name = model_label(args.model)
     zero_shot = ("--model", "hf:" + model_target(args.model), "--mode", "decision")
     return [
@@ -341,12 +351,12 @@ def models(args: argparse.Namespace) -> list[Model]:
         Model(
             "zero-shot",
             f"{name} zero-shot (decision)",
-            (*zero_shot, "--max-prompt-tokens", tokens, *HF),
+            (*zero_shot, "--max-prompt-tokens", tokens, *hf),
         ),
         Model(
             "sft-decision",
             f"{name} + LoRA SFT (decision)",
-            ("--adapter", str(Path(args.out) / "train" / "decision"), *HF),
+            ("--adapter", str(Path(args.out) / "train" / "decision"), *hf),
             needs="decision",
         ),
         Model(
@@ -355,7 +365,7 @@ def models(args: argparse.Namespace) -> list[Model]:
             (
                 "--adapter",
                 str(Path(args.out) / "train" / "reasoning"),
-                *HF,
+                *hf,
                 "-O",
                 f"max_new_tokens={args.max_new_tokens}",
             ),
@@ -480,6 +490,8 @@ def estimate(args: argparse.Namespace) -> dict[str, float]:
     out: dict[str, float] = {}
     for mode in ("decision", "reasoning"):
         n = mode_points(args, mode)
+        if not n and not args.max_steps:
+            continue  # the whole split: its size is known only once the data is loaded
         examples = (
             int(args.max_steps) * int(args.batch_size) * int(args.grad_accum)
             if args.max_steps
@@ -863,7 +875,17 @@ def parser() -> argparse.ArgumentParser:
         default="cues",
         help="reasoning teacher: cues (offline, rule-written), hf:PATH or openai:MODEL@URL",
     )
-    ap.add_argument("--train-points", type=int, default=2000, help="training points (both modes)")
+    ap.add_argument(
+        "--train-points",
+        type=int,
+        default=2000,
+        help="training points (both modes); 0: the whole training splits (the paper)",
+    )
+    ap.add_argument(
+        "--device",
+        default="auto",
+        help="evaluation device of the LM rows: cpu, cuda, or auto (cuda when available)",
+    )
     ap.add_argument(
         "--reasoning-points", type=int, default=None, help="reasoning-mode points (default: same)"
     )
@@ -943,6 +965,10 @@ def parser() -> argparse.ArgumentParser:
 def main() -> None:
     args = parser().parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.device == "auto" and not args.publish:
+        import torch
+
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
     saved = args.out / RUN_ARGS
     if args.publish:
         if not saved.is_file():
@@ -978,7 +1004,8 @@ def main() -> None:
         env |= {"OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads)}
     wanted_stages = set(args.stages.split(","))
     est = estimate(args)
-    print_estimate(est)
+    if args.device == "cpu":
+        print_estimate(est)
 
     def after() -> None:
         if "report" in wanted_stages and not args.dry_run:
