@@ -64,7 +64,7 @@ CORPORA = ("friends", "ami")
 FOUR_WAY = ("I1", "I2", "S1", "S2")
 PAPER_NOTE = (
     "The paper's figures (Tables 2, 3 and 5) are quoted in docs/training.md for orientation only: "
-    "7-8B models, the authors' own data and splits and 2,048-token prompts. This run's model, "
+    "4-20B models, the authors' own data and splits and 2,048-token prompts. This run's model, "
     "size and prompt budget are in its configuration above."
 )
 #: Local LM evaluation: 32-point chunks (saved as they finish), batched 8 by prompt length.
