@@ -1009,7 +1009,11 @@ def main() -> None:
 
     def after() -> None:
         if "report" in wanted_stages and not args.dry_run:
-            report(args, stages.record)
+            # A report that cannot be written never stops the run (--publish rewrites it).
+            try:
+                report(args, stages.record)
+            except Exception as exc:  # noqa: BLE001
+                print(f"report not written: {type(exc).__name__}: {exc}", flush=True)
 
     stages = Stages(args.out, dry_run=args.dry_run, env=env, after=after)
     if not args.dry_run:
