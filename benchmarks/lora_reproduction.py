@@ -1012,7 +1012,7 @@ def main() -> None:
             # A report that cannot be written never stops the run (--publish rewrites it).
             try:
                 report(args, stages.record)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 print(f"report not written: {type(exc).__name__}: {exc}", flush=True)
 
     stages = Stages(args.out, dry_run=args.dry_run, env=env, after=after)
