@@ -533,17 +533,18 @@ def print_estimate(est: dict[str, float]) -> None:
 def context_counts(args: argparse.Namespace, corpus: str, view: str, n: int) -> dict[str, Any]:
     """How many sampled test prompts kept no earlier turn under the prompt budget.
 
-    Counted on the points the zero-shot row scored, with the evaluation's own prompt builder
-    and the model's tokenizer (the numbers hold for every LM row: they share the sample and the
-    budget). Cached in ``OUT/context/``.
+    Counted on the sampled points (every row scores the same ones), with the evaluation's own
+    prompt builder, the decision-mode prompt and the model's tokenizer, as the LM rows see
+    them. Cached in ``OUT/context/``.
     """
     cache = Path(args.out) / "context" / f"{corpus}-{view}.json"
     if cache.is_file():
         cached = dict(json.loads(cache.read_text()))
         if cached.get("n") == n:
             return cached
-    zero_shot = next(m for m in models(args) if m.key == "zero-shot")
-    run = finished_run(eval_folder(args, corpus, view, zero_shot), n)
+    # Every row scores the same seeded sample, so any finished row names its points.
+    runs = (finished_run(eval_folder(args, corpus, view, m), n) for m in models(args))
+    run = next((r for r in runs if r is not None), None)
     if run is None:
         return {}
     from transformers import AutoTokenizer

@@ -15,6 +15,9 @@ from pathlib import Path
 
 from benches import friends_benchmark
 
+from polylogue.evaluation.runner import read_predictions
+from polylogue.turntaking.dataset import load_benchmark
+
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "lora_reproduction.py"
 BEGIN = "<!-- lora-reproduction-results:begin -->"
 END = "<!-- lora-reproduction-results:end -->"
@@ -71,6 +74,17 @@ def test_cheap_rows_report_resume_and_publish(tmp_path: Path) -> None:
         assert abs(total_right / 40 - metrics["accuracy"]) < 1e-9
         assert row["speak_ratio"] == metrics["agent"]["speak_ratio"]
         assert row["precision"] == metrics["agent"]["precision"]
+    # Prompts that kept no earlier turn under the budget, counted on the sampled points.
+    context = results["context"]["friends-balanced"]
+
+    (pred_path,) = (out / "eval" / "friends-balanced" / "previous-speaker").glob(
+        "*/predictions.jsonl"
+    )
+    ids = [r["point_id"] for r in read_predictions(pred_path)]
+    points = load_benchmark(str(out / "bench" / "friends")).points_by_id("test", ids)
+    assert context["points"] == 40
+    assert context["with_earlier_turns"] == sum(1 for p in points if p.input.history)
+    assert 0 <= context["lost_all_earlier_turns"] <= context["with_earlier_turns"]
     status = results["status"]
     assert status["eval/friends-balanced/previous-speaker"] == "done"
     assert status["train/decision"] == "pending"
