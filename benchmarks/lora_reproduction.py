@@ -981,6 +981,14 @@ def main() -> None:
         record = json.loads((args.out / "stages.json").read_text())
         publish(args, report(args, record))
         return
+    progress_path = args.out / "progress.json"
+    if not args.dry_run and progress_path.is_file():
+        running = json.loads(progress_path.read_text())
+        if running.get("state") == "running" and _alive(running.get("pid")):
+            raise SystemExit(
+                f"{args.out} is already being run by process {running['pid']} (stage "
+                f"{running.get('stage')}); stop it first, or use --publish to read its results"
+            )
     if not args.dry_run:
         # Resuming needs the same interpreter, source path and thread count.
         env_prefix = "".join(
