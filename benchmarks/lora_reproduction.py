@@ -637,7 +637,7 @@ def stage_status(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, 
     for name in planned_stages(args):
         sessions = record.get(name, {}).get("sessions", [])
         if name == running:
-            status[name] = "running"
+            status[name] = "running" + stage_progress(args, name)
         elif has_result(args, name) or (sessions and sessions[-1]["exit"] in (0, 3)):
             status[name] = "done"
         elif sessions:
@@ -645,6 +645,28 @@ def stage_status(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, 
         else:
             status[name] = "pending"
     return status
+
+
+def stage_progress(args: argparse.Namespace, name: str) -> str:
+    """How far a running stage is, from its files: scored points or optimizer steps."""
+    out = Path(args.out)
+    kind, _, rest = name.partition("/")
+    if kind == "eval":
+        where, _, key = rest.partition("/")
+        done = sum(
+            sum(1 for _ in path.open(encoding="utf-8"))
+            for path in (out / "eval" / where / key).glob("*/predictions.jsonl")
+        )
+        view = where.partition("-")[2]
+        return f" ({done} of {dict(views(args)).get(view)} points scored)"
+    if kind == "train":
+        steps = [
+            int(c.name.split("-")[1])
+            for c in (out / "train" / rest / "checkpoints").glob("checkpoint-*")
+            if c.name.split("-")[1].isdigit()
+        ]
+        return f" (last checkpoint: step {max(steps)})" if steps else " (no checkpoint yet)"
+    return ""
 
 
 def has_result(args: argparse.Namespace, name: str) -> bool:
