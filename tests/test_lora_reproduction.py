@@ -1,0 +1,119 @@
+"""benchmarks/lora_reproduction.py at CI scale: the cheap rows on a small real Friends build.
+
+The script's LM stages are a benchmark (hours of CPU); what is tested here is what a run at any
+size relies on: stages skip what is done, the report's four-way categories agree with the
+harness's own per-category figures, stage status reads the results on disk, the resume command
+is written, and ``--publish`` rewrites the docs block in place.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from benches import friends_benchmark
+
+from polylogue.evaluation.runner import read_predictions
+from polylogue.turntaking.dataset import load_benchmark
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "lora_reproduction.py"
+BEGIN = "<!-- lora-reproduction-results:begin -->"
+END = "<!-- lora-reproduction-results:end -->"
+
+
+def run_script(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=600
+    )
+
+
+def test_cheap_rows_report_resume_and_publish(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    friends_benchmark(out / "bench" / "friends", conversations=40)
+    args = [
+        "--out",
+        str(out),
+        "--stages",
+        "eval,report",
+        "--eval-models",
+        "previous-speaker,explicit-address",
+        "--eval-corpora",
+        "friends",
+        "--test-points",
+        "40",
+        "--natural-points",
+        "0",
+        "--train-points",
+        "64",
+        "--max-prompt-tokens",
+        "384",
+        "--device",
+        "cpu",
+    ]
+    first = run_script(*args)
+    assert first.returncode == 0, first.stdout + first.stderr
+    results = json.loads((out / "results.json").read_text())
+    table = results["tables"]["friends-balanced"]
+    assert set(table) == {"previous-speaker", "explicit-address"}
+    for key, row in table.items():
+        (metrics_path,) = (out / "eval" / "friends-balanced" / key).glob("*/metrics.json")
+        metrics = json.loads(metrics_path.read_text())
+        assert row["n"] == metrics["n"] == 40
+        # The paper's four categories from the predictions, against the harness's own
+        # per-category accuracy and counts (S3 and SA are S2's).
+        counts, acc = metrics["per_category_n"], metrics["per_category"]
+        s2 = [c for c in ("S2", "S3", "SA") if counts.get(c)]
+        assert row["four_way"]["S2"]["n"] == sum(counts[c] for c in s2)
+        right = sum(acc[c] * counts[c] for c in s2)
+        assert abs(row["four_way"]["S2"]["accuracy"] * row["four_way"]["S2"]["n"] - right) < 1e-6
+        for c in ("I1", "I2", "S1"):
+            assert row["four_way"][c]["n"] == counts.get(c, 0)
+        total_right = sum(v["accuracy"] * v["n"] for v in row["four_way"].values() if v["n"])
+        assert abs(total_right / 40 - metrics["accuracy"]) < 1e-9
+        assert row["speak_ratio"] == metrics["agent"]["speak_ratio"]
+        assert row["precision"] == metrics["agent"]["precision"]
+    # Prompts that kept no earlier turn under the budget, counted on the sampled points.
+    context = results["context"]["friends-balanced"]
+
+    (pred_path,) = (out / "eval" / "friends-balanced" / "previous-speaker").glob(
+        "*/predictions.jsonl"
+    )
+    ids = [r["point_id"] for r in read_predictions(pred_path)]
+    points = load_benchmark(str(out / "bench" / "friends")).points_by_id("test", ids)
+    assert context["points"] == 40
+    assert context["with_earlier_turns"] == sum(1 for p in points if p.input.history)
+    assert 0 <= context["lost_all_earlier_turns"] <= context["with_earlier_turns"]
+    status = results["status"]
+    assert status["eval/friends-balanced/previous-speaker"] == "done"
+    assert status["train/decision"] == "pending"
+    md = (out / "results.md").read_text()
+    assert "| previous-speaker rule | 40 |" in md and "| explicit-address rule | 40 |" in md
+    assert "Unfinished stages continue with the same command" in md
+    resume = (out / "resume.sh").read_text()
+    assert f"--out {out}" in resume and "nice -n 19" in resume
+
+    # The same command again: every finished stage is skipped, nothing is recorded twice.
+    sessions = json.loads((out / "stages.json").read_text())
+    again = run_script(*args)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "eval/friends-balanced/previous-speaker: skipped (40 points scored)" in again.stdout
+    assert json.loads((out / "stages.json").read_text()) == sessions
+
+    # --publish: the report into PREFIX.md/.json and between the docs markers, idempotently.
+    docs = tmp_path / "training.md"
+    docs.write_text(
+        f"# Training\n\nbefore\n\n{BEGIN}\nstale-block-text\n{END}\n\nafter\n", encoding="utf-8"
+    )
+    prefix = tmp_path / "results" / "repro"
+    publish = ["--out", str(out), "--publish", str(prefix), "--docs", str(docs)]
+    done = run_script(*publish)
+    assert done.returncode == 0, done.stdout + done.stderr
+    text = docs.read_text(encoding="utf-8")
+    assert text.startswith("# Training\n\nbefore\n\n") and text.endswith("\n\nafter\n")
+    block = text.split(BEGIN, 1)[1].split(END, 1)[0]
+    assert "stale-block-text" not in block and "| previous-speaker rule | 40 |" in block
+    assert json.loads(prefix.with_suffix(".json").read_text())["tables"] == results["tables"]
+    assert run_script(*publish).returncode == 0
+    assert docs.read_text(encoding="utf-8") == text
