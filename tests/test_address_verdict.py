@@ -54,8 +54,13 @@ def test_a_vocative_addresses_in_both_renderings(text: str, kind: str) -> None:
         assert v.mention_of("dave") is None
 
 
-def test_thanks_names_both_people() -> None:
-    assert set(verdict("thanks anna dave any update").addressees) == {"anna", "dave"}
+def test_thanks_closes_a_turn_and_the_next_name_gets_the_floor() -> None:
+    v = verdict("thanks anna dave any update")
+    assert v.addressees == ("dave",)
+    assert v.relation("anna") == "named"  # thanked: her turn is closed, not handed back
+    assert verdict("thanks dave bob can you verify it", speaker="anna").addressees == ("bob",)
+    # Thanked alone, the person is still addressed.
+    assert verdict("thanks dave").addressees == ("dave",)
 
 
 @pytest.mark.parametrize(

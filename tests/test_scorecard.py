@@ -9,6 +9,7 @@ that a doc table marked with the scorecard it came from is checked cell by cell.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -125,15 +126,13 @@ def test_per_ten_minutes_where_times_exist_and_curves_for_the_model(card: dict[s
     # Speaking at every pause interjects most; never speaking, least.
     assert ami["false_interjections_per_hour"][0] >= ami["false_interjections_per_hour"][-1]
     assert ami["missed_addressed_per_hour"][0] <= ami["missed_addressed_per_hour"][-1]
-    # At a run's own threshold the curve (P(SPEAK) >= t alone) speaks at least as often as
-    # the run, whose three-way rule acknowledges at some of those pauses instead.
-    matched = next(
-        e for e in sc["entries"] if e["data"] == "ami" and e["operating_point"] == "matched"
-    )
-    k = ami["threshold"].index(round(matched["threshold"], 2))
-    if round(matched["threshold"], 2) == matched["threshold"]:
-        fi = matched["metrics"]["agent"]["false_interjections_per_10min"]
-        assert ami["false_interjections_per_hour"][k] >= 6 * fi - 1e-9
+    # The curve is the pure threshold rule (P(SPEAK) >= t alone; a run's deployment also
+    # speaks at every addressed pause and acknowledges at some): raising t never adds a false
+    # interjection and never answers an addressed turn it missed.
+    fi_curve = ami["false_interjections_per_hour"]
+    miss_curve = ami["missed_addressed_per_hour"]
+    assert all(a >= b - 1e-9 for a, b in itertools.pairwise(fi_curve))
+    assert all(a <= b + 1e-9 for a, b in itertools.pairwise(miss_curve))
 
 
 def test_pages_quote_the_paper_and_the_three_outcomes(card: dict[str, Any]) -> None:

@@ -76,6 +76,7 @@ except ImportError as e:  # pragma: no cover - depends on the install
     ) from e
 
 from polylogue.conversation import Conversation, Participant
+from polylogue.errors import PolylogueInputError
 
 #: The recognizer's sample rate (pocketsphinx's en-us model is 16 kHz).
 SAMPLE_RATE = 16000
@@ -102,8 +103,8 @@ KWS_THRESHOLD_PER_PHONE = 1e-2
 KWS_EDGE_FRAMES = 60
 
 
-class VoiceUnavailable(RuntimeError):
-    """The espeak-ng program is not installed."""
+class VoiceUnavailable(PolylogueInputError):
+    """The espeak-ng program is not installed (install Debian's ``espeak-ng``)."""
 
 
 def espeak_path() -> str | None:
