@@ -457,6 +457,7 @@ def address_verdict(
     mentioned: dict[str, Address] = {}
     vocative_at: set[int] = set()
     thanked: set[str] = set()
+    spans: dict[str, tuple[int, int]] = {}
     n = len(words)
     name_only = bool(hits) and all(
         j in {k for s, e, _, _ in hits for k in range(s, e)} or w in _FILLERS or w in _OPENERS
@@ -511,15 +512,24 @@ def address_verdict(
         if kind is not None:
             vocative_at.update(range(start, end))
             addressed.setdefault(pid, Address(pid, kind, said))
+            spans.setdefault(pid, (start, end))
             if before in _THANKS or (before == "you" and before2 == "thank"):
                 thanked.add(pid)
         else:
             mentioned.setdefault(pid, Address(pid, third, said))
     # "thanks anna dave any update": Anna is thanked, the turn goes to Dave. A thanks or a
-    # farewell closes the thanked person's turn; when someone else is called in the same
-    # words, only they are handed the floor.
-    if thanked and any(pid not in thanked for pid in addressed):
-        for pid in thanked:
+    # farewell closes the thanked person's turn; when someone else is called right after it
+    # (within a few words), only they are handed the floor. A name much later in a long turn
+    # is no such hand-over.
+    for pid in sorted(thanked):
+        end = spans[pid][1]
+        if any(
+            other != pid
+            and other not in thanked
+            and 0 <= spans[other][0] - end <= 3
+            and "and" not in words[end : spans[other][0]]  # "thanks ryan and doug": both
+            for other in addressed
+        ):
             mentioned.setdefault(pid, replace(addressed.pop(pid), kind="thanked"))
     for pid in addressed:
         mentioned.pop(pid, None)
