@@ -26,6 +26,8 @@ import logging
 import sys
 from typing import Any
 
+from polylogue.adapters.room import add_replay_options
+
 
 def make_plugins() -> dict[str, Any]:  # pragma: no cover - your provider's plugins
     """Your STT, LLM and TTS, e.g. ``deepgram.STT()``, ``openai.LLM()``, ``cartesia.TTS()``."""
@@ -90,15 +92,7 @@ def replay_arguments() -> argparse.ArgumentParser:
     ap.add_argument("--replay", metavar="FILE", help="a transcript file to replay offline")
     ap.add_argument("--as", dest="agent", help="the participant the agent is (with --replay)")
     ap.add_argument("--json", action="store_true", help="one JSON line per utterance")
-    ap.add_argument("--domain", help="meeting, tv, earnings or chat (as `polylogue decide`)")
-    ap.add_argument("--role", help="observer, assistant or facilitator")
-    ap.add_argument(
-        "--alias",
-        action="append",
-        default=[],
-        metavar="NAME=ALIAS[,ALIAS...]",
-        help="what people call the speaker labelled NAME (repeatable)",
-    )
+    add_replay_options(ap)
     return ap
 
 

@@ -31,6 +31,8 @@ import sys
 
 from loguru import logger
 
+from polylogue.adapters.room import add_replay_options
+
 
 def main() -> None:
     ap = argparse.ArgumentParser()
@@ -38,15 +40,7 @@ def main() -> None:
     ap.add_argument("--as", dest="agent", required=True, help="the participant the bot is")
     ap.add_argument("--json", action="store_true", help="one JSON line per utterance")
     ap.add_argument("--log-level", default="WARNING", help="Pipecat's log level (DEBUG: all)")
-    ap.add_argument("--domain", help="meeting, tv, earnings or chat (as `polylogue decide`)")
-    ap.add_argument("--role", help="observer, assistant or facilitator")
-    ap.add_argument(
-        "--alias",
-        action="append",
-        default=[],
-        metavar="NAME=ALIAS[,ALIAS...]",
-        help="what people call the speaker labelled NAME (repeatable)",
-    )
+    add_replay_options(ap)
     args = ap.parse_args()
     # Pipecat logs every frame hop at DEBUG through loguru; a replay needs warnings only.
     logger.remove()

@@ -85,3 +85,15 @@ def polylogue_process(
         timeout=timeout_s,
         env={**os.environ, **(env or {})},
     )
+
+
+def located_error(proc: subprocess.CompletedProcess[bytes], *fragments: str) -> str:
+    """A bad-input exit: status 2, no traceback, one closing ``error:`` line holding every
+    fragment (the file, record or field it names). Returns stderr."""
+    err = proc.stderr.decode("utf-8", "replace")
+    assert proc.returncode == 2, err
+    assert "Traceback" not in err, err
+    assert err.strip().splitlines()[-1].startswith("error: "), err
+    for frag in fragments:
+        assert frag in err, (frag, err)
+    return err

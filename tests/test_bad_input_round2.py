@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_run import polylogue_process, run_polylogue
+from cli_run import located_error, polylogue_process, run_polylogue
 
 from polylogue.turntaking.dataset import FORMAT_VERSION
 
@@ -40,16 +40,6 @@ def _process(
     return polylogue_process(args, stdin, env={"COLUMNS": "400"})
 
 
-def _located(proc: subprocess.CompletedProcess[bytes], *fragments: str) -> str:
-    err = proc.stderr.decode("utf-8", "replace")
-    assert proc.returncode == 2, err
-    assert "Traceback" not in err, err
-    assert err.strip().splitlines()[-1].startswith("error: "), err
-    for frag in fragments:
-        assert frag in err, (frag, err)
-    return err
-
-
 def _ok(proc: subprocess.CompletedProcess[bytes]) -> tuple[str, str]:
     out, err = proc.stdout.decode(), proc.stderr.decode()
     assert proc.returncode == 0, err
@@ -67,13 +57,15 @@ def _json_rows(proc: subprocess.CompletedProcess[bytes]) -> list[dict[str, objec
 @pytest.mark.parametrize("number", [BIG, HUGE, "-" + BIG])
 def test_big_integers_on_stdin_and_in_user_files_are_located(tmp_path: Path, number: str) -> None:
     line = '{"speaker": "A", "text": "hi there", "id": ' + number + "}\n"
-    _located(_process(["decide", "-", "--as", "A"], line), "<stdin>:line 1", "digits")
+    located_error(_process(["decide", "-", "--as", "A"], line), "<stdin>:line 1", "digits")
     header = '{"participants": [{"id": "a", "name": "A", "role": ' + number + "}]}\n"
-    _located(_process(["decide", "-", "--as", "A"], header + "A: hi\n"), "<stdin>:line 1", "digits")
+    located_error(
+        _process(["decide", "-", "--as", "A"], header + "A: hi\n"), "<stdin>:line 1", "digits"
+    )
     start = '{"speaker": "A", "text": "hi"}\n{"speaker": "B", "text": "ok", "start": '
     user = tmp_path / "t.jsonl"
     user.write_text(start + number + "}\n", encoding="utf-8")
-    _located(_process(["decide", str(user), "--as", "A"]), f"{user}:line 2", "digits")
+    located_error(_process(["decide", str(user), "--as", "A"]), f"{user}:line 2", "digits")
 
 
 def test_big_integers_in_corpus_files_are_located(tmp_path: Path) -> None:
@@ -134,11 +126,11 @@ def _damaged(bench: Path, tmp_path: Path) -> Path:
 
 def _eval_and_inspect(folder: Path, tmp_path: Path, *fragments: str) -> None:
     runs = tmp_path / "runs"
-    _located(
+    located_error(
         _run(["eval", "-d", str(folder), "-m", "baseline:always-speak", "--out", str(runs)]),
         *fragments,
     )
-    _located(_run(["inspect", str(folder), "-n", "1"]), *fragments)
+    located_error(_run(["inspect", str(folder), "-n", "1"]), *fragments)
 
 
 @pytest.mark.parametrize(
@@ -263,7 +255,7 @@ def test_split_jsonl_and_run_predictions_with_big_or_bad_values_are_located(
             f'"p_speak": {json.dumps(rec["p_speak"])}', f'"p_speak": {bad}'
         )
         pred.write_text("\n".join([*lines[:3], text, *lines[4:10]]) + "\n")
-        _located(_run(args), str(pred), message)
+        located_error(_run(args), str(pred), message)
 
 
 # ----------------------------------------------------------------------------- 4. merged cues
@@ -442,9 +434,9 @@ def test_look_alike_names_are_one_participant_and_a_warning_says_so(
 def test_names_with_bidi_or_control_characters_are_refused(tmp_path: Path, bad: str) -> None:
     path = tmp_path / "t.jsonl"
     path.write_text(json.dumps({"speaker": f"Ev{bad}e", "text": "hi"}) + "\n", encoding="utf-8")
-    _located(_run(["decide", str(path), "--as", "A"]), f"{path}:line 1", "speaker name")
+    located_error(_run(["decide", str(path), "--as", "A"]), f"{path}:line 1", "speaker name")
     if bad != "\n":
-        _located(_run(["decide", "-", "--as", "A"], f"Ev{bad}e: hi\n"), "<stdin>:line 1")
+        located_error(_run(["decide", "-", "--as", "A"], f"Ev{bad}e: hi\n"), "<stdin>:line 1")
         proc = _run(["decide", "-", "--as", f"A{bad}"], "A: hi\n")
         err = proc.stderr.decode()
         assert proc.returncode == 2 and "--as" in err and "Traceback" not in err, err
@@ -482,7 +474,9 @@ def test_inconsistent_input_is_warned_once_and_located(tmp_path: Path) -> None:
 def test_duplicate_csv_header_columns_are_refused(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     path.write_text("speaker,text,Text\nAlice,hello there,oops\n")
-    _located(_run(["decide", str(path), "--as", "Alice"]), f"{path}:line 1", "repeats the column")
+    located_error(
+        _run(["decide", str(path), "--as", "Alice"]), f"{path}:line 1", "repeats the column"
+    )
 
 
 def test_subtitle_conventions_are_read(tmp_path: Path) -> None:
@@ -508,8 +502,8 @@ def test_subtitle_conventions_are_read(tmp_path: Path) -> None:
     assert [r["speaker_name"] for r in rows] == ["Alice", "Bob"]
     bad = tmp_path / "x.vtt"
     bad.write_text("WEBVTTX\n\n00:01.000 --> 00:02.000\nAlice: hi\n")
-    _located(_run(["decide", str(bad), "--as", "Alice"]), "must start with 'WEBVTT'")
-    _located(
+    located_error(_run(["decide", str(bad), "--as", "Alice"]), "must start with 'WEBVTT'")
+    located_error(
         _run(["decide", "-", "--as", "Alice", "--format", "vtt"], bad.read_text()), "must start"
     )
 
@@ -532,7 +526,7 @@ def test_recursive_globs_do_not_follow_symlink_loops(tmp_path: Path) -> None:
 def test_symlink_loops_and_unreadable_files_exit_2(tmp_path: Path) -> None:
     loop = tmp_path / "loop.txt"
     loop.symlink_to(loop)
-    _located(_run(["decide", str(loop), "--as", "A"]), "loop.txt")
+    located_error(_run(["decide", str(loop), "--as", "A"]), "loop.txt")
     locked = tmp_path / "locked.txt"
     locked.write_text("Alice: hi\n")
     locked.chmod(0)
@@ -545,7 +539,7 @@ def test_symlink_loops_and_unreadable_files_exit_2(tmp_path: Path) -> None:
             pytest.skip("no unreadable file for root on this system (Linux procfs)")
         locked.unlink()
         locked.symlink_to(write_only)
-    _located(_run(["decide", str(locked), "--as", "Alice"]), "Permission denied", "locked.txt")
+    located_error(_run(["decide", str(locked), "--as", "Alice"]), "Permission denied", "locked.txt")
 
 
 def test_printed_names_and_text_cannot_forge_output_lines(tmp_path: Path) -> None:
@@ -567,9 +561,11 @@ def test_huge_utterances_and_lines_are_capped(tmp_path: Path) -> None:
     text = "word " * (MAX_UTTERANCE_CHARS // 5 + 1)
     path = tmp_path / "t.jsonl"
     path.write_text(json.dumps({"speaker": "A", "text": text}) + "\n")
-    _located(_run(["decide", str(path), "--as", "A"]), f"{path}:line 1", "characters (at most")
-    _located(_run(["decide", "-", "--as", "A"], "A: " + text + "\n"), "<stdin>:line 1", "at most")
-    _located(
+    located_error(_run(["decide", str(path), "--as", "A"]), f"{path}:line 1", "characters (at most")
+    located_error(
+        _run(["decide", "-", "--as", "A"], "A: " + text + "\n"), "<stdin>:line 1", "at most"
+    )
+    located_error(
         _run(["decide", "-", "--as", "A"], "A: hi\nB: " + "x" * 1_000_000),
         "<stdin>:line 2",
         "line over",
@@ -667,11 +663,11 @@ def test_aliases_connect_transcript_labels_to_the_names_people_say(tmp_path: Pat
     roster.write_text("# who is who\nPhD F = Jane, Jane Doe\nprofessor d = Morgan\n")
     from_file = third(["decide", str(vtt), "--as", "PhD F", "--alias-file", str(roster)])
     assert "addressed by name" in from_file["cues"]["active"]  # type: ignore[index]
-    _located(
+    located_error(
         _run(["decide", str(vtt), "--as", "PhD F", "--alias", "Dr X=Jane"]),
         "'Dr X', who is not a participant",
     )
-    _located(_run(["decide", str(vtt), "--as", "PhD F", "--alias", "Jane"]), "NAME=ALIAS")
+    located_error(_run(["decide", str(vtt), "--as", "PhD F", "--alias", "Jane"]), "NAME=ALIAS")
 
 
 def test_stream_lines_split_at_every_line_end_across_chunks() -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from benches import friends_benchmark
-from cli_run import run_polylogue
+from cli_run import located_error, run_polylogue
 
 from polylogue.conversation import Participant
 from polylogue.engine.model import model_dir_for
@@ -24,16 +24,6 @@ pytestmark = pytest.mark.slow
 
 def _run(args: list[str]) -> subprocess.CompletedProcess[bytes]:
     return run_polylogue(args, None, env={"COLUMNS": "400"})
-
-
-def _located(proc: subprocess.CompletedProcess[bytes], *fragments: str) -> str:
-    err = proc.stderr.decode("utf-8", "replace")
-    assert proc.returncode == 2, err
-    assert "Traceback" not in err, err
-    assert err.strip().splitlines()[-1].startswith("error: "), err
-    for frag in fragments:
-        assert frag in err, (frag, err)
-    return err
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +64,7 @@ def test_a_damaged_page_is_one_error_naming_the_file(
         ["eval", "-d", str(folder), "-m", "baseline:always-speak", "--out", str(runs)],
         ["inspect", str(folder), "-n", "1"],
     ):
-        _located(_run(args), str(folder / file), "Parquet")
+        located_error(_run(args), str(folder / file), "Parquet")
 
 
 def _stamp(split: Path, version: str | None) -> None:
@@ -96,13 +86,15 @@ def test_a_folder_mixing_two_builds_is_refused(bench: Path, tmp_path: Path) -> N
         ["eval", "-d", str(folder), "-m", "baseline:always-speak", "--out", str(runs)],
         ["inspect", str(folder), "-n", "1"],
     ):
-        _located(_run(args), str(folder / "test.parquet"), "format-4 split", "two builds")
+        located_error(_run(args), str(folder / "test.parquet"), "format-4 split", "two builds")
     # An unstamped split (an older build) from a folder of another size: the counts differ.
     other = friends_benchmark(tmp_path / "friends4", 4)
     folder = _copy(bench, tmp_path, "counted")
     shutil.copy(other / "test.parquet", folder / "test.parquet")
     _stamp(folder / "test.parquet", None)
-    _located(_run(["inspect", str(folder), "-n", "1"]), "where the manifest counts", "two builds")
+    located_error(
+        _run(["inspect", str(folder), "-n", "1"]), "where the manifest counts", "two builds"
+    )
     # The untouched folder still reads.
     assert _run(["inspect", str(bench), "-n", "1"]).returncode == 0
 
@@ -115,7 +107,7 @@ def test_operating_points_on_a_tiny_benchmark_is_an_error_that_writes_nothing(
     before = (model / "model.json").read_bytes()
     args = ["operating-points", "-d", str(bench), "--model-dir", str(model), "--write"]
     # Three conversations leave the validation split empty: an error, nothing written.
-    _located(_run(args), str(bench), "the validation split has 0 SPEAK and 0 SILENT", "20")
+    located_error(_run(args), str(bench), "the validation split has 0 SPEAK and 0 SILENT", "20")
     assert (model / "model.json").read_bytes() == before
     # Their test split (477 points) is enough: thresholds that are probabilities.
     done = _run([*args, "--split", "test"])

@@ -25,6 +25,7 @@ time the agent starts, and observed then, before anything said after them.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import logging
 import re
@@ -516,6 +517,20 @@ class ReplayInput:
     utterances: list[Utterance]
     participants: tuple[Participant, ...]
     options: dict[str, Any]
+
+
+def add_replay_options(parser: argparse.ArgumentParser) -> None:
+    """``decide``'s ``--domain``, ``--role`` and ``--alias`` for a replay example's parser
+    (what :func:`replay_input` takes)."""
+    parser.add_argument("--domain", help="meeting, tv, earnings or chat (as `polylogue decide`)")
+    parser.add_argument("--role", help="observer, assistant or facilitator")
+    parser.add_argument(
+        "--alias",
+        action="append",
+        default=[],
+        metavar="NAME=ALIAS[,ALIAS...]",
+        help="what people call the speaker labelled NAME (repeatable)",
+    )
 
 
 def replay_input(

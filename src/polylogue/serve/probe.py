@@ -370,29 +370,15 @@ def run_cases(url: str, sid: str, cases: list[ProbeCase], timeout_s: float = 10.
                     ws = reconnect()
                     continue
                 tally.add(case, *_ws_outcome(case, reply))
-            elif case.channel == "create":
+            elif case.channel in ("create", "http"):
+                if case.channel == "create":
+                    path, headers = "/v1/sessions", {"content-type": "application/json"}
+                else:
+                    target = "nope-" + sid if "X-Probe-Session" in case.headers else sid
+                    path = f"/v1/sessions/{target}/events"
+                    headers = {k: v for k, v in case.headers.items() if k != "X-Probe-Session"}
                 try:
-                    r = http.post(
-                        f"{url}/v1/sessions",
-                        content=case.payload,
-                        headers={"content-type": "application/json"},
-                    )
-                except httpx.TimeoutException:
-                    tally.add(case, "hang", "no answer")
-                    continue
-                except httpx.TransportError as e:
-                    tally.add(case, "traceback", f"connection dropped: {e}")
-                    continue
-                tally.add(case, *_http_outcome(case, r))
-            elif case.channel == "http":
-                target = "nope-" + sid if "X-Probe-Session" in case.headers else sid
-                headers = {k: v for k, v in case.headers.items() if k != "X-Probe-Session"}
-                try:
-                    r = http.post(
-                        f"{url}/v1/sessions/{target}/events",
-                        content=case.payload,
-                        headers=headers,
-                    )
+                    r = http.post(f"{url}{path}", content=case.payload, headers=headers)
                 except httpx.TimeoutException:
                     tally.add(case, "hang", "no answer")
                     continue
