@@ -265,6 +265,74 @@ def test_focus_ignored_and_only() -> None:
     assert live.focus.ignored == () and live.focus.only == ()
 
 
+def _p_after_tv(ignored: bool, snapshot: bool = False) -> tuple[float, dict[str, Any]]:
+    """P(speak) for Dave after Bob's plain reply to a TV that called Dave by name."""
+    people = [*ROSTER, Participant("tv", "TV")]
+    live = LiveConversation.start("Dave", people, deployment=Deployment.resolve())
+    live.utterance(Utterance("dave", "Morning, everyone."))
+    if ignored:
+        live.set_focus(ignored=["TV"])
+    if snapshot:
+        snap = json.loads(json.dumps(live.to_dict()))
+        live = LiveConversation.from_dict(snap, snapshot_deployment(snap))
+    live.utterance(Utterance("tv", "Dave, can you hear me? Dave!"))
+    d = live.utterance(Utterance("bob", "Yeah, go on."))
+    assert d.engine is not None and d.p_speak is not None
+    return d.p_speak, d.engine.cues
+
+
+def test_an_ignored_speakers_words_address_nobody_later_either() -> None:
+    # Heard, Bob's reply follows a call to Dave ("addressed by name one utterance earlier");
+    # ignored, the TV's words are context for the turn sequence but name nobody.
+    heard, _ = _p_after_tv(ignored=False)
+    ignored, cues = _p_after_tv(ignored=True)
+    assert ignored < heard
+    assert cues["address"]["target"] == "not named"
+    # The focus travels with a snapshot, and so does its effect on the words.
+    assert _p_after_tv(ignored=True, snapshot=True)[0] == ignored
+
+
+def test_decide_takes_the_audience_and_the_focus(tmp_path: Path) -> None:
+    from cli_run import run_polylogue
+
+    path = tmp_path / "tv.txt"
+    path.write_text(
+        "Dave: Morning, everyone.\nAnna: ok let's look at the numbers\n"
+        "TV: Dave, can you hear me? Dave!\nBob: yeah go on\nAnna: dave can you check the logs\n",
+        encoding="utf-8",
+    )
+
+    def rows(*flags: str, stdin: bytes | None = None) -> list[dict[str, Any]]:
+        source = "-" if stdin is not None else str(path)
+        proc = run_polylogue(["decide", source, "--as", "Dave", "--json", *flags], stdin=stdin)
+        assert proc.returncode == 0, proc.stderr
+        return [json.loads(x) for x in proc.stdout.splitlines()]
+
+    heard, ignored = rows(), rows("--ignore", "TV")
+    assert heard[2]["decision"] == "SPEAK" and ignored[2].get("skipped", "").startswith(
+        "ignored speaker"
+    )
+    assert ignored[3]["p_speak"] < heard[3]["p_speak"]
+    assert ignored[4]["decision"] == "SPEAK"  # addressed by a person: still answered
+    # The same on stdin, where the TV is known only once it speaks.
+    def key(rs: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        return [(r.get("decision"), r.get("p_speak"), r.get("skipped")) for r in rs]
+
+    assert key(rows("--ignore", "TV", stdin=path.read_bytes())) == key(ignored)
+    only = rows("--only", "Bob")
+    assert only[1]["skipped"].startswith("not in focus") and only[3]["decision"] is not None
+    for flags, words in (
+        (["--ignore", "Zed"], ["--ignore", "'Zed'", "Anna", "TV"]),
+        (["--only", "dave"], ["--only", "decided for"]),
+        (["--audience", "solo"], ["--audience", "'solo'", "group, adaptive"]),
+    ):
+        proc = run_polylogue(["decide", str(path), "--as", "Dave", *flags])
+        assert proc.returncode == 2
+        err = " ".join(proc.stderr.decode().split())  # rich wraps the usage error
+        for w in words:
+            assert w in err, (w, err)
+
+
 @pytest.mark.parametrize(
     ("call", "words"),
     [

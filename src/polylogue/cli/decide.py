@@ -99,6 +99,7 @@ def _file_steps(
     who: str,
     deployment: Deployment,
     aliases: Sequence[AliasSpec] = (),
+    focus: _RoomFocus | None = None,
 ) -> tuple[str, Iterator[_Step], str, Deployment]:
     """Replay a transcript file as a stream: the same rule for who is in the room as on stdin
     (a declared roster, or discovery as people first speak). The deployment takes the domain
@@ -122,6 +123,15 @@ def _file_steps(
         raise typer.BadParameter(
             f"{who!r} is not a participant of {path} ({names})", param_hint="--as"
         )
+    focus = focus or _RoomFocus()
+    for flag, wanted in (("--ignore", focus.ignore), ("--only", focus.only)):
+        for name in wanted:
+            if not book.matches(name) or book.matches(name) == book.matches(who):
+                names = name_list(p.display_name for p in participants)
+                what = "is the participant decided for" if book.matches(name) else (
+                    f"is not a participant of {path}"
+                )
+                raise typer.BadParameter(f"{name!r} {what} ({names})", param_hint=flag)
     # Without a declared roster nobody is known before they speak (as on a live stream),
     # except by the names --alias gives them (known, not present: as on stdin).
     people = (
@@ -129,10 +139,14 @@ def _file_steps(
         if conv.roster_known
         else with_aliases([participant_for_label(a.name) for a in aliases], aliases, "--alias")
     )
+    if not conv.roster_known:  # --ignore/--only names are known from the start, as aliases
+        named = {pid for n in focus.names for pid in book.matches(n)}
+        people = [*people, *(p for p in participants if p.id in named and p not in people)]
     live = LiveConversation.start(
         who, people, deployment=deployment, roster_known=conv.roster_known
     )
     live.explain = True
+    focus.start(live, str(path))
 
     def steps() -> Iterator[_Step]:
         for i, u in enumerate(conv.utterances):
@@ -264,6 +278,7 @@ def _stdin_steps(
     fmt: str | None,
     deployment: Deployment,
     aliases: Sequence[AliasSpec] = (),
+    focus: _RoomFocus | None = None,
 ) -> tuple[str, Iterator[_Step], str, Deployment]:
     """Follow a transcript streamed on stdin: each utterance is answered as soon as it arrives.
 
@@ -278,14 +293,19 @@ def _stdin_steps(
     deployment = deployment.with_declared_domain(start.domain)
     # Aliased people are known by name before they speak (so "Morgan, ..." names them), but
     # not present until they do: registering is not joining.
+    focus = focus or _RoomFocus()
     known = (
         with_aliases([participant_for_label(a.name) for a in aliases], aliases, "--alias")
         if start.header is None and aliases
         else []
     )
+    if start.header is None:  # --ignore/--only names are known from the start, as aliases
+        aliased = {a.name.casefold() for a in aliases}
+        known += [participant_for_label(n) for n in focus.names if n.casefold() not in aliased]
     live = LiveConversation(deployment, who, strict_roster=True, explain=True, known=known)
     if start.header is not None:
         live.join(with_aliases(start.header, aliases, "<stdin>"))
+    focus.start(live, "<stdin>")
 
     def steps() -> Iterator[_Step]:
         for index, (lineno, u) in enumerate(_stdin_utterances(start, live, aliases)):
@@ -515,6 +535,27 @@ def decide(
             "--alias-file", help="A roster file of aliases: one 'NAME = ALIAS, ALIAS' per line."
         ),
     ] = None,
+    audience: Annotated[
+        str,
+        typer.Option(
+            help="group (the role's rules always) or adaptive (alone with one other person, "
+            "answer their turns; group rules once a second person is there)."
+        ),
+    ] = "group",
+    ignore: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--ignore",
+            help="A participant whose speech is context only (a TV, a recorded message, a "
+            "note-taking bot): never answered, never addressing anyone (repeatable).",
+        ),
+    ] = None,
+    only: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--only", help="Answer only this participant (repeatable: only these ones)."
+        ),
+    ] = None,
 ) -> None:
     """Show, utterance by utterance, where a participant should have spoken, and why."""
     from polylogue.errors import input_notices
@@ -535,7 +576,40 @@ def decide(
             alias_file,
             operating_point,
             role,
+            _RoomFocus(audience, tuple(ignore or ()), tuple(only or ())),
         )
+
+
+@dataclass
+class _RoomFocus:
+    """``--audience``, ``--ignore`` and ``--only``: applied as ``serve``'s ``audience`` and
+    ``focus`` events are. The named participants are known by name from the start (like
+    ``--alias`` names: known, not present), so the focus holds before they first speak."""
+
+    audience: str = "group"
+    ignore: tuple[str, ...] = ()
+    only: tuple[str, ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (*self.ignore, *self.only)
+
+    def start(self, live: LiveConversation, source: str) -> None:
+        from polylogue.engine.live import EventError
+
+        try:
+            live.set_audience(self.audience)
+        except EventError as e:
+            raise typer.BadParameter(str(e).split(": ", 1)[1], param_hint="--audience") from None
+        if not self.names:
+            return
+        try:
+            live.set_focus(self.ignore, self.only)
+        except EventError as e:
+            flag = "--only" if str(e).startswith("focus.only") else "--ignore"
+            raise typer.BadParameter(
+                f"{source}: {str(e).split(': ', 1)[1]}", param_hint=flag
+            ) from None
 
 
 def _decide(
@@ -551,6 +625,7 @@ def _decide(
     alias_file: Path | None,
     operating_point: str | None = None,
     role: str | None = None,
+    focus: _RoomFocus | None = None,
 ) -> None:
     from rich.console import Console
     from rich.markup import escape
@@ -564,11 +639,17 @@ def _decide(
         raise typer.BadParameter(str(exc), param_hint="--as") from None
     aliases = [*(read_alias_file(alias_file) if alias_file else []), *map(parse_alias, alias)]
     deployment = resolve_deployment(model_dir, domain, operating_point, threshold, role)
+    focus = focus or _RoomFocus()
+    for flag, names in (("--ignore", focus.ignore), ("--only", focus.only)):
+        if any(n.strip().casefold() == who.casefold() for n in names):
+            raise typer.BadParameter(f"{who!r} is the participant decided for", param_hint=flag)
     if transcript == "-":
-        target_name, steps, room, deployment = _stdin_steps(who, fmt, deployment, aliases)
+        target_name, steps, room, deployment = _stdin_steps(
+            who, fmt, deployment, aliases, focus
+        )
     else:
         target_name, steps, room, deployment = _file_steps(
-            Path(transcript), fmt, who, deployment, aliases
+            Path(transcript), fmt, who, deployment, aliases, focus
         )
     console = Console(highlight=False)
     plain = not console.is_terminal

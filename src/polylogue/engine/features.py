@@ -44,6 +44,9 @@ from polylogue.turntaking.address import (
 )
 from polylogue.turntaking.cues import UtteranceCues, is_cased, utterance_cues
 
+#: The cues of a context-only speaker's words: nobody addressed or referenced.
+_NO_CUES = UtteranceCues(addressed={}, referenced={}, annotated=False)
+
 #: A linear model over hashed vocabulary ids -> logit (see polylogue.engine.model).
 HashedScorer = Callable[[tuple[int, ...]], float]
 
@@ -284,6 +287,10 @@ class ConversationState:
     _recency: list[int] = field(default_factory=list)
     #: sum of word_count (kept, not summed per decision: O(1) in the roster)
     _total_words: int = 0
+    #: Speakers whose words are context only (a TV, a recorded message, a note-taking bot):
+    #: they address and mention nobody, so their words never make someone "addressed
+    #: earlier" or "named recently". Set by the live layer's focus; not part of a snapshot.
+    context_only: frozenset[str] = frozenset()
 
     def fork(self) -> ConversationState:
         """A copy that observing more utterances does not share with this one (a live probe).
@@ -342,6 +349,8 @@ class ConversationState:
 
     def cues(self, utt: _Utt) -> UtteranceCues:
         """Address/reference cues of one utterance (cached until the roster changes)."""
+        if utt.speaker in self.context_only:
+            return _NO_CUES
         version = self._names.version
         hit = self._cue_cache.get(utt.index)
         if hit is not None and hit[0] == version:
@@ -374,7 +383,7 @@ class ConversationState:
         (:mod:`polylogue.turntaking.address`): computed when it arrives, again only if the
         roster changed while it is still the last one."""
         utt = utt if utt is not None else (self.window[-1] if self.window else None)
-        if utt is None:
+        if utt is None or utt.speaker in self.context_only:
             return NO_ADDRESS
         version = self._names.version
         hit = self._verdicts.get(utt.index)
@@ -411,6 +420,7 @@ class ConversationState:
             earlier=earlier,
             question_before=prev is not None
             and prev.speaker != cur.speaker
+            and prev.speaker not in self.context_only
             and asks_who(prev.text),
         )
 

@@ -441,6 +441,7 @@ class LiveConversation:
                     setattr(self, f.name, _read(snapshot, saved))
         if self.barge_in_model is None:
             self.barge_in_model = load_barge_in_model()
+        self._apply_focus()
 
     # ----------------------------------------------------------------- construction helpers
 
@@ -485,7 +486,13 @@ class LiveConversation:
         if both:
             raise EventError(f"focus: {', '.join(both)} cannot be both ignored and the only ones")
         self.focus = Focus(ignored_ids, only_ids)
+        self._apply_focus()
         return self.focus
+
+    def _apply_focus(self) -> None:
+        # Ignored speakers' words stay context for the turn sequence, but they address and
+        # name nobody: a TV saying "Dave" does not make Dave "addressed earlier".
+        self.engine.state.context_only = frozenset(self.focus.ignored)
 
     def _focus_id(self, name: Any, field_name: str) -> str:
         pid = self._lookup(name) if isinstance(name, str) and name.strip() else None
@@ -575,6 +582,7 @@ class LiveConversation:
         """Forget the talk so far (a new topic or meeting); keep the roster and the policy."""
         people = list(self.engine.participants.values())
         self.engine.reset(people)
+        self._apply_focus()
         self.interim.clear()
         self.last_unaddressed_speak = None
         self.agent.state = AgentState.IDLE
