@@ -314,6 +314,7 @@ def test_decide_takes_the_audience_and_the_focus(tmp_path: Path) -> None:
     )
     assert ignored[3]["p_speak"] < heard[3]["p_speak"]
     assert ignored[4]["decision"] == "SPEAK"  # addressed by a person: still answered
+
     # The same on stdin, where the TV is known only once it speaks.
     def key(rs: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
         return [(r.get("decision"), r.get("p_speak"), r.get("skipped")) for r in rs]

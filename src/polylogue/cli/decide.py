@@ -128,8 +128,10 @@ def _file_steps(
         for name in wanted:
             if not book.matches(name) or book.matches(name) == book.matches(who):
                 names = name_list(p.display_name for p in participants)
-                what = "is the participant decided for" if book.matches(name) else (
-                    f"is not a participant of {path}"
+                what = (
+                    "is the participant decided for"
+                    if book.matches(name)
+                    else (f"is not a participant of {path}")
                 )
                 raise typer.BadParameter(f"{name!r} {what} ({names})", param_hint=flag)
     # Without a declared roster nobody is known before they speak (as on a live stream),
@@ -552,9 +554,7 @@ def decide(
     ] = None,
     only: Annotated[
         list[str] | None,
-        typer.Option(
-            "--only", help="Answer only this participant (repeatable: only these ones)."
-        ),
+        typer.Option("--only", help="Answer only this participant (repeatable: only these ones)."),
     ] = None,
 ) -> None:
     """Show, utterance by utterance, where a participant should have spoken, and why."""
@@ -644,9 +644,7 @@ def _decide(
         if any(n.strip().casefold() == who.casefold() for n in names):
             raise typer.BadParameter(f"{who!r} is the participant decided for", param_hint=flag)
     if transcript == "-":
-        target_name, steps, room, deployment = _stdin_steps(
-            who, fmt, deployment, aliases, focus
-        )
+        target_name, steps, room, deployment = _stdin_steps(who, fmt, deployment, aliases, focus)
     else:
         target_name, steps, room, deployment = _file_steps(
             Path(transcript), fmt, who, deployment, aliases, focus
