@@ -446,17 +446,6 @@ _VOICE_WORDS = VOICE_MEDIA | VOICE_DEVICES | VOICE_ROLES
 _LABEL_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
 
-#: The voice labels benchmark format 5 uses (the shipped model was trained and measured on
-#: it): a word list read off the shared seasons. :func:`is_voice_label` is the rule that
-#: replaces it with the next benchmark format, together with a retrain of the shipped model:
-#: applied now it would move 59 Friends episodes between splits (the splits are stratified by
-#: category), putting former training episodes of the shipped model into the test split.
-BENCHMARK_VOICE_LABEL = re.compile(
-    r"\b(?:tv|radio|machine|tape|intercom|commercial|narrator|voice|announcer|recording)\b",
-    re.IGNORECASE,
-)
-
-
 def is_voice_label(label: str) -> bool:
     """Whether a speaker label names a voice that cannot take part (see the note above):
     a word of a medium, a sounding device or a broadcasting role, or a "voice" head
@@ -475,7 +464,7 @@ def is_voice_label(label: str) -> bool:
 def participant_for(canonical: str) -> Participant:
     if canonical == GROUP_SPEAKER:
         return Participant(id=GROUP_SPEAKER, name=None, role=GROUP_ROLE)
-    if BENCHMARK_VOICE_LABEL.search(canonical):
+    if is_voice_label(canonical):
         return Participant(id=canonical, name=None, role=VOICE_ROLE)
     name = display_name(canonical)
     aliases = tuple(a for a in (canonical, *_NICKNAMES.get(canonical, ())) if a != name)

@@ -1,9 +1,25 @@
 """Which split each decision point goes to: grouped causal splits by default, or the paper
-protocol's per-sample split."""
+protocol's per-sample split.
+
+The shared corpora have a *published* split (``published_splits.json``): which conversation
+group of each corpus is train, validation or test. A full build of a shared corpus with the
+default split options takes it, so the split is a property of the groups, not of the points:
+a change to what a decision point is (a reader fix, a voice rule, another pause unit) never
+moves an episode or a meeting between train and test, and the shipped model's training
+groups stay out of every later test split. A group the table does not list (a new episode or
+meeting beside the shared ones) goes to a split by a hash of its id, which no label and no
+other group can move. A build of part of a corpus (``--limit-conversations``,
+``--annotated-only``), other fractions or another seed is split afresh.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import replace
+from functools import cache
+from importlib import resources
+from typing import Any
 
 from polylogue.turntaking.dataset.options import BuildOptions
 from polylogue.turntaking.splits import (
@@ -17,6 +33,44 @@ from polylogue.turntaking.types import (
 )
 
 
+#: The package file holding the published splits.
+PUBLISHED_SPLITS = "published_splits.json"
+
+
+@cache
+def published_splits() -> dict[str, Any]:
+    """``{"fractions", "seed", "splits": {corpus: {group: split}}}`` (package data)."""
+    text = resources.files(__package__).joinpath(PUBLISHED_SPLITS).read_text(encoding="utf-8")
+    return dict(json.loads(text))
+
+
+def published_split(corpus: str, groups: set[str], options: BuildOptions) -> dict[str, str] | None:
+    """The published split of ``corpus`` when this build can take it: the default fractions
+    and seed, and every published group of the corpus present (a full build)."""
+    table = published_splits()
+    published = table["splits"].get(corpus)
+    if (
+        published is None
+        or options.seed != table["seed"]
+        or tuple(options.fractions) != tuple(table["fractions"])
+        or not set(published) <= groups
+    ):
+        return None
+    return {g: published.get(g) or hash_split(corpus, g, options.fractions) for g in groups}
+
+
+def hash_split(corpus: str, group: str, fractions: tuple[float, float, float]) -> str:
+    """A split for a group from its id alone (uniform in [0, 1) by SHA-256 of corpus/group)."""
+    digest = hashlib.sha256(f"{corpus}/{group}".encode()).digest()
+    u = int.from_bytes(digest[:8], "big") / 2**64
+    bound = 0.0
+    for name, fraction in zip(SPLITS, fractions, strict=True):
+        bound += fraction
+        if u < bound:
+            return name
+    return SPLITS[-1]
+
+
 def assign_splits(
     points: list[DecisionPoint],
     options: BuildOptions,
@@ -28,7 +82,12 @@ def assign_splits(
     for i, p in enumerate(points):
         by_corpus.setdefault(p.input.corpus, []).append(i)
     split_of = [""] * len(points)
-    for _corpus, all_idx in sorted(by_corpus.items()):
+    for corpus, all_idx in sorted(by_corpus.items()):
+        published = published_split(corpus, {points[i].group for i in all_idx}, options)
+        if published is not None:
+            for i in all_idx:
+                split_of[i] = published[points[i].group]
+            continue
         # Pinned groups keep their split; the rest share the splits nobody pinned.
         pinned = {fixed_split[points[i].group] for i in all_idx if points[i].group in fixed_split}
         for i in all_idx:

@@ -17,7 +17,10 @@ from polylogue.errors import PolylogueInputError, note_input
 #: 5: Friends reader and presence fixes (issue 25): a character who takes leave in words is
 #: absent until they speak again, directions without their opening bracket are notes, speaker
 #: tags whose names were dropped are not speech, a line holding another speaker's tag is split.
-FORMAT_VERSION = 5
+#: 6: Friends voices by what their label is made of (a medium, a sounding device, a
+#: broadcasting role, a "voice" head), not a word list; the shared corpora's splits are
+#: published with the package (a change to the points never moves a group between splits).
+FORMAT_VERSION = 6
 #: Key of the format number stamped in each split Parquet file's metadata.
 SPLIT_FORMAT_KEY = "polylogue.format_version"
 #: The manifest's ``kind``: what marks a folder as a turn-taking benchmark.
@@ -40,6 +43,8 @@ UPGRADES = {
     4: "Friends as before the v2.1 reader fixes: characters who take leave in words stay "
     "targets, speaker tags and directions without their opening bracket stay in the words, and "
     "a line with another speaker's tag is not split",
+    5: "Friends voices by a word list (four sound sources of the shared seasons, an "
+    "announcement, a news anchor, a smoke detector and an oven, stay targets)",
 }
 
 
