@@ -61,7 +61,8 @@ def test_a_new_group_beside_the_published_ones_goes_by_its_id_alone() -> None:
     split = published_split("friends", set(published) | new, options)
     assert split is not None
     assert {g: split[g] for g in published} == published  # nobody moved
-    assert {g: split[g] for g in new} == {g: hash_split("friends", g, options.fractions) for g in new}
+    by_id = {g: hash_split("friends", g, options.fractions) for g in new}
+    assert {g: split[g] for g in new} == by_id
     # Uniform by construction: about 80/10/10 over many ids.
     many = Counter(hash_split("friends", f"episode-{i}", (0.8, 0.1, 0.1)) for i in range(4000))
     assert 0.77 < many["train"] / 4000 < 0.83 and 0.08 < many["test"] / 4000 < 0.12

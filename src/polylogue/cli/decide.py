@@ -136,7 +136,7 @@ def _file_steps(
                 raise typer.BadParameter(f"{name!r} {what} ({names})", param_hint=flag)
     # Without a declared roster nobody is known before they speak (as on a live stream),
     # except by the names --alias gives them (known, not present: as on stdin).
-    people = (
+    people: list[Participant] = list(
         participants
         if conv.roster_known
         else with_aliases([participant_for_label(a.name) for a in aliases], aliases, "--alias")
@@ -296,7 +296,7 @@ def _stdin_steps(
     # Aliased people are known by name before they speak (so "Morgan, ..." names them), but
     # not present until they do: registering is not joining.
     focus = focus or _RoomFocus()
-    known = (
+    known: list[Participant] = list(
         with_aliases([participant_for_label(a.name) for a in aliases], aliases, "--alias")
         if start.header is None and aliases
         else []

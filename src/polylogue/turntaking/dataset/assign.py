@@ -32,7 +32,6 @@ from polylogue.turntaking.types import (
     DecisionPoint,
 )
 
-
 #: The package file holding the published splits.
 PUBLISHED_SPLITS = "published_splits.json"
 
