@@ -54,6 +54,37 @@ def test_a_vocative_addresses_in_both_renderings(text: str, kind: str) -> None:
         assert v.mention_of("dave") is None
 
 
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("Come on, Dave, things could be worse.", "name-middle"),
+        ("Dave, would like to apologise for my behaviour tonight.", "name-start"),
+        ("Just work the bra, Dave!", "name-end"),
+        ("She thinks that you, Dave, are too loud.", "name-middle"),
+        ("No, I don't! Dave, I think I'm just more secure than you are.", "name-start"),
+        ("The shortest answer to that, Dave, is we've got a creative team.", "name-middle"),
+    ],
+)
+def test_written_commas_set_a_vocative_off(text: str, kind: str) -> None:
+    # The words alone leave most of these to the third person ("dave would like", "on dave",
+    # "that dave is"); a transcript that has commas says they call Dave.
+    v = verdict(text)
+    assert v.of("dave") is not None and v.of("dave").kind == kind, text  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'm joined by our CFO, Dave, and our chairman.",  # an apposition, in a list
+        "Bob, Dave, and Anna went to the game.",  # a list of names
+        "We met Mr. Dave, the one from the bank.",  # a title
+        "I told them, Dave said it's fine.",  # set off on one side only
+    ],
+)
+def test_commas_around_a_described_or_listed_name_are_no_vocative(text: str) -> None:
+    assert verdict(text).of("dave") is None, text
+
+
 def test_thanks_closes_a_turn_and_the_next_name_gets_the_floor() -> None:
     v = verdict("thanks anna dave any update")
     assert v.addressees == ("dave",)
@@ -141,10 +172,10 @@ def friends_conversations() -> list:
 def test_names_address_the_same_people_in_both_renderings_of_real_lines(
     friends_conversations: list,
 ) -> None:
-    """On real Friends scenes, the people addressed by name are the same whichever rendering
-    the words come in (the verdict reads the recognizer rendering; a question mark only adds
-    follow-ups)."""
-    checked = addressed = 0
+    """On real Friends scenes, everyone the recognizer rendering's words address by name, the
+    original's address too; written punctuation only adds vocatives it sets off by commas
+    ("Come on, Monica, things could be worse"), and a question mark only adds follow-ups."""
+    checked = addressed = added = 0
     for conv in friends_conversations:
         names = NameTerms.of(conv.participants)
         for u in conv.utterances:
@@ -152,10 +183,14 @@ def test_names_address_the_same_people_in_both_renderings_of_real_lines(
             b = address_verdict(recognizer_text(u.text), u.speaker, names)
             named_a = {x.pid: x.kind for x in a.addressed if x.kind != "follow-up"}
             named_b = {x.pid: x.kind for x in b.addressed if x.kind != "follow-up"}
-            assert named_a == named_b, u.text
+            assert set(named_b) <= set(named_a), u.text
+            for pid in set(named_a) - set(named_b):
+                assert named_a[pid] in ("name-start", "name-middle", "name-end"), u.text
+                added += 1
             checked += 1
             addressed += bool(named_a)
     assert checked > 5000 and addressed > 200
+    assert added < addressed / 5  # the words carry most of it; commas add a little
 
 
 def _find(conversations: list, pattern: str) -> tuple[object, int]:

@@ -360,6 +360,45 @@ def participant_words(p: Participant) -> list[tuple[tuple[str, ...], bool]]:
     return list(dict.fromkeys(out))
 
 
+#: Marks that set a word off from its neighbours in written text.
+_SET_OFF_MARKS = frozenset(",.!?;:\u2026\u2014\u2013")
+#: Words before a comma that make the name after it an apposition ("our CFO, Carolina"), and
+#: titles ("Dr. Farber"): a name set off after them is described, not called.
+_APPOSITION_HEADS = frozenset(
+    {"ceo", "cfo", "coo", "cto", "president", "chairman", "chairwoman", "chair", "director",
+     "manager", "officer", "analyst", "operator", "host", "friend", "wife", "husband",
+     "brother", "sister", "son", "daughter", "mother", "father", "mom", "dad", "boss",
+     "colleague", "partner", "doctor", "professor", "cousin", "uncle", "aunt", "girlfriend",
+     "boyfriend", "fiance", "fiancee", "roommate", "assistant", "secretary", "lawyer", "named",
+     "called", "mr", "mrs", "ms", "dr", "miss", "sir", "dear", "and", "or", "nor"}
+)  # fmt: skip
+
+
+def set_off(text: str, words: Sequence[str]) -> list[tuple[bool, bool, bool]] | None:
+    """For each of ``words`` (:func:`words_of` of ``text``): is it preceded, and followed, by
+    a mark of written punctuation (or the start, the end), and does a sentence start at it?
+    ``None`` when ``text`` carries no punctuation (a recognizer's text) or its words do not
+    line up with ``words``."""
+    clean = _DIRECTION.sub(" ", text).replace("\u2019", "'")
+    if not any(c in _SET_OFF_MARKS for c in clean):
+        return None
+    spans = [(m.start(), m.end()) for m in _TOKEN.finditer(clean)]
+    if [clean[a:b].lower() for a, b in spans] != list(words):
+        return None
+    out = []
+    for i, (a, b) in enumerate(spans):
+        gap_before = clean[spans[i - 1][1] : a] if i else ""
+        gap_after = clean[b : spans[i + 1][0]] if i + 1 < len(spans) else ""
+        out.append(
+            (
+                i == 0 or any(c in _SET_OFF_MARKS for c in gap_before),
+                i + 1 == len(spans) or any(c in _SET_OFF_MARKS for c in gap_after),
+                i == 0 or any(c in ".!?\u2026" for c in gap_before),
+            )
+        )
+    return out
+
+
 def words_of(text: str) -> list[str]:
     """The recognizer rendering's words, stage directions dropped."""
     return _TOKEN.findall(recognizer_text(_DIRECTION.sub(" ", text)))
@@ -453,6 +492,8 @@ def address_verdict(
     prior = prior or PriorTurn()
     words = words_of(text)
     hits = _name_hits(words, speaker, names, resolve)
+    marks = set_off(text, words) if hits else None
+    name_starts = {s for s, _, _, _ in hits}
     addressed: dict[str, Address] = {}
     mentioned: dict[str, Address] = {}
     vocative_at: set[int] = set()
@@ -488,6 +529,21 @@ def address_verdict(
             or (before not in _OPENERS and nxt not in _GREETINGS and nxt not in _STRONG_NEXT)
         ):
             continue  # an ordinary word ("will", "mark") is a name only beside a greeting
+        elif (
+            marks is not None
+            and marks[start][0]
+            and marks[end - 1][1]
+            and before not in _APPOSITION_HEADS
+            and nxt not in ("and", "or", "nor")
+            and end not in name_starts  # "Joey, Chandler and Ross": a list of names
+        ):
+            # Written text sets a vocative off by commas ("Come on, Monica, things could be
+            # worse", "Sergei, would like to apologise", "Work, Joe!"): what a recognizer
+            # drops, a transcript that has it says plainly.
+            if marks[start][2] or _start_of_sentence(words, start, vocative_at):
+                kind = "name-start"
+            else:
+                kind = "name-end" if end == n else "name-middle"
         elif _is_subject(words, end):
             pass  # "dave said", "dave will be late", "does dave think": third person
         elif before == "on" and before2 == "come":
