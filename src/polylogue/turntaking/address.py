@@ -399,6 +399,33 @@ def set_off(text: str, words: Sequence[str]) -> list[tuple[bool, bool, bool]] | 
     return out
 
 
+def written(text: str) -> bool:
+    """Does ``text`` carry punctuation inside it (not only a final mark, which the engine
+    restores on a recognizer's text)?"""
+    body = _DIRECTION.sub(" ", text).rstrip(" \t\"')]\u201d\u2019.?!\u2026")
+    return any(c in _SET_OFF_MARKS for c in body)
+
+
+def comma_vocative(
+    marks: Sequence[tuple[bool, bool, bool]],
+    words: Sequence[str],
+    start: int,
+    end: int,
+    name_starts: set[int],
+) -> bool:
+    """Do written marks set the name at ``words[start:end]`` off as a vocative (commas or a
+    sentence edge on both sides; not after an apposition head or a title, not in a list)?"""
+    before = words[start - 1] if start else ""
+    nxt = words[end] if end < len(words) else ""
+    return (
+        marks[start][0]
+        and marks[end - 1][1]
+        and before not in _APPOSITION_HEADS
+        and nxt not in ("and", "or", "nor")
+        and end not in name_starts  # "Joey, Chandler and Ross": a list of names
+    )
+
+
 def words_of(text: str) -> list[str]:
     """The recognizer rendering's words, stage directions dropped."""
     return _TOKEN.findall(recognizer_text(_DIRECTION.sub(" ", text)))
@@ -492,7 +519,8 @@ def address_verdict(
     prior = prior or PriorTurn()
     words = words_of(text)
     hits = _name_hits(words, speaker, names, resolve)
-    marks = set_off(text, words) if hits else None
+    is_written = written(text)
+    marks = set_off(text, words) if hits and is_written else None
     name_starts = {s for s, _, _, _ in hits}
     addressed: dict[str, Address] = {}
     mentioned: dict[str, Address] = {}
@@ -529,14 +557,7 @@ def address_verdict(
             or (before not in _OPENERS and nxt not in _GREETINGS and nxt not in _STRONG_NEXT)
         ):
             continue  # an ordinary word ("will", "mark") is a name only beside a greeting
-        elif (
-            marks is not None
-            and marks[start][0]
-            and marks[end - 1][1]
-            and before not in _APPOSITION_HEADS
-            and nxt not in ("and", "or", "nor")
-            and end not in name_starts  # "Joey, Chandler and Ross": a list of names
-        ):
+        elif marks is not None and comma_vocative(marks, words, start, end, name_starts):
             # Written text sets a vocative off by commas ("Come on, Monica, things could be
             # worse", "Sergei, would like to apologise", "Work, Joe!"): what a recognizer
             # drops, a transcript that has it says plainly.
