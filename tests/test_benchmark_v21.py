@@ -61,8 +61,11 @@ def _where(points: list[DecisionPoint], text: str, target: str | None = None) ->
     return hits[0]
 
 
-def test_format_version_marks_v21() -> None:
-    assert FORMAT_VERSION == 5
+def test_every_older_format_says_what_reading_it_as_current_means() -> None:
+    from polylogue.turntaking.dataset.versions import UPGRADES
+
+    assert FORMAT_VERSION >= 5  # the v2.1 definitions
+    assert set(UPGRADES) == set(range(1, FORMAT_VERSION))
 
 
 # 1. S1 is the paper's bystander; a silent participant of the exchange is S3.
