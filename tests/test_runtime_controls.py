@@ -320,6 +320,8 @@ def test_decide_takes_the_audience_and_the_focus(tmp_path: Path) -> None:
         return [(r.get("decision"), r.get("p_speak"), r.get("skipped")) for r in rs]
 
     assert key(rows("--ignore", "TV", stdin=path.read_bytes())) == key(ignored)
+    plain = run_polylogue(["decide", str(path), "--as", "Dave", "--ignore", "TV"]).stdout.decode()
+    assert "context only: TV" in plain.splitlines()[2]  # said in the header
     only = rows("--only", "Bob")
     assert only[1]["skipped"].startswith("not in focus") and only[3]["decision"] is not None
     for flags, words in (

@@ -594,6 +594,15 @@ class _RoomFocus:
     def names(self) -> tuple[str, ...]:
         return (*self.ignore, *self.only)
 
+    def described(self) -> str:
+        """The controls in force, for the plain output's header ("" for the defaults)."""
+        parts = [f"audience {self.audience}"] if self.audience != "group" else []
+        if self.ignore:
+            parts.append("context only: " + ", ".join(self.ignore))
+        if self.only:
+            parts.append("answering only: " + ", ".join(self.only))
+        return "; ".join(parts)
+
     def start(self, live: LiveConversation, source: str) -> None:
         from polylogue.engine.live import EventError
 
@@ -667,6 +676,8 @@ def _decide(
             shown_threshold = True
             console.print(_header(deployment, plain), highlight=False, soft_wrap=True, markup=False)
             console.print(room, highlight=False, soft_wrap=True, markup=False)
+            if focus.described():
+                console.print(focus.described(), highlight=False, soft_wrap=True, markup=False)
         if step.decision is not None:
             decided += 1
             if step.decision.action == "SPEAK":
