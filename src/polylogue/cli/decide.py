@@ -795,7 +795,7 @@ def operating_points(
     from rich.table import Table
 
     from polylogue.engine.model import DEFAULT_MODEL_DIR
-    from polylogue.training.operating_points import operating_points_for_folder
+    from polylogue.training.engine_models.operating_points import operating_points_for_folder
 
     if split == "test":
         Console(stderr=True).print(
@@ -866,7 +866,7 @@ def train_default(
     require_extra("train", "lightgbm", what="polylogue train-default")
     from rich.console import Console
 
-    from polylogue.training.default_model import (
+    from polylogue.training.engine_models.default_model import (
         CORPORA,
         TrainOptions,
         build_benchmarks,
@@ -885,7 +885,7 @@ def train_default(
     if bench:
         benches = [load_benchmark(b) for b in bench]
     elif domain == "chat":
-        from polylogue.training.chat_model import build_chat_benchmarks
+        from polylogue.training.engine_models.chat_model import build_chat_benchmarks
 
         benches = build_chat_benchmarks(
             data_root, work_dir or out / "benchmarks", irc_train_files, log
@@ -900,7 +900,7 @@ def train_default(
             log,
         )
     if domain == "chat":
-        from polylogue.training.chat_model import chat_train_options
+        from polylogue.training.engine_models.chat_model import chat_train_options
 
         options = chat_train_options(seed=seed, num_boost_round=rounds, threads=threads)
     result = train_default_model(benches, options, log)

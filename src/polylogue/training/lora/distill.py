@@ -54,7 +54,7 @@ from polylogue.runs import (
 )
 
 # teacher_template is re-exported: callers and tests import both from here.
-from polylogue.training.teacher_prompts import teacher_prompt, teacher_template  # noqa: F401
+from polylogue.training.lora.teacher_prompts import teacher_prompt, teacher_template  # noqa: F401
 from polylogue.turntaking.types import Decision, DecisionPoint
 
 REASONING_FILE = "reasoning.jsonl"
@@ -258,6 +258,7 @@ def _distill_manifest(
 ) -> dict[str, Any]:
     """The run manifest; refuses a folder made with another teacher, prompt or split."""
     manifest = {
+        # The manifest kind names the format, not the module: unchanged by the move to lora/.
         **new_manifest("polylogue.training.distill", "", ("torch", "transformers", "httpx")),
         "teacher": _identity(predictor),
         "teacher_spec": config.teacher,
@@ -466,8 +467,8 @@ def distill_from_benchmarks(
 ) -> DistillReport:
     """Load the split's points and a teacher from ``config`` and run :func:`distill`."""
     from polylogue.models.base import load_predictor
-    from polylogue.training.cue_teacher import TEACHER_SPEC, load_cue_teacher
-    from polylogue.training.data import load_subset
+    from polylogue.training.lora.cue_teacher import TEACHER_SPEC, load_cue_teacher
+    from polylogue.training.lora.data import load_subset
     from polylogue.turntaking.dataset import load_benchmark
 
     points = load_subset(config.data, config.split, config.max_points, config.seed, config.subset)

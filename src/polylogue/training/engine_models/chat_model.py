@@ -1,8 +1,9 @@
 """Benchmarks for the chat-domain model (``polylogue train-default --domain chat``).
 
-The chat model is trained with the default recipe (:func:`~polylogue.training.default_model.
-train_default_model`) on the two chat corpora, split by the **corpora's own splits** so the
-chat test sets are the ones the literature uses and nothing of them is seen in training:
+The chat model is trained with the default recipe
+(:func:`~polylogue.training.engine_models.default_model.train_default_model`) on the two chat
+corpora, split by the **corpora's own splits** so the chat test sets are the ones the
+literature uses and nothing of them is seen in training:
 
 * Ubuntu IRC: ``irc_train_files`` logs of the train split (spread evenly over the 133 logs by
   name) -> train; the 10 dev logs -> validation; the 10 test logs -> test. Each log is one
@@ -25,7 +26,7 @@ from typing import Any
 
 from polylogue.conversation import Conversation
 from polylogue.corpora.molweni import stretch_first_dialogue_group
-from polylogue.training.default_model import TrainOptions
+from polylogue.training.engine_models.default_model import TrainOptions
 from polylogue.turntaking.dataset import Benchmark
 
 #: IRC train logs used by default (of 133): ~10k decision points each; more did not help the

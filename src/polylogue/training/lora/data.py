@@ -29,7 +29,7 @@ from polylogue.prompts.builder import (
     answer_text,
     build_messages_kept,
 )
-from polylogue.training.sampler import four_way_group
+from polylogue.training.lora.sampler import four_way_group
 from polylogue.turntaking.types import CATEGORIES, DecisionPoint
 
 IGNORE_INDEX = -100

@@ -46,7 +46,7 @@ from polylogue.evaluation.metrics import (
     best_mean_balanced_accuracy_threshold,
     expected_calibration_error,
 )
-from polylogue.training.operating_points import ScoredSplit, choose_operating_points
+from polylogue.training.engine_models.operating_points import ScoredSplit, choose_operating_points
 from polylogue.turntaking.dataset import Benchmark
 from polylogue.turntaking.types import CATEGORIES, Decision, DecisionPoint, Outcome
 

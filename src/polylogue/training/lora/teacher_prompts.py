@@ -15,7 +15,7 @@ from polylogue.turntaking.types import Decision
 
 def teacher_template(label: Decision) -> Path:
     name = "teacher_speak.txt" if label is Decision.SPEAK else "teacher_silent.txt"
-    return Path(str(resources.files("polylogue.training").joinpath("templates", name)))
+    return Path(str(resources.files("polylogue.training.lora").joinpath("templates", name)))
 
 
 def teacher_prompt(

@@ -10,8 +10,8 @@ validation (late fusion: the trees are not retrained).
 **Not shipped**: on validation the fused tier was no better than the trees alone (see
 docs/model-card.md, "Learned text component"), so it lives with the training code, not in the
 runtime (``polylogue.engine``), and the fast tier is the only engine. A folder written by
-``python -m polylogue.training.text_component package`` loads with ``TextTier.load(folder)``
-or ``load_engine("text", text_dir=folder)``.
+``python -m polylogue.training.engine_models.text_component package`` loads with
+``TextTier.load(folder)`` or ``load_engine("text", text_dir=folder)``.
 
 This module holds what training and inference must share exactly (the rendering of a
 decision's text) and the inference side, which needs ``onnxruntime`` and ``tokenizers`` (the
@@ -352,6 +352,6 @@ def load_engine(
     if text_dir is None:
         raise TextTierUnavailable(
             "no text tier is shipped: pass text_dir, a folder written by "
-            "python -m polylogue.training.text_component package"
+            "python -m polylogue.training.engine_models.text_component package"
         )
     return TextTurnTakingEngine(model, TextTier.load(text_dir, threads=threads), participants)

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from polylogue.errors import PolylogueInputError
 from polylogue.jsonio import JsonInputError, load_json_object, loads_json
 from polylogue.prompts.builder import PromptOptions
-from polylogue.training.sampler import EpochSize
+from polylogue.training.lora.sampler import EpochSize
 
 TrainMode = Literal["decision", "reasoning"]
 SamplerKind = Literal["four_way", "label", "shuffle"]
@@ -247,7 +247,7 @@ def merge_config(
 
 def packaged_configs() -> dict[str, Path]:
     """Shipped configs by name (ablations of Table 5 and accelerate launch configs)."""
-    folder = resources.files("polylogue.training").joinpath("configs")
+    folder = resources.files("polylogue.training.lora").joinpath("configs")
     return {
         Path(str(p)).stem: Path(str(p))
         for p in folder.iterdir()

@@ -2,9 +2,9 @@
 
 What differs from the reference implementation (notes D.6, D.10.7-9):
 
-* Examples come from :mod:`polylogue.training.data`: the evaluation prompt builder and the
+* Examples come from :mod:`polylogue.training.lora.data`: the evaluation prompt builder and the
   model's chat template, loss on the answer tokens only.
-* Batches come from :class:`~polylogue.training.sampler.BalancedBatchSampler` (25% I1/I2/S1/S2)
+* Batches come from :class:`~polylogue.training.lora.sampler.BalancedBatchSampler` (25% I1/I2/S1/S2)
   whenever ``sampler="four_way"``; it cannot be disabled by another option.
 * Checkpoints are selected by validation F1avg of *decoded* decisions: at every evaluation the
   live model answers the validation points through the evaluation backend
@@ -47,8 +47,8 @@ from polylogue.evaluation.metrics import compute_metrics
 from polylogue.llm.hf import resolve_model_path
 from polylogue.models.hf_local import HFLocalPredictor
 from polylogue.prompts.builder import PromptOptions
-from polylogue.training.config import TrainConfig
-from polylogue.training.data import (
+from polylogue.training.lora.config import TrainConfig
+from polylogue.training.lora.data import (
     ExampleReport,
     SFTExample,
     build_examples,
@@ -199,7 +199,7 @@ def _trainer_class() -> type:
     from torch.utils.data import DataLoader
     from trl import SFTTrainer
 
-    from polylogue.training.sampler import BalancedBatchSampler, sampler_groups
+    from polylogue.training.lora.sampler import BalancedBatchSampler, sampler_groups
 
     class TurnTakingTrainer(SFTTrainer):
         def __init__(
@@ -554,8 +554,8 @@ def _data_notes(
     config: TrainConfig, examples: Sequence[SFTExample], report: ExampleReport
 ) -> list[str]:
     """What the log should say before training: dropped history, how often examples repeat."""
-    from polylogue.training.data import history_warning
-    from polylogue.training.sampler import BalancedBatchSampler, sampler_groups
+    from polylogue.training.lora.data import history_warning
+    from polylogue.training.lora.sampler import BalancedBatchSampler, sampler_groups
 
     notes = []
     warning = history_warning(report, config.max_prompt_tokens)
@@ -577,7 +577,7 @@ def _data_notes(
 
 def _training_data(config: TrainConfig, tokenizer: Any, prompt: PromptOptions) -> _TrainingData:
     """The (subsampled) splits, checked training examples and the validation dataset."""
-    from polylogue.training.distill import load_reasoning
+    from polylogue.training.lora.distill import load_reasoning
 
     # Only the chosen points are built (a whole split's contexts cost gigabytes).
     train_points = load_subset(

@@ -10,7 +10,7 @@ after he spoke, so it is his turn to speak."
 
 It plugs into ``polylogue distill --teacher cues``. It receives the label the same way an LLM
 teacher does: through the label-conditioned answer block of its prompt (see
-:func:`polylogue.training.distill.teacher_prompt`), so the distillation pipeline (judging,
+:func:`polylogue.training.lora.distill.teacher_prompt`), so the distillation pipeline (judging,
 resume, manifests) is unchanged. The manifest names the teacher ``cues`` with
 ``"kind": "cue-template"``.
 """
@@ -24,7 +24,7 @@ from typing import Any
 from polylogue.models.base import Prediction
 from polylogue.models.default_model import DefaultPredictor, load_default_predictor
 from polylogue.prompts.builder import PromptOptions
-from polylogue.training.teacher_prompts import teacher_template
+from polylogue.training.lora.teacher_prompts import teacher_template
 from polylogue.turntaking.types import Decision, DecisionInput
 
 TEACHER_SPEC = "cues"

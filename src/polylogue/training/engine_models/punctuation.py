@@ -1,6 +1,6 @@
 """Train the final-punctuation models (:mod:`polylogue.engine.punctuation`) and measure them.
 
-    python -m polylogue.training.punctuation build/bench-ami build/bench-friends \
+    python -m polylogue.training.engine_models.punctuation build/bench-ami build/bench-friends \
         build/bench-icsi build/bench-earnings21 [--out src/polylogue/engine/punctuation.npz]
 
 Every utterance of the train split's conversations is one example: the words of its recognizer
@@ -59,7 +59,7 @@ def _f1(y: np.ndarray, p: np.ndarray) -> float:
 
 
 def main() -> None:
-    from polylogue.training.default_model import fit_hashed_logistic
+    from polylogue.training.engine_models.default_model import fit_hashed_logistic
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("folders", nargs="+", type=Path)

