@@ -5,7 +5,7 @@ Stages (each writes its output into ``--work``, so a later stage can be rerun al
     python -m polylogue.training.engine_models.text_component data   --bench build --work build/text
     python -m polylogue.training.engine_models.text_component train  --work build/text --limit 6000
     python -m polylogue.training.engine_models.text_component export --work build/text
-    python -m polylogue.training.engine_models.text_component points --bench build \
+    python -m polylogue.training.engine_models.text_component points --bench build \\
         --work build/text --limit 3000
     python -m polylogue.training.engine_models.text_component score  --work build/text
     python -m polylogue.training.engine_models.text_component fuse   --work build/text
