@@ -17,7 +17,7 @@ from collections import Counter, defaultdict
 
 from polylogue.engine.bargein import BARGE_IN_MODEL_PATH, interjection_words, lexical_backchannel
 from polylogue.paths import data_root
-from polylogue.training.bargein import (
+from polylogue.training.engine_models.bargein import (
     Overlap,
     dialogue_act_meetings,
     fit_barge_in_model,

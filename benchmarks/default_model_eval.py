@@ -35,7 +35,7 @@ from polylogue.engine.deployment import balanced_threshold
 from polylogue.engine.extract import FeatureExtractor
 from polylogue.engine.model import Outcomes, TurnTakingModel, domain_of_corpus, load_model
 from polylogue.models.baselines import held_floor_before
-from polylogue.training.default_model import size_stratum
+from polylogue.training.engine_models.default_model import size_stratum
 from polylogue.turntaking.dataset import load_benchmark
 from polylogue.turntaking.types import CATEGORIES as _CATEGORIES
 from polylogue.turntaking.types import Decision, DecisionPoint, Outcome

@@ -29,8 +29,8 @@ from peft import get_peft_model
 from transformers import AutoModelForCausalLM
 
 from polylogue.llm.hf import resolve_model_path
-from polylogue.training.config import TrainConfig
-from polylogue.training.sft import lora_config
+from polylogue.training.lora.config import TrainConfig
+from polylogue.training.lora.sft import lora_config
 
 
 def saved_bytes(model: Any, batch: int, tokens: int, weights: set[int]) -> dict[str, float]:

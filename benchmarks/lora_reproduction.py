@@ -27,7 +27,7 @@ first and keeps a complete comparison at every point a run may be stopped:
    evaluation on the balanced view;
 4. ``polylogue distill --teacher TEACHER`` on the same points (default ``cues``: label-conditioned
    sentences written by rule from the shipped default model's cue explanations,
-   ``polylogue.training.cue_teacher``; **not the paper's teacher**, a large LLM, which these
+   ``polylogue.training.lora.cue_teacher``; **not the paper's teacher**, a large LLM, which these
    machines cannot run), ``polylogue train`` in reasoning mode on them, and its evaluation;
 5. the natural-ratio view of the LM rows.
 
@@ -552,7 +552,7 @@ def context_counts(args: argparse.Namespace, corpus: str, view: str, n: int) -> 
     from polylogue.evaluation.runner import read_predictions
     from polylogue.llm.hf import resolve_model_path
     from polylogue.prompts.builder import PromptOptions, build_messages_kept
-    from polylogue.training.data import token_counter
+    from polylogue.training.lora.data import token_counter
     from polylogue.turntaking.dataset import load_benchmark
 
     ids = [r["point_id"] for r in read_predictions(run / "predictions.jsonl")]
@@ -598,7 +598,7 @@ def _ci(value: float | None, ci: list[float] | None) -> str:
 def four_way_accuracy(run: Path) -> dict[str, dict[str, float | int | None]]:
     """Accuracy per paper category from the predictions (S3 and SA counted as S2)."""
     from polylogue.evaluation.runner import read_predictions
-    from polylogue.training.sampler import four_way_group
+    from polylogue.training.lora.sampler import four_way_group
 
     right: dict[str, int] = dict.fromkeys(FOUR_WAY, 0)
     total: dict[str, int] = dict.fromkeys(FOUR_WAY, 0)

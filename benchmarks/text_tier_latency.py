@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/text_tier_latency.py [--text-dir DIR] [--corpus friends]
 
 Replays real conversations from the shared data through
-:class:`polylogue.training.text_tier.TextTurnTakingEngine` (onnxruntime with one intra-op
-thread, the process pinned to one core). At every pause it times ``observe`` (per-utterance
+:class:`polylogue.training.engine_models.text_tier.TextTurnTakingEngine` (onnxruntime with one
+intra-op thread, the process pinned to one core). At every pause it times ``observe`` (per-utterance
 work) and then the decision for *all* listeners (``decide_all``: one batched text forward
 pass plus the trees per listener), and prints p50/p99/max of each, the number of listeners,
 the fast tier's all-listener figure on the same pauses, and the load average (other jobs on a
@@ -25,7 +25,7 @@ from polylogue.conversation import Utterance
 from polylogue.corpora import load_corpus
 from polylogue.engine.engine import TurnTakingEngine
 from polylogue.engine.model import load_model
-from polylogue.training.text_tier import TextTier, TextTurnTakingEngine
+from polylogue.training.engine_models.text_tier import TextTier, TextTurnTakingEngine
 
 
 def pct(values: list[float], q: float) -> float:
@@ -40,7 +40,7 @@ def main() -> None:
         "--text-dir",
         type=Path,
         required=True,
-        help="a folder from polylogue.training.text_component package",
+        help="a folder from polylogue.training.engine_models.text_component package",
     )
     ap.add_argument("--corpus", default="friends")
     ap.add_argument("--conversations", type=int, default=20)

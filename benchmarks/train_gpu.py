@@ -55,8 +55,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
 
-    from polylogue.training.config import TrainConfig
-    from polylogue.training.sft import train
+    from polylogue.training.lora.config import TrainConfig
+    from polylogue.training.lora.sft import train
 
     config = TrainConfig(
         model=args.model,

@@ -277,7 +277,7 @@ def _dialogue_level_molweni_split(convs: list[Conversation]) -> dict[str, str]:
 
 
 def test_chat_benchmark_splits_keep_overlapping_molweni_windows_together() -> None:
-    from polylogue.training.chat_model import irc_train_subset, molweni_split_for
+    from polylogue.training.engine_models.chat_model import irc_train_subset, molweni_split_for
 
     convs = list(read_molweni(corpus_dir("molweni"), ("dev", "test")))
     split_of = molweni_split_for(convs)

@@ -12,7 +12,11 @@ from polylogue.corpora import load_corpus
 from polylogue.engine.model import load_model
 from polylogue.evaluation.metrics import sweep_thresholds
 from polylogue.models.default_model import load_default_predictor
-from polylogue.training.default_model import TrainOptions, fit_hashed_logistic, train_default_model
+from polylogue.training.engine_models.default_model import (
+    TrainOptions,
+    fit_hashed_logistic,
+    train_default_model,
+)
 from polylogue.turntaking.dataset import (
     BuildOptions,
     build_benchmark,

@@ -21,7 +21,11 @@ from polylogue.engine.engine import TurnTakingEngine
 from polylogue.engine.features import state_from_dict, state_to_dict
 from polylogue.engine.live import Action, AgentState, EventError, LiveConversation, Policy
 from polylogue.engine.model import load_model
-from polylogue.training.bargein import dialogue_act_meetings, held_out_meeting, meeting_overlaps
+from polylogue.training.engine_models.bargein import (
+    dialogue_act_meetings,
+    held_out_meeting,
+    meeting_overlaps,
+)
 from polylogue.turntaking.cues import build_matchers, utterance_cues
 
 POLYLOGUE = str(Path(sys.executable).parent / "polylogue")

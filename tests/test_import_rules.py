@@ -1,4 +1,5 @@
-"""Import rules read from the source: layers only point down, no circles, nothing imports the CLI.
+"""Import rules read from the source: layers only point down, no circles, nothing imports the CLI,
+the two rooms of ``training/`` stay apart (their old paths only re-export them).
 
 Every ``import``/``from ... import`` counts, including those inside functions (lazy imports are a
 speed trick, not a licence to point upwards). See docs/architecture.md for the layers.
@@ -7,6 +8,7 @@ speed trick, not a licence to point upwards). See docs/architecture.md for the l
 from __future__ import annotations
 
 import ast
+import importlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -120,6 +122,56 @@ def test_the_runtime_never_reads_a_corpus() -> None:
         if layer(mod) == "corpora"
     ]
     assert bad == []
+
+
+#: The two sub-packages of ``training/`` (docs/architecture.md): the paper's LoRA path and the
+#: trainers of the engine's CPU models. The modules directly in ``training/`` are old import
+#: paths kept for outside users, so nothing in the package imports them.
+TRAINING_ROOMS = ("polylogue.training.lora", "polylogue.training.engine_models")
+
+
+def training_room(module: str) -> str | None:
+    return next((r for r in TRAINING_ROOMS if module == r or module.startswith(r + ".")), None)
+
+
+def test_the_training_rooms_never_import_each_other_nor_the_old_paths() -> None:
+    bad = []
+    for path in all_modules():
+        name = module_name(path)
+        if layer(name) == "training" and training_room(name) is None:
+            continue  # training/__init__ and the compatibility modules
+        here = training_room(name)
+        for line, mod in imports(path):
+            if layer(mod) != "training" or mod == "polylogue.training":
+                continue
+            there = training_room(mod)
+            if there is None:
+                bad.append(f"{path.relative_to(SRC)}:{line} imports the old path {mod}")
+            elif here is not None and there != here:
+                bad.append(f"{path.relative_to(SRC)}:{line} imports {mod} (outside {here})")
+    assert bad == []
+
+
+def test_each_old_training_path_re_exports_its_new_home() -> None:
+    """A module directly in ``training/`` is only an old path: same name in one room, every
+    public name of that module the same object."""
+    old_paths = sorted(p.stem for p in (SRC / "training").glob("*.py") if p.stem != "__init__")
+    wrong = []
+    for stem in old_paths:
+        homes = [
+            r for r in TRAINING_ROOMS if (SRC.parent / r.replace(".", "/") / f"{stem}.py").is_file()
+        ]
+        if len(homes) != 1:
+            wrong.append(f"training/{stem}.py: no single new home ({homes})")
+            continue
+        old = importlib.import_module(f"polylogue.training.{stem}")
+        new = importlib.import_module(f"{homes[0]}.{stem}")
+        wrong += [
+            f"polylogue.training.{stem}.{name}"
+            for name in vars(new)
+            if not name.startswith("_") and getattr(old, name, None) is not getattr(new, name)
+        ]
+    assert wrong == []
 
 
 def test_no_import_circles_between_modules() -> None:

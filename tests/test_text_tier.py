@@ -14,7 +14,7 @@ import pytest
 from polylogue.conversation import Participant, Utterance
 from polylogue.corpora import load_corpus
 from polylogue.errors import PolylogueInputError
-from polylogue.training.text_tier import (
+from polylogue.training.engine_models.text_tier import (
     CURRENT_WORDS,
     EARLIER_WORDS,
     MAX_TURNS,

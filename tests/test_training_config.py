@@ -9,7 +9,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from polylogue.training.config import (
+from polylogue.training.lora.config import (
     TrainConfig,
     TrainConfigError,
     load_run_config,

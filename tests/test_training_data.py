@@ -10,7 +10,7 @@ from test_training_support import tiny_friends
 
 from polylogue.prompts.builder import PromptOptions
 from polylogue.prompts.parsing import parse_decision
-from polylogue.training.data import (
+from polylogue.training.lora.data import (
     IGNORE_INDEX,
     build_examples,
     check_example,

@@ -9,8 +9,8 @@ import pytest
 from test_training_support import tiny_friends
 
 from polylogue.prompts.builder import PromptOptions, build_messages, build_messages_kept
-from polylogue.training.config import TrainConfig, TrainConfigError, resolve_config
-from polylogue.training.data import ExampleReport, history_warning
+from polylogue.training.lora.config import TrainConfig, TrainConfigError, resolve_config
+from polylogue.training.lora.data import ExampleReport, history_warning
 from polylogue.turntaking.dataset import load_benchmark
 
 

@@ -23,8 +23,8 @@ from test_training_support import tiny_friends
 
 from polylogue.models.base import Prediction, PredictionError
 from polylogue.prompts.builder import build_messages
-from polylogue.training.data import stratified_subset
-from polylogue.training.distill import (
+from polylogue.training.lora.data import stratified_subset
+from polylogue.training.lora.distill import (
     ATTEMPTS_FILE,
     FAILURES_FILE,
     REASONING_FILE,
@@ -283,7 +283,7 @@ def test_cue_teacher_writes_label_conditioned_sentences_through_distill(
 ) -> None:
     """``--teacher cues``: every point gets a judged sentence justifying its own label, named
     after its target; the manifest says it is a template teacher; a rerun adds nothing."""
-    from polylogue.training.distill import MANIFEST_FILE, distill_from_benchmarks
+    from polylogue.training.lora.distill import MANIFEST_FILE, distill_from_benchmarks
 
     config = DistillConfig(
         teacher="cues", data=(str(bench),), out_dir=str(tmp_path / "d"), max_points=40

@@ -17,8 +17,8 @@ from test_training_support import tiny_friends
 
 from polylogue.evaluation.runner import DatasetInfo, read_predictions, run_evaluation
 from polylogue.models.base import load_predictor
-from polylogue.training.config import TrainConfig, load_run_config
-from polylogue.training.sft import ADAPTER_META, train
+from polylogue.training.lora.config import TrainConfig, load_run_config
+from polylogue.training.lora.sft import ADAPTER_META, train
 from polylogue.turntaking.dataset import load_split_points
 
 SHORT_SYSTEM = (
@@ -118,8 +118,8 @@ def test_reasoning_mode_trains_on_distilled_targets_and_decodes_validation(
 ) -> None:
     """Reasoning mode end to end (one optimizer step): targets come from a distillation folder,
     points whose distillation failed are left out, and validation is decoded by generation."""
-    from polylogue.training.data import stratified_subset
-    from polylogue.training.distill import REASONING_FILE
+    from polylogue.training.lora.data import stratified_subset
+    from polylogue.training.lora.distill import REASONING_FILE
 
     bench = tiny_friends(tmp_path / "friends")
     system = tmp_path / "system.txt"

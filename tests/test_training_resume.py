@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 from test_training_support import tiny_friends
 
-from polylogue.training.config import load_run_config
-from polylogue.training.data import stratified_subset
-from polylogue.training.sampler import BalancedBatchSampler, sampler_groups
-from polylogue.training.sft import latest_checkpoint
+from polylogue.training.lora.config import load_run_config
+from polylogue.training.lora.data import stratified_subset
+from polylogue.training.lora.sampler import BalancedBatchSampler, sampler_groups
+from polylogue.training.lora.sft import latest_checkpoint
 from polylogue.turntaking.dataset import load_split_points
 
 STEPS = 5

@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 from test_training_support import tiny_friends
 
-from polylogue.training.sampler import BalancedBatchSampler, SamplerError
+from polylogue.training.lora.sampler import BalancedBatchSampler, SamplerError
 
 
 @pytest.fixture(scope="module")

@@ -47,7 +47,8 @@ class CommandModule:
 #: model backends, ``polylogue.registry``).
 COMMAND_MODULES: Registry[CommandModule] = Registry("command module")
 for _module in (
-    "build", "addressing", "decide", "serve", "eval", "scorecard", "train", "tom", "annotate",
+    "build", "addressing", "decide", "fit", "serve", "eval", "scorecard", "train", "tom",
+    "annotate",
 ):  # fmt: skip
     COMMAND_MODULES.register(CommandModule(_module))
 

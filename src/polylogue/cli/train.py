@@ -1,6 +1,6 @@
 """``polylogue train``, ``polylogue distill`` and ``polylogue training-configs``.
 
-Thin wiring of :mod:`polylogue.training`. Settings resolve as: paper defaults < ``--config``
+Thin wiring of :mod:`polylogue.training.lora`. Settings resolve as: paper defaults < ``--config``
 file (YAML/JSON/TOML or a packaged name) < flags < ``--set KEY=VALUE``.
 """
 
@@ -97,7 +97,7 @@ def train_command(
     Multi-GPU: ``accelerate launch --config_file "$(polylogue training-configs ddp)"
     -m polylogue.training ARGS`` (same arguments as this command).
     """
-    from polylogue.training.config import resolve_config
+    from polylogue.training.lora.config import resolve_config
 
     flags: dict[str, Any] = {
         "data": None if not data else [str(d) for d in data],
@@ -133,7 +133,7 @@ def train_command(
     require_extra(
         "train", "torch", "transformers", "peft", "trl", "datasets", what="polylogue train"
     )
-    from polylogue.training.sft import train
+    from polylogue.training.lora.sft import train
 
     result = train(cfg, resume=resume)
     if int(os.environ.get("RANK", "0")) != 0:  # one summary per distributed run
@@ -192,7 +192,7 @@ def distill_command(
     failed points are reported in failures.jsonl and never used as training targets.
     """
     from polylogue.cli.output import plain_console
-    from polylogue.training.distill import DistillConfig, distill_from_benchmarks
+    from polylogue.training.lora.distill import DistillConfig, distill_from_benchmarks
 
     console = plain_console(stderr=True)
     cfg = DistillConfig(
@@ -229,7 +229,7 @@ def configs_command(
     name: Annotated[str | None, typer.Argument(help="Print the path of this config.")] = None,
 ) -> None:
     """List the shipped configs (Table 5 ablations, accelerate DDP/FSDP), or print one's path."""
-    from polylogue.training.config import packaged_configs
+    from polylogue.training.lora.config import packaged_configs
 
     shipped = packaged_configs()
     if name is not None:

@@ -1,7 +1,7 @@
 """Barge-in: while the agent speaks and a human starts, yield (stop talking) or continue?
 
 The model is learnt from real overlaps in the AMI meetings
-(:func:`polylogue.training.bargein.meeting_overlaps`): a
+(:func:`polylogue.training.engine_models.bargein.meeting_overlaps`): a
 speaker is talking, another starts a dialogue act inside that talk, and the label says whether
 the first speaker stopped within ``window_s`` seconds (their run of words, with pauses under
 0.5 s, ended). What the live agent knows at that moment is what the ASR has of the
@@ -11,7 +11,7 @@ a logistic regression over those features; ``benchmarks/bargein_ami.py`` rebuild
 reports held-out accuracy against "yield on any speech" and a lexical backchannel list.
 
 This module is what runs at decision time (features, the model, its file); the overlap
-reader and the trainer are :mod:`polylogue.training.bargein`.
+reader and the trainer are :mod:`polylogue.training.engine_models.bargein`.
 """
 
 from __future__ import annotations

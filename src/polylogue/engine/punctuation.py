@@ -9,7 +9,7 @@ utterance (the same keys as the turn-yield model, less the mark), one for "ends 
 mark" and one for "ends a sentence" (".", "!" or "?"), trained on the train splits of AMI,
 Friends, ICSI and Earnings-21 (the label is the original text's mark; the words are its
 recognizer rendering). The weights ship as ``punctuation.npz``;
-:mod:`polylogue.training.punctuation` rebuilds them and prints held-out figures.
+:mod:`polylogue.training.engine_models.punctuation` rebuilds them and prints held-out figures.
 
 The conversation state restores marks only while a transcript has shown no punctuation at
 all (:meth:`polylogue.engine.features.ConversationState.observe`), so transcribed text is read

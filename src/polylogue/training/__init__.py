@@ -1,5 +1,10 @@
-"""LoRA fine-tuning of turn-taking models (the paper's §4.2 method) and reasoning distillation.
+"""Training, in two sub-packages named for their concepts.
 
-Heavy dependencies (torch, transformers, peft, trl, accelerate, datasets) are imported inside
-the functions that need them, so importing the configuration stays cheap.
+* :mod:`polylogue.training.lora`: LoRA fine-tuning of turn-taking models (the paper's §4.2
+  method) and reasoning distillation.
+* :mod:`polylogue.training.engine_models`: trainers of the CPU models the turn-taking engine
+  runs (default and chat models, operating points, barge-in, punctuation, the text tier).
+
+The modules directly in this package are the old import paths, kept for compatibility: each
+re-exports the public names of its new home.
 """
