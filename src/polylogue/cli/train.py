@@ -95,7 +95,7 @@ def train_command(
     """Fine-tune a model with LoRA on turn-taking benchmark(s) (the paper's §4.2 recipe).
 
     Multi-GPU: ``accelerate launch --config_file "$(polylogue training-configs ddp)"
-    -m polylogue.training ARGS`` (same arguments as this command).
+    -m polylogue.cli train ARGS`` (the arguments of this command).
     """
     from polylogue.training.lora.config import resolve_config
 

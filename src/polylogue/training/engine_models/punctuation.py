@@ -46,7 +46,7 @@ def examples(
             question.append(t.endswith("?"))
             terminal.append(t.endswith((".", "!", "?")) and not t.endswith("..."))
             texts.append(heard)
-    return keys, np.asarray(question), np.asarray(terminal), texts
+    return keys, np.asarray(question, dtype=bool), np.asarray(terminal, dtype=bool), texts
 
 
 def _scores(w: np.ndarray, keys: Sequence[tuple[int, ...]]) -> np.ndarray:
