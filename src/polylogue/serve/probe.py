@@ -2,11 +2,11 @@
 
 Used by ``tests/test_serve_fuzz.py`` (a few hundred cases) and ``benchmarks/serve_probe.py``
 (thousands, counts recorded in docs/serve.md); both point it at a real server on loopback.
-The classes are those of issue 29 (items 10-13): binary frames, big integers, non-finite and
+The classes: binary frames, big integers, non-finite and
 huge numbers, oversized messages, deep nesting, wrong types, damaged copies of a real event,
 bad UTF-8 bodies, foreign ``Host`` / ``Origin``, oversized bodies, unknown sessions, plus
 valid events (which must be answered correctly) and resends (which must be skipped); and
-those of issue 34: values a lax parser would coerce (``"5"`` as a time, ``1`` as a bool),
+then values a lax parser would coerce (``"5"`` as a time, ``1`` as a bool),
 names holding control, bidi or lone-surrogate characters, session bodies with bad policy or
 deployment fields (NaN among them), and run-time controls (role, audience and focus changes,
 answered with what they set).
@@ -81,7 +81,7 @@ _WRONG: dict[str, list[Any]] = {
 }
 
 
-#: Round three (issue 34): values a lax parser would coerce, and events of other types.
+#: Round three: values a lax parser would coerce, and events of other types.
 _COERCIBLE: list[dict[str, Any]] = [
     {"type": "audience", "audience": "everyone"},
     {"type": "focus", "ignored": ["nobody-here"]},

@@ -1,4 +1,4 @@
-"""Train and measure the learned text tier (issue 12, item 2) on CPU.
+"""Train and measure the learned text tier on CPU.
 
 Stages (each writes its output into ``--work``, so a later stage can be rerun alone)::
 

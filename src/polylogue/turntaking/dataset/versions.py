@@ -7,14 +7,14 @@ from typing import Any
 
 from polylogue.errors import PolylogueInputError, note_input
 
-#: 2: decision points at real pauses, three outcomes, SA, paper_category (issue 11).
+#: 2: decision points at real pauses, three outcomes, SA, paper_category.
 #: 3: Molweni grouped by stretches of overlapping dialogues, its official test file pinned to
 #: test (a v2 Molweni build shares messages between train and test).
-#: 4: benchmark v2.1 definitions (issue 25): S3 (silent participant of the exchange) apart from
+#: 4: benchmark v2.1 definitions: S3 (silent participant of the exchange) apart from
 #: S1 bystanders, answers to a question are floor takes, one backchannel rule for every corpus,
 #: non-people and departed characters are no targets, a name inside a question is no address,
 #: AMI act times from words only; ``gold.in_exchange``.
-#: 5: Friends reader and presence fixes (issue 25): a character who takes leave in words is
+#: 5: Friends reader and presence fixes: a character who takes leave in words is
 #: absent until they speak again, directions without their opening bracket are notes, speaker
 #: tags whose names were dropped are not speech, a line holding another speaker's tag is split.
 #: 6: Friends voices by what their label is made of (a medium, a sounding device, a
