@@ -44,13 +44,14 @@ def published_splits() -> dict[str, Any]:
 
 
 def published_split(corpus: str, groups: set[str], options: BuildOptions) -> dict[str, str] | None:
-    """The published split of ``corpus`` when this build can take it: the default fractions
-    and seed, and every published group of the corpus present (a full build)."""
+    """The published split of ``corpus`` when this build can take it: the default split
+    options, and every published group of the corpus present (a full build)."""
     table = published_splits()
     published = table["splits"].get(corpus)
     if (
         published is None
         or options.seed != table["seed"]
+        or options.min_annotated_groups != BuildOptions().min_annotated_groups
         or tuple(options.fractions) != tuple(table["fractions"])
         or not set(published) <= groups
     ):
