@@ -84,3 +84,36 @@ def _tables_without_a_source(path: Path) -> list[str]:
 @pytest.mark.parametrize("doc", USER_DOCS, ids=lambda p: p.name)
 def test_every_table_of_figures_names_the_command_that_regenerates_it(doc: Path) -> None:
     assert _tables_without_a_source(doc) == []
+
+
+# ----------------------------------------------------------------------------- links
+
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+_HEADING = re.compile(r"^#+\s+(.*)$", re.MULTILINE)
+
+
+def _anchors(page: Path) -> set[str]:
+    """GitHub's anchors of a page's headings (lower case, punctuation dropped, "-" for " ")."""
+    return {
+        re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+        for h in _HEADING.findall(page.read_text(encoding="utf-8"))
+    }
+
+
+@pytest.mark.parametrize(
+    "page",
+    [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted(DOCS.glob("*.md"))],
+    ids=lambda p: p.name,
+)
+def test_every_relative_link_and_anchor_resolves(page: Path) -> None:
+    broken = []
+    for link in _LINK.findall(page.read_text(encoding="utf-8")):
+        if link.startswith(("http://", "https://", "mailto:")):
+            continue
+        path, _, anchor = link.partition("#")
+        target = (page.parent / path) if path else page
+        if not target.exists():
+            broken.append(f"{link}: no such file")
+        elif anchor and target.suffix == ".md" and anchor not in _anchors(target):
+            broken.append(f"{link}: no heading with that anchor")
+    assert not broken, broken
