@@ -43,6 +43,7 @@ def verdict(text: str, prior: PriorTurn | None = None, speaker: str = "bob"):
         ("thanks anna dave any update", "after-greeting"),
         ("ok thank you dave", "after-greeting"),
         ("hey dave", "after-greeting"),
+        ("what's up dave", "after-greeting"),
         ("this is dave our new engineer", "introduction"),
     ],
 )

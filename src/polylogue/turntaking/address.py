@@ -567,8 +567,10 @@ def address_verdict(
                 kind = "name-end" if end == n else "name-middle"
         elif _is_subject(words, end):
             pass  # "dave said", "dave will be late", "does dave think": third person
-        elif before == "on" and before2 == "come":
-            kind = "after-greeting"  # "come on rachel"
+        elif (before == "on" and before2 == "come") or (
+            before == "up" and before2 in ("what's", "whats")
+        ):
+            kind = "after-greeting"  # "come on rachel", "what's up ross"
         elif _start_of_sentence(words, start, vocative_at) or (
             before == "know" and before2 == "you"  # "you know meyer there's ..."
         ):
