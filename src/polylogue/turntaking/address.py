@@ -519,8 +519,8 @@ def address_verdict(
     prior = prior or PriorTurn()
     words = words_of(text)
     hits = _name_hits(words, speaker, names, resolve)
-    is_written = written(text)
-    marks = set_off(text, words) if hits and is_written else None
+    # Only an utterance that names someone needs its written marks (most name nobody).
+    marks = set_off(text, words) if hits and written(text) else None
     name_starts = {s for s, _, _, _ in hits}
     addressed: dict[str, Address] = {}
     mentioned: dict[str, Address] = {}
