@@ -22,24 +22,9 @@ from pathlib import Path
 WORD = re.compile(r"[^\W\d_]+")
 # Roster names the probes use as everyday words ("i will", "mark it", "we may").
 COMMON_WORDS = frozenset(
-    [
-        "will",
-        "mark",
-        "bill",
-        "may",
-        "hope",
-        "grace",
-        "rose",
-        "faith",
-        "sky",
-        "summer",
-        "frank",
-        "sunny",
-        "dawn",
-        "joy",
-        "june",
-    ]
-)
+    {"will", "mark", "bill", "may", "hope", "grace", "rose", "faith", "sky", "summer", "frank",
+     "sunny", "dawn", "joy", "june"}
+)  # fmt: skip
 
 
 def _words(text: str) -> set[str]:

@@ -50,10 +50,10 @@ def tables() -> str:
     ]
     for shape in SHAPES:
         cells: list[str] = []
-        verdicts = set()
+        verdicts: set[bool] = set()
         for recs in probes.values():
             of = [r for r in recs if r["shape"] == shape]
-            verdicts |= {r["addressed"] for r in of}
+            verdicts |= {bool(r["addressed"]) for r in of}
             cells += [str(len(of)), str(sum(bool(r["two_person"]) for r in of))]
         verdict = "/".join("yes" if v else "no" for v in sorted(verdicts, reverse=True))
         out.append(f"| {shape} | {verdict} | {' | '.join(cells)} |")
