@@ -82,14 +82,18 @@ def render_points(points: Sequence[DecisionPoint], rendering: str) -> list[Decis
     ]
 
 
-def score_split(points: Sequence[DecisionPoint], model_dir: Path | None = None) -> ScoredSplit:
-    """Score ``points`` (one corpus) with the model of the corpus's domain (or ``model_dir``)."""
+def score_split(
+    points: Sequence[DecisionPoint], model_dir: Path | None = None, address: str = "model"
+) -> ScoredSplit:
+    """Score ``points`` (one corpus) with the model of the corpus's domain (or ``model_dir``);
+    ``address``: the shipped address model reads the names, or the rulebook alone ("rules")."""
     if not points:
         raise ValueError("no decision points to score")
     corpus = points[0].input.corpus
     domain = domain_of_corpus(corpus)
     model = load_model(model_dir, domain)
     extractor = FeatureExtractor.for_model(model)
+    extractor.address_model = "shipped" if address == "model" else None
     verdicts: list[AddressVerdict] = []
     x = extractor.features([p.input for p in points], verdicts=verdicts)
     readers = address_readers(extractor.blocks)

@@ -170,7 +170,7 @@ def _fields(inp: DecisionInput) -> dict[str, Any]:
     return {f: getattr(inp, f) for f in inp.__dataclass_fields__}
 
 
-def split_figures(folder: Path, split: str) -> dict[str, Any]:
+def split_figures(folder: Path, split: str, address: str = "model") -> dict[str, Any]:
     bench = load_benchmark(folder)
     points = bench.points(split)
     convs = bench.conversations
@@ -187,12 +187,18 @@ def split_figures(folder: Path, split: str) -> dict[str, Any]:
             labels[k] = label
     lab: np.ndarray[Any, Any] = np.asarray(labels)
     deps = {pt: Deployment.resolve(domain=domain, operating_point=pt, model=model) for pt in POINTS}
-    out: dict[str, Any] = {"corpus": corpus, "split": split, "points": len(points)}
+    out: dict[str, Any] = {
+        "corpus": corpus,
+        "split": split,
+        "points": len(points),
+        "address": address,
+    }
     for kind in ("name", "follow-up", "named-not-addressed", "someone-else", "no-one"):
         out[f"n_{kind}"] = int((lab == kind).sum())
     for rendering in RENDERINGS:
         inputs = rendered_inputs(points, convs, rendering)
         extractor = FeatureExtractor.for_model(model)
+        extractor.address_model = "shipped" if address == "model" else None
         verdicts: list[AddressVerdict] = []
         x = extractor.features(inputs, verdicts=verdicts)
         o = model.outcomes(x)
@@ -279,7 +285,7 @@ def _fmt(v: float | None) -> str:
 def print_table(results: list[dict[str, Any]]) -> None:
     cols = ("verdict", *POINTS)
     print("recall of direct verbal address (new rule | old gate / old rule)")
-    print(f"{'corpus':11} {'split':10} {'render':10} {'kind':9} {'n':>5}  "
+    print(f"{'corpus':11} {'split':10} {'addr':6} {'render':10} {'kind':9} {'n':>5}  "
           + "  ".join(f"{c:>17}" for c in cols))  # fmt: skip
     for r in results:
         for rendering in RENDERINGS:
@@ -289,7 +295,7 @@ def print_table(results: list[dict[str, Any]]) -> None:
                     continue
                 cells = [f"{_fmt(row['verdict'])} | {_fmt(row['old_gate'])}"]
                 cells += [f"{_fmt(row[p])} | {_fmt(row[f'{p} (old)'])}" for p in POINTS]
-                print(f"{r['corpus']:11} {r['split']:10} {rendering:10} {kind:9} {row['n']:5d}  "
+                print(f"{r['corpus']:11} {r['split']:10} {r['address']:6} {rendering:10} {kind:9} {row['n']:5d}  "
                       + "  ".join(f"{c:>17}" for c in cells))  # fmt: skip
     print()
     print("assistant's false speaking (new | old); matched beside it")
@@ -305,7 +311,7 @@ def print_table(results: list[dict[str, Any]]) -> None:
                     else ""
                 )
                 new, old = _fmt(row["assistant"]), _fmt(row["assistant (old)"])
-                print(f"{r['corpus']:11} {r['split']:10} {rendering:10} {kind:19} {row['n']:6d}  "
+                print(f"{r['corpus']:11} {r['split']:10} {r['address']:6} {rendering:10} {kind:19} {row['n']:6d}  "
                       f"assistant {new} | {old}{extra}")  # fmt: skip
     print()
     print("not-addressed behaviour: speak ratio (SPEAK rate / real TAKE_FLOOR rate), precision")
@@ -313,7 +319,10 @@ def print_table(results: list[dict[str, Any]]) -> None:
         for rendering in RENDERINGS:
             sr, pr = r[rendering]["speak_ratio"], r[rendering]["precision"]
             cells = [f"{p} {sr[p]:.2f}/{pr.get(p, float('nan')):.2f}" for p in POINTS]
-            print(f"{r['corpus']:11} {r['split']:10} {rendering:10} " + "  ".join(cells))
+            print(
+                f"{r['corpus']:11} {r['split']:10} {r['address']:6} {rendering:10} "
+                + "  ".join(cells)
+            )
 
 
 def main() -> None:
@@ -321,8 +330,17 @@ def main() -> None:
     ap.add_argument("folders", nargs="+", type=Path, help="benchmark folders (polylogue build)")
     ap.add_argument("--splits", nargs="+", default=["validation", "test"])
     ap.add_argument("--json", type=Path, help="also write the figures here")
+    ap.add_argument(
+        "--address",
+        nargs="+",
+        choices=("model", "rules"),
+        default=["model", "rules"],
+        help="address verdicts to measure: the shipped model, the rulebook alone (default both)",
+    )
     args = ap.parse_args()
-    results = [split_figures(f, s) for f in args.folders for s in args.splits]
+    results = [
+        split_figures(f, s, a) for f in args.folders for s in args.splits for a in args.address
+    ]
     print_table(results)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from polylogue.engine.blocks import BlockState, FeatureBlock
 from polylogue.engine.features import ConversationState, HashedScorer
 from polylogue.engine.model import TurnTakingModel, blocks_of
 from polylogue.turntaking.address import AddressVerdict
+from polylogue.turntaking.address_model import AddressModel
 from polylogue.turntaking.types import DecisionInput
 
 
@@ -42,6 +43,8 @@ class FeatureExtractor:
         self.blocks: tuple[FeatureBlock[Any], ...] = blocks_of(tuple(blocks))
         self.width = sum(b.width for b in self.blocks)
         self._states: OrderedDict[str, list[BlockState]] = OrderedDict()
+        #: What judges the names the address rules leave open (see ConversationState).
+        self.address_model: AddressModel | Literal["shipped"] | None = "shipped"
 
     @classmethod
     def for_model(cls, model: TurnTakingModel, max_states: int = 16) -> FeatureExtractor:
@@ -64,6 +67,7 @@ class FeatureExtractor:
             )
         ):
             states = [b.new_state(self.yield_scorer, self.relation_scorer, ()) for b in self.blocks]
+            cast(ConversationState, states[0]).address_model = self.address_model
             seen = 0
         people = (*inp.present, inp.target)
         for s in states:

@@ -24,7 +24,7 @@ import re
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -41,7 +41,9 @@ from polylogue.turntaking.address import (
     PriorTurn,
     address_verdict,
     asks_who,
+    substantive,
 )
+from polylogue.turntaking.address_model import AddressModel
 from polylogue.turntaking.cues import UtteranceCues, is_cased, utterance_cues
 
 #: The cues of a context-only speaker's words: nobody addressed or referenced.
@@ -291,6 +293,9 @@ class ConversationState:
     #: they address and mention nobody, so their words never make someone "addressed
     #: earlier" or "named recently". Set by the live layer's focus; not part of a snapshot.
     context_only: frozenset[str] = frozenset()
+    #: Judges the names the address rules leave open (:mod:`polylogue.turntaking.address_model`):
+    #: the shipped model, or None for the rulebook alone (kept to compare the two).
+    address_model: AddressModel | Literal["shipped"] | None = "shipped"
 
     def fork(self) -> ConversationState:
         """A copy that observing more utterances does not share with this one (a live probe).
@@ -397,6 +402,7 @@ class ConversationState:
             self._terms,
             self._prior_turn(),
             resolve=self.last_index,
+            model=self.address_model,
         )
         self._verdicts[utt.index] = (version, v)
         if len(self._verdicts) > 4:
@@ -409,6 +415,19 @@ class ConversationState:
         cur = self.window[-1]
         turns = self.turn_speakers
         before = turns[-2] if len(turns) > 1 else None
+        # Third persons' "mm-hmm" or "yeah" between two turns do not take the floor: a "you"
+        # question after them still asks whoever spoke before them.
+        back = 2
+        while (
+            back < len(turns)
+            and before is not None
+            and before != cur.speaker
+            and turns[-back - 1] != cur.speaker
+            and before in self.last_utt
+            and not substantive(self.last_utt[before].text)
+        ):
+            back += 1
+            before = turns[-back]
         prev = self.window[0] if len(self.window) > 1 else None
         earlier: tuple[str, ...] = ()
         if prev is not None and prev.speaker == cur.speaker:
@@ -418,6 +437,14 @@ class ConversationState:
             speaker=before,
             text=self.last_utt[before].text if before in self.last_utt else "",
             earlier=earlier,
+            people=self._n_people,
+            listeners=tuple(
+                pid
+                for pid, p in self.participants.items()
+                if pid != cur.speaker and p.role != GROUP_ROLE and pid not in self.context_only
+            )
+            if self._n_people <= 3
+            else (),
             question_before=prev is not None
             and prev.speaker != cur.speaker
             and prev.speaker not in self.context_only

@@ -20,10 +20,16 @@ says who is addressed, by which words, and how:
 * ``follow-up``: a question to "you" that names nobody, right after the addressee spoke
   something more than a filler or an acknowledgement ("can you check the logs", "what do you
   think", "did you see that"; recognised from its words: an auxiliary or a wh-word with "you",
-  or a "you" tag at the end; a question mark in the original text also counts);
-* ``you-after``: the same without a question: "you" right after the addressee spoke ("you
-  worked in a mine", "so you're really not going": a recognizer drops the question mark that
-  made them questions), except a filler "you know" or a "thank you".
+  or a "you" tag at the end; a question mark in the original text, or the one the engine's
+  punctuation restorer puts back on a recognizer's text, also counts: "so you're really not
+  going" asks, "you never know with these vendors" does not); a "you" in text read out ("it
+  says your bill will rise") asks nobody;
+* ``dyad-question``: with two people in the room, a question by its words that calls nobody
+  else ("how long should it be") asks the other one.
+
+Words that call someone by relation or endearment ("honey can you get the door", "kids get
+your shoes": :data:`ADDRESS_TERMS`) call someone the roster does not name: the verdict's
+``off_roster`` is set and no "you" in them asks the previous speaker.
 
 A name used in the third person is *mentioned*, never addressed: after a preposition or a
 verb that takes it as an object ("i told dave", "ask dave", "with dave"), as a possessive
@@ -42,17 +48,25 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from polylogue.conversation import Participant
 from polylogue.rendering import recognizer_text
+from polylogue.turntaking.address_model import (
+    AddressModel,
+    Candidate,
+    candidate_features,
+    load_address_model,
+)
 from polylogue.turntaking.cues import (
     COMMON_WORD_NAMES,
     is_filler_only,
     is_lexical_backchannel,
     participant_terms,
 )
+from polylogue.turntaking.sounds import SoundIndex
 
 #: The kinds of address, in the order the module docstring explains them.
 ADDRESS_KINDS: tuple[str, ...] = (
@@ -64,7 +78,7 @@ ADDRESS_KINDS: tuple[str, ...] = (
     "introduction",
     "earlier-in-turn",
     "follow-up",
-    "you-after",
+    "dyad-question",
 )
 
 _TOKEN = re.compile(r"[\w']+")
@@ -75,7 +89,7 @@ _DIRECTION = re.compile(r"\([^)]*\)?|\[[^\]]*\]?|\{[^}]*\}?")
 _THANKS = frozenset({"thanks", "bye", "goodbye", "cheers"})
 
 _GREETINGS = frozenset(
-    {"hey", "hi", "hello", "thanks", "bye", "goodbye", "morning", "evening", "welcome",
+    {"hey", "hi", "hello", "thanks", "bye", "goodbye", "morning", "afternoon", "evening", "welcome",
      "cheers", "congratulations", "congrats", "night", "goodnight", "sorry", "howdy", "yo"}
 )  # fmt: skip
 #: Words that may stand before a vocative at the start of a sentence ("ok dave", "so dave").
@@ -87,7 +101,7 @@ _OPENERS = frozenset(
      "all", "sorry"}
 )  # fmt: skip
 _AUX = frozenset(
-    {"can", "could", "would", "will", "shall", "should", "do", "did", "are", "were", "have",
+    {"can", "could", "would", "will", "shall", "should", "do", "did", "are", "were", "have", "am",
      "had", "is", "was", "may", "might", "must", "won't", "can't", "don't", "didn't",
      "couldn't", "wouldn't", "shouldn't", "aren't", "weren't", "haven't", "isn't", "wasn't",
      "does", "doesn't", "has", "hasn't"}
@@ -100,7 +114,7 @@ _YOU = frozenset({"you", "your", "you're", "you've", "you'll", "you'd", "yours",
 #: After a name, a sign that the name is the subject of a clause (third person).
 _SUBJECT_NEXT = frozenset(
     {"is", "was", "has", "had", "said", "says", "does", "doesn't", "isn't", "wasn't",
-     "hasn't", "hadn't", "didn't", "and", "or", "who", "whose", "which", "thinks", "wants",
+     "hasn't", "hadn't", "didn't", "and", "or", "who", "whose", "thinks", "wants",
      "went", "got", "gets", "never", "always", "also", "too", "knows", "told",
      "asked", "wrote", "made", "did", "came", "left", "took", "gave", "knew", "thought",
      "saw", "found", "sent", "ran", "broke", "brought", "bought", "kept", "seems", "seemed",
@@ -134,6 +148,10 @@ _FIRST_SECOND = frozenset(
     {"i", "i'm", "i'd", "i'll", "i've", "we", "we're", "we'd", "we'll", "we've", "you",
      "you're", "you'd", "you'll", "you've", "your", "let's"}
 )  # fmt: skip
+#: Verb forms a singular name cannot be the subject of.
+_NOT_THIRD_PERSON = frozenset(
+    {"do", "don't", "are", "aren't", "were", "weren't", "have", "haven't", "am"}
+)
 #: "ross is that true", "dave is it ready": a question to the name after "is"/"was" only.
 _DEMONSTRATIVES = frozenset({"it", "that", "this", "there"})
 _IRREGULAR_PAST = frozenset(
@@ -224,6 +242,20 @@ _TAG_AUX = frozenset(
 )  # fmt: skip
 _FILLERS = frozenset({"um", "uh", "uhm", "er", "erm", "ah", "oh", "hmm", "mm", "so", "well"})
 
+#: The rulebook's lexicon as word classes, the address model's features (a word may be in
+#: several classes).
+WORD_CLASSES: dict[str, tuple[str, ...]] = {}
+for _cls, _words in (
+    ("greeting", _GREETINGS), ("thanks", _THANKS), ("opener", _OPENERS), ("aux", _AUX),
+    ("wh", _WH), ("you", _YOU), ("subject-next", _SUBJECT_NEXT), ("modal", _MODALS),
+    ("conj", _CONJUNCTIONS), ("adverb", _ADVERBS), ("first-second", _FIRST_SECOND),
+    ("past", _IRREGULAR_PAST), ("object-before", _OBJECT_BEFORE),
+    ("vocative-next", _VOCATIVE_NEXT), ("group", _GROUP | _GROUP_VOCATIVE),
+    ("tag-aux", _TAG_AUX), ("filler", _FILLERS),
+):  # fmt: skip
+    for _w in _words:
+        WORD_CLASSES[_w] = (*WORD_CLASSES.get(_w, ()), _cls)
+
 
 @dataclass(frozen=True, slots=True)
 class Address:
@@ -243,6 +275,12 @@ class AddressVerdict:
     mentioned: tuple[Address, ...] = ()
     #: A question to "you" that names nobody as addressee (whoever spoke before is asked).
     you_question: bool = False
+    #: The words call someone outside the roster ("honey can you get the door", "kids get
+    #: your shoes"): nobody in the room is asked, whatever "you" follows.
+    off_roster: bool = False
+    #: The words speak to "you" (not a filler "you know", a "thank you", a "you guys" or
+    #: text read out), whether or not anyone is addressed by them.
+    to_you: bool = False
 
     @property
     def addressees(self) -> tuple[str, ...]:
@@ -279,7 +317,7 @@ class AddressVerdict:
             return "addressed"
         if self.mention_of(target) is not None:
             return "named"
-        if self.addressed:
+        if self.addressed or self.off_roster:
             return "someone else addressed"
         return "not named"
 
@@ -299,6 +337,10 @@ class PriorTurn:
     #: The utterance just before (another speaker's) asks who or which (a bare name after it
     #: answers the question instead of calling that person).
     question_before: bool = False
+    #: People in the room (the speaker included); 0 when unknown.
+    people: int = 0
+    #: The people present other than the speaker, when the room knows them ("" unknown).
+    listeners: tuple[str, ...] = ()
 
 
 _Term = tuple[tuple[str, ...], str, bool]
@@ -309,10 +351,17 @@ class NameTerms:
     their first word; updated one participant at a time (a live roster grows as people
     speak), so an utterance only looks up its own words."""
 
-    def __init__(self, participants: Iterable[Participant] = ()) -> None:
+    def __init__(
+        self, participants: Iterable[Participant] = (), everyday: Collection[str] | None = None
+    ) -> None:
         #: first word -> ((words, participant, is_common_word), ...)
         self.by_first: dict[str, tuple[_Term, ...]] = {}
         self._words: dict[str, list[tuple[tuple[str, ...], bool]]] = {}
+        if everyday is None:
+            model = load_address_model()
+            everyday = model.everyday if model is not None else frozenset()
+        #: One-word names by sound, for a recognizer's near-miss spellings.
+        self.sounds = SoundIndex(everyday)
         self.add(participants)
 
     @classmethod
@@ -327,8 +376,11 @@ class NameTerms:
             self._words[p.id] = terms
             for words, common in terms:
                 self.by_first[words[0]] = (*self.by_first.get(words[0], ()), (words, p.id, common))
+                if len(words) == 1 and not common:
+                    self.sounds.add(words[0], p.id)
 
     def remove(self, pid: str) -> None:
+        self.sounds.remove(pid)
         for words, _ in self._words.pop(pid, []):
             kept = tuple(t for t in self.by_first.get(words[0], ()) if t[1] != pid)
             if kept:
@@ -339,9 +391,10 @@ class NameTerms:
     def copy(self) -> NameTerms:
         """A copy that later ``add``/``remove`` calls on either do not share (values are
         tuples and lists replaced, never changed in place)."""
-        new = NameTerms()
+        new = NameTerms(everyday=self.sounds.everyday)
         new.by_first = dict(self.by_first)
         new._words = dict(self._words)
+        new.sounds = self.sounds.copy()
         return new
 
 
@@ -466,8 +519,10 @@ def _is_subject(words: Sequence[str], end: int) -> bool:
     after = words[end + 1] if end + 1 < len(words) else ""
     if nxt in _ADVERBS and after and after not in _YOU:
         return _is_subject(words, end + 1)  # "ross sure is", "joey kinda disabled it"
-    if nxt in ("do", "don't"):
-        return False  # a third-person subject takes "does": "ross don't let her drink"
+    if nxt in _NOT_THIRD_PERSON:
+        # A third-person subject takes "does", "is", "has": "ross don't let her drink",
+        # "zola are there more bookings", "dave have you seen it" put the question to the name.
+        return False
     if nxt in _MODALS or nxt in _AUX:
         # "dave can you", "ross is he", "pheebs didn't you": a question put to the name;
         # "dave will be late", "ross did it": about the name.
@@ -504,24 +559,76 @@ def _start_of_sentence(words: Sequence[str], start: int, vocatives: set[int]) ->
     )
 
 
+def _vocative_kind(words: Sequence[str], start: int, end: int, vocative_at: set[int]) -> str:
+    """The kind of a vocative by where it stands."""
+    if _start_of_sentence(words, start, vocative_at):
+        return "after-greeting" if any(w in _GREETINGS for w in words[:start]) else "name-start"
+    return "name-end" if end == len(words) else "name-middle"
+
+
+def rule_reading(
+    words: Sequence[str],
+    start: int,
+    end: int,
+    common: bool,
+    vocative_at: set[int],
+) -> str | None:
+    """The rulebook's reading of a name the exact rules leave open: a vocative kind, None
+    (third person) or "skip" (an everyday word that is no name here)."""
+    n = len(words)
+    before = words[start - 1] if start else ""
+    before2 = words[start - 2] if start > 1 else ""
+    nxt = words[end] if end < n else ""
+    if common and (
+        words[start] in _MODALS
+        or (before not in _OPENERS and nxt not in _GREETINGS and nxt not in _STRONG_NEXT)
+    ):
+        return "skip"  # an ordinary word ("will", "mark") is a name only beside a greeting
+    if _is_subject(words, end):
+        return None  # "dave said", "dave will be late", "does dave think": third person
+    if _start_of_sentence(words, start, vocative_at) or (
+        before == "know" and before2 == "you"  # "you know meyer there's ..."
+    ):
+        greeted = any(w in _GREETINGS for w in words[:start])
+        return "after-greeting" if greeted else "name-start"
+    if (before in ("and", "but") and nxt in _FIRST_SECOND) or (
+        before in _CONJUNCTIONS and nxt in _YOU
+    ):
+        return "name-middle"  # "and elyse i'd point you to", "on that alan you made"
+    if before in _OBJECT_BEFORE or before in _AUX or _past_verb(before):
+        return None  # "told dave", "with dave", "does dave think": third person
+    if end == n:
+        return "name-end"
+    # Neither object nor subject inside the words: a name between two clauses
+    # ("have you lost your mind chandler this isn't about me").
+    return "name-middle"
+
+
 def address_verdict(
     text: str,
     speaker: str,
     names: NameTerms,
     prior: PriorTurn | None = None,
     resolve: Mapping[str, int] | None = None,
+    model: AddressModel | Literal["shipped"] | None = "shipped",
 ) -> AddressVerdict:
     """Who ``text`` (said by ``speaker``) addresses; see the module docstring.
 
     ``names`` is the roster's :class:`NameTerms`; ``resolve`` (participant -> index of their
     latest utterance) picks, for a name several people share, the one who spoke last.
+    ``model`` judges the names the exact rules leave open (:mod:`.address_model`): the
+    shipped one by default; ``None`` reads them by the rulebook alone (the earlier verdict,
+    kept for comparison).
     """
     prior = prior or PriorTurn()
+    if model == "shipped":
+        model = load_address_model()
     words = words_of(text)
     hits = _name_hits(words, speaker, names, resolve)
     # Only an utterance that names someone needs its written marks (most name nobody).
     marks = set_off(text, words) if hits and written(text) else None
-    name_starts = {s for s, _, _, _ in hits}
+    name_starts = {s for s, _, _, _, _ in hits}
+    name_at = {k for s, e, _, _, _ in hits for k in range(s, e)}
     addressed: dict[str, Address] = {}
     mentioned: dict[str, Address] = {}
     vocative_at: set[int] = set()
@@ -529,10 +636,9 @@ def address_verdict(
     spans: dict[str, tuple[int, int]] = {}
     n = len(words)
     name_only = bool(hits) and all(
-        j in {k for s, e, _, _ in hits for k in range(s, e)} or w in _FILLERS or w in _OPENERS
-        for j, w in enumerate(words)
+        j in name_at or w in _FILLERS or w in _OPENERS for j, w in enumerate(words)
     )
-    for start, end, pid, common in hits:
+    for start, end, pid, common, by_sound in hits:
         said = " ".join(words[max(0, start - 2) : min(n, end + 2)])
         before = words[start - 1] if start else ""
         before2 = words[start - 2] if start > 1 else ""
@@ -545,18 +651,17 @@ def address_verdict(
             before == "meet" and before2 in ("", "to", "please", "everyone", "guys", "come")
         ):
             kind = "introduction"
-        elif before in _GREETINGS or (before == "you" and before2 == "thank"):
-            kind = "after-greeting"
+        elif (
+            before in _GREETINGS
+            or (before == "you" and before2 == "thank")
+            or (before in ("there", "back", "again") and before2 in _GREETINGS)
+        ):
+            kind = "after-greeting"  # "thanks dave", "hi there dave", "welcome back dave"
         elif name_only:
             if prior.question_before:
                 third = "answer"
             else:
                 kind = "alone"
-        elif common and (
-            words[start] in _MODALS
-            or (before not in _OPENERS and nxt not in _GREETINGS and nxt not in _STRONG_NEXT)
-        ):
-            continue  # an ordinary word ("will", "mark") is a name only beside a greeting
         elif marks is not None and comma_vocative(marks, words, start, end, name_starts):
             # Written text sets a vocative off by commas ("Come on, Monica, things could be
             # worse", "Sergei, would like to apologise", "Work, Joe!"): what a recognizer
@@ -565,29 +670,35 @@ def address_verdict(
                 kind = "name-start"
             else:
                 kind = "name-end" if end == n else "name-middle"
-        elif _is_subject(words, end):
-            pass  # "dave said", "dave will be late", "does dave think": third person
         elif (before == "on" and before2 == "come") or (
             before == "up" and before2 in ("what's", "whats")
         ):
             kind = "after-greeting"  # "come on rachel", "what's up ross"
-        elif _start_of_sentence(words, start, vocative_at) or (
-            before == "know" and before2 == "you"  # "you know meyer there's ..."
-        ):
-            greeted = any(w in _GREETINGS for w in words[:start])
-            kind = "after-greeting" if greeted else "name-start"
-        elif (before in ("and", "but") and nxt in _FIRST_SECOND) or (
-            before in _CONJUNCTIONS and nxt in _YOU
-        ):
-            kind = "name-middle"  # "and elyse i'd point you to", "on that alan you made"
-        elif before in _OBJECT_BEFORE or before in _AUX or _past_verb(before):
-            pass  # "told dave", "with dave", "does dave think": third person
-        elif end == n:
-            kind = "name-end"
         else:
-            # Neither object nor subject inside the words: a name between two clauses
-            # ("have you lost your mind chandler this isn't about me").
-            kind = "name-middle"
+            # The open cases: the rulebook's reading, weighed by the model when there is one.
+            kind = rule_reading(words, start, end, common, vocative_at)
+            if model is not None:
+                candidate = Candidate(
+                    words=tuple(words),
+                    start=start,
+                    end=end,
+                    other_names=frozenset(name_at - set(range(start, end))),
+                    common=common,
+                    by_sound=by_sound,
+                    spoke_before=pid == prior.speaker,
+                    two_person=prior.people == 2,
+                    rule=kind or "mention",
+                )
+                p = model.probability(candidate_features(candidate, WORD_CLASSES))
+                if kind in (None, "skip"):
+                    # The rulebook reads a mention: the model must be sure to overturn it,
+                    # and a preposition's object is never a vocative ("it's up to dave").
+                    if p >= model.override and before not in _PREPOSITIONS:
+                        kind = _vocative_kind(words, start, end, vocative_at)
+                elif p < model.threshold:
+                    kind = "skip" if common else None
+            if kind == "skip":
+                continue  # an everyday word read as that word ("i will check") is no name
         if kind is not None:
             vocative_at.update(range(start, end))
             addressed.setdefault(pid, Address(pid, kind, said))
@@ -614,26 +725,91 @@ def address_verdict(
         mentioned.pop(pid, None)
     group = to_group(words)
     you_q = asks_you(words, text) and not group
-    you_said = not group and says_you(words)
-    if not addressed and prior.earlier:
+    off_roster = not addressed and calls_off_roster(words)
+    if off_roster:
+        pass  # "babe can you get the door": the "you" is theirs
+    elif not addressed and prior.earlier:
         for pid in prior.earlier:
             if pid != speaker and pid not in mentioned:
                 addressed[pid] = Address(pid, "earlier-in-turn", " ".join(words[:6]))
     elif (
         not addressed
-        and (you_q or you_said)
+        and you_q
+        and not reads_out(words)
         and prior.speaker is not None
         and prior.speaker != speaker
         and prior.speaker not in mentioned
         and (substantive(prior.text) or (you_q and asks_repair(words)))
     ):
-        kind = "follow-up" if you_q else "you-after"
-        addressed[prior.speaker] = Address(prior.speaker, kind, " ".join(words[:8]))
-    return AddressVerdict(tuple(addressed.values()), tuple(mentioned.values()), you_q)
+        addressed[prior.speaker] = Address(prior.speaker, "follow-up", " ".join(words[:8]))
+    elif (
+        not addressed
+        and len(prior.listeners) == 1
+        and prior.listeners[0] != speaker
+        and not group
+        and not reads_out(words)
+        and asks_by_words(text)
+    ):
+        # Two people: a question that calls nobody else is put to the other one.
+        other = prior.listeners[0]
+        addressed[other] = Address(other, "dyad-question", " ".join(words[:8]))
+    return AddressVerdict(
+        tuple(addressed.values()),
+        tuple(mentioned.values()),
+        you_q,
+        off_roster=off_roster,
+        to_you=not group and not reads_out(words) and says_you(words),
+    )
 
 
-#: "you" that addresses nobody: fillers ("you know", "y'know", "you see", "mind you") and
-#: thanks ("thank you": an acknowledgement, not a turn handed over).
+#: Words that call a person by relation or endearment, not by name ("honey", "kids",
+#: "grandma"): said first or last, they call someone the roster does not name.
+ADDRESS_TERMS = frozenset(
+    {"honey", "hon", "sweetie", "sweetheart", "sweety", "babe", "baby", "darling", "dear",
+     "buddy", "bud", "dude", "pal", "mate", "bro", "sis", "mom", "mum", "mommy", "mummy",
+     "mama", "dad", "daddy", "papa", "grandma", "granny", "nana", "grandpa", "grandad",
+     "granddad", "kids", "kiddo", "son", "sweetpea", "love", "sir", "ma'am", "madam",
+     "auntie", "aunty", "girls", "boys"}
+)  # fmt: skip
+#: Prepositions: the name after one is its object, never a vocative.
+_PREPOSITIONS = frozenset(
+    {"to", "with", "about", "for", "from", "at", "by", "of", "on", "in", "into", "onto",
+     "than", "like", "as", "without", "against", "behind", "between", "under", "over",
+     "after", "before", "around", "near", "except", "via", "per", "toward", "towards",
+     "through", "during", "within", "among", "beside", "besides", "upon", "unlike"}
+)  # fmt: skip
+#: Before a closing term of address, words that make it an object ("the kids", "for dad").
+_DETERMINERS = frozenset(
+    {"the", "a", "an", "my", "your", "our", "his", "her", "their", "its", "these", "those",
+     "to", "for", "with", "about", "of", "from", "by", "and", "or", "than", "like"}
+)  # fmt: skip
+#: Words that introduce text read out or quoted ("it says your bill will rise"): a "you"
+#: after them is the text's, not the speaker's.
+_READING = (("it", "says"), ("it", "said"), ("says", "here"), ("it", "reads"), ("quote",))
+
+
+def calls_off_roster(words: Sequence[str]) -> bool:
+    """Do the words open (after openers) or close with a term of address ("honey", "kids")?"""
+    i = 0
+    while i < len(words) - 1 and (words[i] in _OPENERS or words[i] in _FILLERS):
+        i += 1
+    return bool(words) and (
+        (words[i] in ADDRESS_TERMS and (i + 1 == len(words) or words[i + 1] not in _SUBJECT_NEXT))
+        or (len(words) > 2 and words[-1] in ADDRESS_TERMS and words[-2] not in _DETERMINERS)
+    )
+
+
+def reads_out(words: Sequence[str]) -> bool:
+    """Do the words read out or quote a text ("it says ...", "says here ...")?"""
+    for k in range(len(words)):
+        for pattern in _READING:
+            if tuple(words[k : k + len(pattern)]) == pattern:
+                return True
+    return False
+
+
+#: "you" that addresses nobody: fillers ("you know", "you see", "mind you") and thanks
+#: ("thank you": an acknowledgement, not a turn handed over).
 _IDLE_YOU = (("you", "know"), ("you", "see"), ("mind", "you"), ("thank", "you"), ("you", "guys"))
 
 
@@ -684,10 +860,11 @@ def asks_by_words(text: str) -> bool:
 
 def _name_hits(
     words: Sequence[str], speaker: str, names: NameTerms, resolve: Mapping[str, int] | None
-) -> list[tuple[int, int, str, bool]]:
-    """``(start, end, participant, common_word)`` of each name in ``words`` (longest first,
-    speaker excluded; a shared name goes to whoever of its bearers spoke last)."""
-    hits: list[tuple[int, int, str, bool]] = []
+) -> list[tuple[int, int, str, bool, bool]]:
+    """``(start, end, participant, common_word, by_sound)`` of each name in ``words``
+    (longest first, speaker excluded; a shared name goes to whoever of its bearers spoke
+    last; a word no name spells may match one by sound, :mod:`polylogue.turntaking.sounds`)."""
+    hits: list[tuple[int, int, str, bool, bool]] = []
     i = 0
     while i < len(words):
         w = words[i]
@@ -708,6 +885,12 @@ def _name_hits(
                         best, best_len = [(k, pid, common)], k
                     elif k == best_len:
                         best.append((k, pid, common))
+        by_sound = False
+        if not best and w not in names.by_first:
+            heard = names.sounds.match(base)
+            if heard is not None:
+                best = [(1, pid, False) for pid in sorted(names.sounds.owners(heard[0]))]
+                best_len, by_sound = 1, True
         if best:
             owners = {pid for _, pid, _ in best} - {speaker}
             if owners:
@@ -717,7 +900,7 @@ def _name_hits(
                     else next(iter(owners))
                 )
                 common = all(c for _, p, c in best if p == pid)
-                hits.append((i, i + best_len, pid, common))
+                hits.append((i, i + best_len, pid, common, by_sound))
             i += best_len
         else:
             i += 1
