@@ -23,7 +23,7 @@ import math
 import re
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, cast
 
 import numpy as np
@@ -54,6 +54,8 @@ HashedScorer = Callable[[tuple[int, ...]], float]
 
 _RECENT = 20
 _RECENT_TURNS = 8
+#: A second-person word (the address verdict asks the punctuation restorer about these only).
+_YOU_WORD = re.compile(r"\b(?:you|your|you're|you've|you'll|you'd|yours|ya)\b", re.IGNORECASE)
 _CAP = 50.0
 
 
@@ -396,11 +398,14 @@ class ConversationState:
             return hit[1]
         if utt is not self.window[-1]:
             return NO_ADDRESS  # an older utterance is only looked up, never recomputed
+        prior = self._prior_turn()
+        if not self.punctuated and _YOU_WORD.search(utt.text):
+            prior = replace(prior, p_question=self.punctuation.probabilities(utt.text)[0])
         v = address_verdict(
             utt.heard or utt.text,
             utt.speaker,
             self._terms,
-            self._prior_turn(),
+            prior,
             resolve=self.last_index,
             model=self.address_model,
         )

@@ -31,9 +31,11 @@ No line is labelled by hand. The labels come from what the corpora already carry
 Cases the exact rules decide (a possessive, a name after a greeting or a thanks, a name alone)
 are left out: the model is only asked what the rules leave open.
 
-The regularisation is chosen on the validation splits (log-loss), and so are the two
-thresholds by which the model overturns the rulebook's reading of a name (each maximises
-accuracy on the validation names the rulebook reads its way); the test splits are not read.
+The regularisation is chosen on the validation splits (log-loss). The two thresholds by
+which the model overturns the rulebook's reading of a name (``--threshold``, ``--override``)
+are set so that it overturns only where it is sure: the validation labels would have it
+overturn far more, but read by hand most of those overturns were real vocatives whose commas
+the writers left out (see the comment in :func:`train`). The test splits are not read.
 The everyday-word list (words the written corpora use in lower case mid-sentence) ships in
 the same file: names are never matched by sound to those.
 """
@@ -312,7 +314,12 @@ def _matrix(
 
 
 def train(
-    data: Path, seed: int = 13, chat: str = "none", log: Callable[[str], None] = print
+    data: Path,
+    seed: int = 13,
+    chat: str = "none",
+    threshold: float = 0.1,
+    override: float = 0.9,
+    log: Callable[[str], None] = print,
 ) -> AddressModel:
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import f1_score, log_loss, precision_score, recall_score
@@ -349,18 +356,16 @@ def train(
     assert best is not None
     _, c_best, model = best
     p = model.predict_proba(xv)[:, 1]
-    # Two thresholds, each chosen on the validation names of its side: where the rulebook
-    # reads a vocative, the model turns it into a mention below ``threshold``; where the
-    # rulebook reads a mention, the model turns it into a vocative at or above ``override``.
-    # Each maximises accuracy on its side (ties: the value that changes the rulebook least).
+    # Two thresholds: where the rulebook reads a vocative, the model turns it into a mention
+    # below ``threshold``; where it reads a mention, into a vocative at or above ``override``.
+    # The validation names' labels favour overturning much more often (their commas are
+    # missing around many real vocatives, so the labels say "mention" for them); read by
+    # hand, most of the validation lines where the model overturned a vocative reading at the
+    # accuracy-best threshold were real vocatives ("i'm tellin you ross she wants you"), and
+    # on the development probe a model that overturns only where it is sure did best. So the
+    # thresholds are set for that (options of this command), and reported on validation.
     rule_voc = np.array([e.candidate.rule not in ("mention", "skip") for e in valid_ex])
-    grid = [round(float(t), 2) for t in np.arange(0.02, 1.0, 0.02)]
-
-    def accuracy(pred: np.ndarray, side: np.ndarray) -> float:
-        return float((pred[side] == yv[side].astype(bool)).mean()) if side.any() else 1.0
-
-    thr_best = max(grid, key=lambda t: (accuracy(p >= t, rule_voc), -t))
-    over_best = max([*grid, 1.01], key=lambda t: (accuracy(p >= t, ~rule_voc), t))
+    thr_best, over_best = threshold, override
     pred = np.where(rule_voc, p >= thr_best, p >= over_best)
     rules_pred = rule_voc
     valid = {
@@ -406,11 +411,23 @@ def main(argv: list[str] | None = None) -> int:
         default="none",
         help="IRC lines to learn from: none (default), nick: openings only, or also later mentions",
     )
+    ap.add_argument(
+        "--threshold",
+        type=float,
+        default=0.1,
+        help="below this P a name the rulebook reads as a vocative becomes a mention",
+    )
+    ap.add_argument(
+        "--override",
+        type=float,
+        default=0.9,
+        help="at or above this P a name the rulebook reads as a mention becomes a vocative",
+    )
     args = ap.parse_args(argv)
     if not args.data.is_dir():
         print(f"error: --data {args.data} is not a folder", file=sys.stderr)
         return 2
-    model = train(args.data, args.seed, args.chat)
+    model = train(args.data, args.seed, args.chat, args.threshold, args.override)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     tmp = args.out.with_suffix(".tmp.npz")
     model.save(tmp)
