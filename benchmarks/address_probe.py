@@ -140,7 +140,8 @@ _NOT_BY_NAME = frozenset({"earlier-in-turn", "follow-up", "you-after", "dyad-que
 
 
 def _spelt(p: Participant, words: Sequence[str]) -> bool:
-    text = " " + " ".join(words) + " "
+    """Is one of ``p``'s names or roles spelt in the words (a possessive too)?"""
+    text = " " + " ".join(w[:-2] if w.endswith("'s") else w for w in words) + " "
     names, roles = participant_terms(p)
     return any(f" {' '.join(words_of(t))} " in text for t in (*names, *roles) if words_of(t))
 
@@ -158,48 +159,36 @@ def rate(hits: int, n: int) -> float | None:
     return None if n == 0 else round(hits / n, 3)
 
 
+def rates(speak: Sequence[bool], scenarios: Sequence[Scenario]) -> dict[str, float | None]:
+    """Recall where addressed, false speaking where not, the speak rate and precision."""
+    pairs = list(zip(speak, scenarios, strict=True))
+    hit = sum(k for k, s in pairs if s.addressed)
+    false = sum(k for k, s in pairs if not s.addressed)
+    return {
+        "recall": rate(hit, sum(s.addressed for s in scenarios)),
+        "false_speaking": rate(false, sum(not s.addressed for s in scenarios)),
+        "speak_rate": rate(sum(speak), len(scenarios)),
+        "precision": rate(hit, sum(speak)),
+    }
+
+
 def evaluate(scenarios: Sequence[Scenario]) -> dict[str, Any]:
     out: dict[str, Any] = {"n": len(scenarios), "addressed": sum(s.addressed for s in scenarios)}
-    pos = [s for s in scenarios if s.addressed]
-    neg = [s for s in scenarios if not s.addressed]
     for reading in READINGS:
         runs = {c: [run(s, c, reading) for s in scenarios] for c in CONFIGS}
         verdicts = runs["assistant"]
         r: dict[str, Any] = {}
-        agent_in = [s.agent in v.addressed for s, v in zip(scenarios, verdicts, strict=True)]
-        r["verdict_recall"] = rate(sum(a for a, s in zip(agent_in, scenarios) if s.addressed), len(pos))
-        r["verdict_false_address"] = rate(
-            sum(a for a, s in zip(agent_in, scenarios) if not s.addressed), len(neg)
+        agent_in = rates(
+            [s.agent in v.addressed for s, v in zip(scenarios, verdicts, strict=True)], scenarios
         )
+        r["verdict_recall"] = agent_in["recall"]
+        r["verdict_false_address"] = agent_in["false_speaking"]
         for c in CONFIGS:
-            speak = [x.action is Action.SPEAK for x in runs[c]]
-            r[c] = {
-                "recall": rate(sum(k for k, s in zip(speak, scenarios) if s.addressed), len(pos)),
-                "false_speaking": rate(
-                    sum(k for k, s in zip(speak, scenarios) if not s.addressed), len(neg)
-                ),
-                "speak_rate": rate(sum(speak), len(scenarios)),
-                "precision": rate(
-                    sum(k and s.addressed for k, s in zip(speak, scenarios)), sum(speak)
-                ),
-            }
-        two = [i for i, s in enumerate(scenarios) if s.two_person]
+            r[c] = rates([x.action is Action.SPEAK for x in runs[c]], scenarios)
+        two = [s for s in scenarios if s.two_person]
         for audience in ("group", "adaptive"):
-            acts = [
-                run(scenarios[i], "assistant", reading, audience).action is Action.SPEAK
-                if audience == "adaptive"
-                else runs["assistant"][i].action is Action.SPEAK
-                for i in two
-            ]
-            tp = [scenarios[i] for i in two]
-            r[f"two_person_{audience}"] = {
-                "n": len(tp),
-                "recall": rate(sum(a for a, s in zip(acts, tp) if s.addressed), sum(s.addressed for s in tp)),
-                "false_speaking": rate(
-                    sum(a for a, s in zip(acts, tp) if not s.addressed),
-                    sum(not s.addressed for s in tp),
-                ),
-            }
+            acts = [run(s, "assistant", reading, audience).action is Action.SPEAK for s in two]
+            r[f"two_person_{audience}"] = {"n": len(two), **rates(acts, two)}
         heard = [
             (s, v) for s, v in zip(scenarios, verdicts, strict=True) if s.misheard and s.addressed
         ]
@@ -219,20 +208,18 @@ def evaluate(scenarios: Sequence[Scenario]) -> dict[str, Any]:
             by_shape[f"{'+' if s.addressed else '-'}{s.shape}"].append(
                 (x.action is Action.SPEAK) == s.addressed
             )
-        r["assistant_right_by_shape"] = {k: f"{sum(v)}/{len(v)}" for k, v in sorted(by_shape.items())}
-        out[reading] = r
-    prev = [previous_speaker_speaks(s) for s in scenarios]
-    named = [
-        _spelt(next(p for p in s.participants if p.id == s.agent), words_of(s.lines[-1].text))
-        for s in scenarios
-    ]
-    for name, speak in (("previous_speaker", prev), ("name_in_words", named)):
-        out[name] = {
-            "recall": rate(sum(k for k, s in zip(speak, scenarios) if s.addressed), len(pos)),
-            "false_speaking": rate(sum(k for k, s in zip(speak, scenarios) if not s.addressed), len(neg)),
-            "speak_rate": rate(sum(speak), len(scenarios)),
-            "precision": rate(sum(k and s.addressed for k, s in zip(speak, scenarios)), sum(speak)),
+        r["assistant_right_by_shape"] = {
+            k: f"{sum(v)}/{len(v)}" for k, v in sorted(by_shape.items())
         }
+        out[reading] = r
+    out["previous_speaker"] = rates([previous_speaker_speaks(s) for s in scenarios], scenarios)
+    out["name_in_words"] = rates(
+        [
+            _spelt(next(p for p in s.participants if p.id == s.agent), words_of(s.lines[-1].text))
+            for s in scenarios
+        ],
+        scenarios,
+    )
     out["verdict_latency_ms"] = verdict_latency(scenarios)
     return out
 
@@ -246,7 +233,9 @@ def verdict_latency(scenarios: Sequence[Scenario]) -> dict[str, float]:
         prev: str | None = None
         for u in s.lines:
             t0 = time.perf_counter()
-            address_verdict(u.text, u.speaker, names, PriorTurn(speaker=prev, people=len(s.participants)))
+            address_verdict(
+                u.text, u.speaker, names, PriorTurn(speaker=prev, people=len(s.participants))
+            )
             times.append((time.perf_counter() - t0) * 1000)
             prev = u.speaker
     times.sort()
