@@ -94,9 +94,11 @@ def figures(
     }
 
 
-def evaluate(points: Sequence[DecisionPoint], rendering: str) -> dict[str, Any]:
+def evaluate(
+    points: Sequence[DecisionPoint], rendering: str, address: str = "model"
+) -> dict[str, Any]:
     pts = render_points(points, rendering)
-    s = score_split(pts)
+    s = score_split(pts, address=address)
     minutes = listener_minutes(
         [p.input.conversation_id for p in pts],
         [p.input.target.id for p in pts],
@@ -284,6 +286,12 @@ def main() -> None:
     ap.add_argument("--split", default="test")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--markdown", type=Path, default=None)
+    ap.add_argument(
+        "--address",
+        choices=("model", "rules"),
+        default="model",
+        help="who reads the names: the shipped address model (default) or the rulebook alone",
+    )
     args = ap.parse_args()
     t0 = time.perf_counter()
     results: list[dict[str, Any]] = []
@@ -298,7 +306,7 @@ def main() -> None:
                 "corpus": corpus,
                 "domain": domain_of_corpus(corpus),
                 "points": len(points),
-                "renderings": [evaluate(points, r) for r in RENDERINGS],
+                "renderings": [evaluate(points, r, args.address) for r in RENDERINGS],
             }
         )
         print(f"{corpus}: {len(points):,} points, {time.perf_counter() - started:.0f} s")
