@@ -45,7 +45,6 @@ from polylogue.conversation import Participant, Utterance
 from polylogue.engine.deployment import Action, Deployment
 from polylogue.engine.live import LiveConversation
 from polylogue.turntaking.address import NameTerms, PriorTurn, address_verdict, words_of
-from polylogue.turntaking.address_model import load_address_model
 from polylogue.turntaking.cues import participant_terms
 
 CONFIGS: dict[str, dict[str, Any]] = {
@@ -172,9 +171,11 @@ def rates(speak: Sequence[bool], scenarios: Sequence[Scenario]) -> dict[str, flo
     }
 
 
-def evaluate(scenarios: Sequence[Scenario]) -> dict[str, Any]:
+def evaluate(
+    scenarios: Sequence[Scenario], readings: Sequence[str] = READINGS, latency: bool = True
+) -> dict[str, Any]:
     out: dict[str, Any] = {"n": len(scenarios), "addressed": sum(s.addressed for s in scenarios)}
-    for reading in READINGS:
+    for reading in readings:
         runs = {c: [run(s, c, reading) for s in scenarios] for c in CONFIGS}
         verdicts = runs["assistant"]
         r: dict[str, Any] = {}
@@ -220,13 +221,16 @@ def evaluate(scenarios: Sequence[Scenario]) -> dict[str, Any]:
         ],
         scenarios,
     )
-    out["verdict_latency_ms"] = verdict_latency(scenarios)
+    if latency:
+        out["verdict_latency_ms"] = verdict_latency(scenarios)
     return out
 
 
 def verdict_latency(scenarios: Sequence[Scenario]) -> dict[str, float]:
     """The verdict's time per utterance over every line of the probe (model on)."""
-    load_address_model()
+    from polylogue.turntaking.address_model import load_address_model
+
+    load_address_model()  # loaded once, outside the timing
     times = []
     for s in scenarios:
         names = NameTerms(s.participants)
@@ -250,11 +254,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("probes", nargs="+", type=Path)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--readings", nargs="+", choices=READINGS, default=list(READINGS))
+    ap.add_argument("--no-latency", action="store_true", help="skip the verdict's timing")
     args = ap.parse_args(argv)
     results = {}
     for path in args.probes:
         scenarios = read_probe(path)
-        results[path.name] = evaluate(scenarios)
+        results[path.name] = evaluate(scenarios, args.readings, not args.no_latency)
         print(f"== {path.name}")
         print(json.dumps(results[path.name], indent=1))
     if args.json:
