@@ -28,7 +28,7 @@ MARK = "zebra"
 
 
 def _voice():  # type: ignore[no-untyped-def]
-    from tests.test_voice import _voice as need_voice
+    from test_voice import _voice as need_voice
 
     return need_voice()
 

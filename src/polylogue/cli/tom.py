@@ -201,17 +201,23 @@ def run_cmd(
 
 
 def _media_provider(ami_media: Path, media_out: Path, options: Any) -> Any:
-    from polylogue.tom.media import AmiMediaSource, build_record_media, frames_for_record
+    from polylogue.tom.media import (
+        AmiMediaSource,
+        build_record_media,
+        confined,
+        frames_for_record,
+    )
 
     source = AmiMediaSource(ami_media)
 
     def provide(record: Any, opts: Any) -> Any:
         built = build_record_media(record.item.reconstruction, source, media_out)
-        frames_dir = (
-            media_out
-            / "frames"
-            / record.item.bundle_name
-            / opts.frame_sampling.describe().replace(" ", "_")
+        frames_dir = confined(
+            media_out,
+            "frames",
+            record.item.bundle_name,
+            opts.frame_sampling.describe().replace(" ", "_").replace("/", "_"),
+            what=record.id,
         )
         return frames_for_record(built, frames_dir, opts.frame_sampling)
 
