@@ -35,7 +35,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from polylogue.conversation import BIDI_CONTROLS, Participant, Utterance, clean_name
+from polylogue.conversation import (
+    BIDI_CONTROLS,
+    BadNameError,
+    Participant,
+    Utterance,
+    clean_name,
+)
 from polylogue.engine.bargein import BargeInDecision, interjection_words, lexical_backchannel
 from polylogue.engine.live import (
     Action,
@@ -421,7 +427,10 @@ def clean_identity(label: str) -> str:
         if c in BIDI_CONTROLS or cat == "Cs":
             continue
         out.append(" " if cat == "Cc" else c)
-    return clean_name("".join(out))
+    try:
+        return clean_name("".join(out))
+    except BadNameError:  # only invisible characters: kept apart from other such names
+        return label.encode("ascii", "backslashreplace").decode("ascii")
 
 
 def is_acknowledgement(text: str) -> bool:

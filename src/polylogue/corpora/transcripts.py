@@ -68,6 +68,7 @@ from polylogue.conversation import (
     Utterance,
     check_domain_name,
     clean_name,
+    clean_role,
     name_key,
     upgrade_domain_name,
 )
@@ -866,7 +867,7 @@ def _header_participants(header: dict[str, Any], path: str | Path) -> tuple[Part
             Participant(
                 id=pid,
                 name=name,
-                role=str(p["role"]).strip() if p.get("role") else None,
+                role=_role(p["role"], path, pid) if p.get("role") else None,
                 aliases=tuple(_name(str(a), path, "line 1", "alias") for a in aliases)
                 or _first_name_alias(name or ""),
             )
@@ -875,6 +876,19 @@ def _header_participants(header: dict[str, Any], path: str | Path) -> tuple[Part
     if len(set(ids)) != len(ids):
         raise ConversationFormatError(path, "line 1", f"duplicate participant ids {ids}")
     return tuple(out)
+
+
+def _role(value: object, path: str | Path, pid: str) -> str | None:
+    """A header participant's ``role``: a string, cleaned as names are (no newline, NUL or
+    bidi control, not only invisible characters)."""
+    if not isinstance(value, str):
+        raise ConversationFormatError(
+            path, "line 1", f"participant {pid!r}: role must be a string, not {value!r}"
+        )
+    try:
+        return clean_role(value) or None
+    except BadNameError as exc:
+        raise ConversationFormatError(path, "line 1", f"participant {pid!r}: {exc}") from None
 
 
 def _first_name_alias(name: str) -> tuple[str, ...]:
@@ -1051,7 +1065,13 @@ def parse_alias(spec: str, source: str | Path = "--alias", where: str = "") -> A
 def read_alias_file(path: str | Path) -> list[AliasSpec]:
     """A roster file of aliases: one ``NAME = ALIAS, ALIAS`` per line, ``#`` comments."""
     out = []
-    for lineno, line in enumerate(split_lines(read_text(path)), 1):
+    try:
+        text = read_text(path)
+    except OSError as e:  # one line naming the file, not the errno's repr
+        raise ConversationFormatError(
+            path, "", f"cannot read the alias file: {e.strerror or e}"
+        ) from None
+    for lineno, line in enumerate(split_lines(text), 1):
         s = line.strip()
         if s and not s.startswith("#"):
             out.append(parse_alias(s, path, f"line {lineno}"))
