@@ -577,4 +577,7 @@ def replay_input(
         if conv.roster_known
         else with_aliases([participant_for_label(a.name) for a in specs], specs, "--alias")
     )
-    return ReplayInput(list(conv.utterances), tuple(known), {"deployment": deployment})
+    # Aliased names without a roster are known, not present (as `decide`): the room is
+    # learnt as people speak.
+    options = {"deployment": deployment, "roster_known": conv.roster_known}
+    return ReplayInput(list(conv.utterances), tuple(known), options)
