@@ -554,9 +554,9 @@ def replay_input(
     ``--role`` and ``--alias NAME=ALIAS,...``; a bad value is a
     :class:`~polylogue.errors.PolylogueInputError` naming the option."""
     from polylogue.corpora.transcripts import (
-        declared_domain,
         parse_alias,
         read_transcript,
+        transcript_domain,
         with_aliases,
     )
     from polylogue.engine.deployment import Deployment, DeploymentError
@@ -569,7 +569,7 @@ def replay_input(
         raise PolylogueInputError(f"--{exc.option}: {str(exc).split(': ', 1)[1]}") from None
     conv = read_transcript(path, domain=domain)
     # The transcript header's domain unless --domain was given, as `polylogue decide`.
-    deployment = deployment.with_declared_domain(declared_domain(conv))
+    deployment = deployment.with_declared_domain(*transcript_domain(conv))
     people = with_aliases(conv.participants, specs, path)
     check_replay_agent(people, agent, str(path))
     known = (

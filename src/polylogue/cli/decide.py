@@ -105,15 +105,15 @@ def _file_steps(
     (a declared roster, or discovery as people first speak). The deployment takes the domain
     the file declares unless ``--domain`` gave one."""
     from polylogue.corpora.transcripts import (
-        declared_domain,
         name_list,
         read_transcript,
+        transcript_domain,
         with_aliases,
     )
     from polylogue.engine.live import LiveConversation, NameBook, participant_for_label
 
     conv = read_transcript(path, format=fmt)
-    deployment = deployment.with_declared_domain(declared_domain(conv))
+    deployment = deployment.with_declared_domain(*transcript_domain(conv))
     participants = with_aliases(conv.participants, aliases, path)
     book = NameBook()
     for p in participants:
@@ -288,11 +288,13 @@ def _stdin_steps(
     against speakers who appear later; a one-time warning goes to stderr if nobody matches.
     """
     from polylogue.conversation import ConversationFormatError
-    from polylogue.corpora.transcripts import with_aliases
+    from polylogue.corpora.transcripts import inferred_domain, with_aliases
     from polylogue.engine.live import EventError, LiveConversation, participant_for_label
 
     start = _stdin_start(fmt)
     deployment = deployment.with_declared_domain(start.domain)
+    if start.domain is None and start.header is not None:  # a header's operator role
+        deployment = deployment.with_declared_domain(inferred_domain(start.header), "inferred")
     # Aliased people are known by name before they speak (so "Morgan, ..." names them), but
     # not present until they do: registering is not joining.
     focus = focus or _RoomFocus()
@@ -792,6 +794,7 @@ def resolve_deployment(
 _DOMAIN_SOURCE = {
     "requested": "",
     "declared": " (declared by the transcript)",
+    "inferred": " (inferred: the transcript has a conference operator, or its corpus says so)",
     "default": " (the default: no domain declared; --domain sets one)",
 }
 

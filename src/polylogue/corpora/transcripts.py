@@ -196,6 +196,41 @@ def declared_domain(conv: Conversation) -> str | None:
     return conv.domain if conv.metadata.get(DOMAIN_DECLARED) else None
 
 
+#: The role (or speaker label) that marks an earnings call: the conference operator who
+#: opens the call and hands questions to the analysts (Earnings-21's reader gives it).
+OPERATOR = "operator"
+
+
+def inferred_domain(
+    participants: Iterable[Participant], speakers: Iterable[str] = (), corpus: str | None = None
+) -> str | None:
+    """The domain a transcript that declares none shows: the corpus a polylogue reader read
+    it from, else ``earnings`` where a participant's role, id or name, or a speaker's label,
+    is ``Operator`` (a meeting has no conference operator); None when nothing shows one."""
+    from polylogue.engine.model import domain_of_corpus
+
+    if corpus is not None and corpus != CORPUS:
+        found = domain_of_corpus(corpus)
+        if found is not None:
+            return found
+    labels = [x for p in participants for x in (p.role, p.id, p.name) if x]
+    if any(x.strip().casefold() == OPERATOR for x in [*labels, *speakers]):
+        return "earnings"
+    return None
+
+
+def transcript_domain(conv: Conversation) -> tuple[str | None, str]:
+    """``(domain, source)`` for a deployment: what ``conv`` declares (``declared``), else
+    what it shows (``inferred``, :func:`inferred_domain`), else ``(None, "default")``."""
+    declared = declared_domain(conv)
+    if declared is not None:
+        return declared, "declared"
+    shown = inferred_domain(
+        conv.participants, dict.fromkeys(u.speaker for u in conv.utterances), conv.corpus
+    )
+    return (shown, "inferred") if shown is not None else (None, "default")
+
+
 def header_domain(line: str, source: str | Path = "<stdin>", lineno: int = 1) -> str | None:
     """The ``domain`` a ``{"participants": [...], "domain": ...}`` header line declares, or
     None (no header, or no domain in it); an unknown domain is an error naming it."""
@@ -1114,6 +1149,7 @@ __all__ = [
     "TRANSCRIPT_FORMATS",
     "AliasSpec",
     "infer_format",
+    "inferred_domain",
     "name_list",
     "parse_alias",
     "parse_header_line",
@@ -1122,5 +1158,6 @@ __all__ = [
     "read_alias_file",
     "read_transcript",
     "split_lines",
+    "transcript_domain",
     "with_aliases",
 ]
