@@ -118,21 +118,30 @@ def _call_files(bench: Path, folder: Path) -> list[tuple[Path, Path, list[str]]]
     return out
 
 
+def _decide_in_process(*args: str) -> str:
+    """``polylogue decide ...`` in this process (the tests' runner): the model loads once."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from cli_run import run_polylogue
+
+    done = run_polylogue(list(args), None, env={"COLUMNS": "400"})
+    if done.returncode:
+        raise SystemExit(f"polylogue {' '.join(args)} failed:\n{done.stderr.decode()}")
+    return done.stdout.decode()
+
+
 def call_speak_ratio(path: Path, speakers: list[str], extra: list[str]) -> tuple[int, int, str]:
-    """(SPEAK decisions, decisions the speaker answered, the domain the header names)."""
+    """(SPEAK decisions, decisions the speaker answered, the domain decide names)."""
     speak = took = 0
-    domain = "?"
     for who in speakers:
-        out = cli("decide", str(path), "--as", who, "--json", "--check", *extra)
+        out = _decide_in_process("decide", str(path), "--as", who, "--json", "--check", *extra)
         for line in out.splitlines():
             row = json.loads(line) if line.strip() else None
             if row is None or row["decision"] is None:
                 continue
             speak += row["decision"] == "SPEAK"
             took += row["next_speaker"] == row["target"]
-        head = cli("decide", str(path), "--as", who, *extra).splitlines()[0]
-        domain = head.split(", ", 1)[1].split(":", 1)[0]
-    return speak, took, domain
+    head = _decide_in_process("decide", str(path), "--as", speakers[0], *extra).splitlines()[0]
+    return speak, took, head.split(", ", 1)[1].split(":", 1)[0]
 
 
 def earnings(bench: Path, work: Path) -> None:
