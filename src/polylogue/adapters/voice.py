@@ -985,7 +985,8 @@ async def run_voice_meeting(
         if not tts.failures:
             return
         text, e = tts.failures[0]
-        own = next((k for k in range(i + 1) if is_agent[k] and utts[k].text == text), None)
+        # the agent's own line (spoken at its place, or as the reply it was), else a reply
+        own = next((k for k, u in enumerate(utts) if is_agent[k] and u.text == text), None)
         if own is not None:
             raise line_error(e, own, f"{agent}, spoken by the agent", text)
         raise VoiceError(f"the agent's reply after utterance {i + 1} ({text!r}): {e}")
