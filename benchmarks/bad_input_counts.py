@@ -226,6 +226,8 @@ def round_four(tmp: Path) -> dict[str, Counter[str]]:
                  ["scorecard", "--out", str(taken / "x"), "--data", "ami"],
                  ["eval", "-d", str(tmp / "nobench"), "--out", str(taken)],
                  ["tom", "run", "--model", "majority", "--out", str(taken)],
+                 ["build", "--corpus", "friends", "--limit-conversations", "1",
+                  "--out", str(taken)],
                  ["tom", "media", "--ami-media", str(tmp), "--out", str(taken)]):  # fmt: skip
         cli("output folder is a file", args, "nothing was run")
     cli("missing --alias-file", ["decide", standup, "--as", "Dave", "--alias-file",

@@ -158,6 +158,8 @@ def test_an_output_that_is_a_file_is_refused_before_any_work(tmp_path: Path) -> 
         ["scorecard", "--out", str(taken / "sub"), "--data", "ami", "--runs", str(runs)],
         ["eval", "-d", str(tmp_path / "no-bench"), "--out", str(taken)],
         ["tom", "run", "--model", "majority", "--out", str(taken)],
+        # build used to move the file aside (to a hidden name) and write a benchmark there
+        ["build", "--corpus", "friends", "--limit-conversations", "1", "--out", str(taken)],
     ):
         err = _one_error(_run(args))
         assert "Invalid value for --out" in err and "nothing was run" in err, err
