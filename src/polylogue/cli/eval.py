@@ -102,7 +102,8 @@ def eval_command(
     from polylogue.models.base import load_predictor, parse_model_spec
     from polylogue.prompts.builder import PromptOptions
 
-    check_output_folder(out, "--out")  # before any model loads or point runs
+    # before any model loads or point runs; a complete run may be re-scored read-only
+    check_output_folder(out, "--out", writable=False)
     console = Console(stderr=True, soft_wrap=True)
     adapter_meta = _adapter_meta(adapter)
     if model is None and adapter_meta.get("model_spec"):

@@ -80,10 +80,12 @@ def counter_progress(console: Console, label: str, every: int = 10) -> Callable[
     return progress
 
 
-def check_output_folder(path: os.PathLike[str] | str, flag: str) -> None:
+def check_output_folder(path: os.PathLike[str] | str, flag: str, writable: bool = True) -> None:
     """Refuse, before any work runs, an output folder that cannot be made or written: the
-    path is a file, a file stands where a parent folder should be, or the nearest existing
-    folder is not writable. A long run must not end in a traceback over its output."""
+    path is a file, a file stands where a parent folder should be, or (``writable``) the
+    nearest existing folder is not writable. A long run must not end in a traceback over its
+    output. ``writable=False`` for commands that may only read an existing folder (``eval``
+    re-scoring a complete run in a read-only folder)."""
     import errno
     from pathlib import Path
 
@@ -96,7 +98,7 @@ def check_output_folder(path: os.PathLike[str] | str, flag: str) -> None:
             f"{p}: {existing} is a file, so the folder cannot be made (nothing was run)",
             param_hint=flag,
         )
-    if not os.access(existing, os.W_OK | os.X_OK):
+    if writable and not os.access(existing, os.W_OK | os.X_OK):
         reason = os.strerror(errno.EACCES)
         raise typer.BadParameter(
             f"{p}: {existing} is not writable ({reason}; nothing was run)", param_hint=flag
