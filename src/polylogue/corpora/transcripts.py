@@ -202,17 +202,11 @@ OPERATOR = "operator"
 
 
 def inferred_domain(
-    participants: Iterable[Participant], speakers: Iterable[str] = (), corpus: str | None = None
+    participants: Iterable[Participant], speakers: Iterable[str] = ()
 ) -> str | None:
-    """The domain a transcript that declares none shows: the corpus a polylogue reader read
-    it from, else ``earnings`` where a participant's role, id or name, or a speaker's label,
-    is ``Operator`` (a meeting has no conference operator); None when nothing shows one."""
-    from polylogue.engine.model import domain_of_corpus
-
-    if corpus is not None and corpus != CORPUS:
-        found = domain_of_corpus(corpus)
-        if found is not None:
-            return found
+    """The domain a transcript that declares none shows through its people: ``earnings``
+    where a participant's role, id or name, or a speaker's label, is ``Operator`` (a meeting
+    has no conference operator); None when nothing shows one."""
     labels = [x for p in participants for x in (p.role, p.id, p.name) if x]
     if any(x.strip().casefold() == OPERATOR for x in [*labels, *speakers]):
         return "earnings"
@@ -220,14 +214,15 @@ def inferred_domain(
 
 
 def transcript_domain(conv: Conversation) -> tuple[str | None, str]:
-    """``(domain, source)`` for a deployment: what ``conv`` declares (``declared``), else
-    what it shows (``inferred``, :func:`inferred_domain`), else ``(None, "default")``."""
+    """``(domain, source)`` for a deployment: what ``conv`` declares (``declared``), else what
+    it shows (``inferred``: the domain a polylogue corpus reader gave it, or
+    :func:`inferred_domain`), else ``(None, "default")``."""
     declared = declared_domain(conv)
     if declared is not None:
         return declared, "declared"
-    shown = inferred_domain(
-        conv.participants, dict.fromkeys(u.speaker for u in conv.utterances), conv.corpus
-    )
+    if conv.corpus != CORPUS:  # a reader's conversation: its corpus's domain
+        return conv.domain, "inferred"
+    shown = inferred_domain(conv.participants, dict.fromkeys(u.speaker for u in conv.utterances))
     return (shown, "inferred") if shown is not None else (None, "default")
 
 
