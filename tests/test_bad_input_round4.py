@@ -212,3 +212,11 @@ def test_a_call_with_an_operator_is_decided_as_an_earnings_call(tmp_path: Path) 
     plain = tmp_path / "meeting.txt"
     plain.write_text("Ann: shall we start?\nBob: yes.\n", encoding="utf-8")
     assert ", meeting (the default" in _header_line(_run(["decide", str(plain), "--as", "Bob"]))
+
+
+def test_a_readers_conversation_takes_its_corpus_domain() -> None:
+    from polylogue.corpora import load_corpus
+    from polylogue.corpora.transcripts import transcript_domain
+
+    assert transcript_domain(next(iter(load_corpus("earnings21")))) == ("earnings", "inferred")
+    assert transcript_domain(next(iter(load_corpus("icsi")))) == ("meeting", "inferred")
