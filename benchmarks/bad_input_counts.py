@@ -13,6 +13,13 @@ spellings of a speaker in every user format and on stdin, different names kept a
 speakers in one cue, damaged Parquet pages and mixed builds through ``inspect``/``eval``,
 ``operating-points --write`` on a three-conversation benchmark.
 
+And the fourth probe's CLI classes (``--no-round-four`` leaves them out): names of only
+invisible characters everywhere a name comes in, roles with control or bidi characters,
+``--only``/``--ignore`` names nobody in a stream has, output folders that are files, a missing
+``--alias-file``, damaged MeetingToM records, misspelt scorecard doc markers and rows a
+scorecard lacks, and espeak-ng fed a line starting with ``-`` or failing, hanging or writing
+garbage (a real program first on ``PATH``; skipped without espeak-ng).
+
 To measure the code before a change, point ``PYTHONPATH`` at that tree's ``src``: what it lacks
 (the input-warning class, the stdin line splitter) is filled in with what it did then.
 Results are recorded in docs/performance.md ("Bad input").
@@ -159,6 +166,167 @@ def round_three(tmp: Path) -> dict[str, Counter[str]]:
     return out
 
 
+def round_four(tmp: Path) -> dict[str, Counter[str]]:
+    """The fourth probe's CLI classes, each input once, through the real CLI (in-process)."""
+    import json
+    import shutil
+    import subprocess
+
+    from cli_run import run_polylogue
+
+    from polylogue.paths import corpus_dir
+
+    out: dict[str, Counter[str]] = {}
+
+    def tally(kind: str, outcome: str) -> None:
+        out.setdefault(kind, Counter())[outcome] += 1
+
+    def cli(kind: str, args: list[str], needle: str, stdin: str | None = None,
+            code: int = 2) -> subprocess.CompletedProcess[bytes]:  # fmt: skip
+        done = run_polylogue(args, stdin, env={"COLUMNS": "400"})
+        text = (done.stderr + done.stdout).decode("utf-8", "replace")
+        if "Traceback" in text:
+            tally(kind, "traceback")
+        elif done.returncode == code and needle in text:
+            tally(kind, "clear error")
+        else:
+            tally(kind, "silent garbage")
+            print(f"  {kind}: {args} -> {done.returncode}: {text[-300:]!r}")
+        return done
+
+    standup = str(ROOT / "examples" / "standup.jsonl")
+    invisible = ["\u200b", "\u200c\u200d", "\u2060", "\ufeff", "\u3164", "\u00ad\u200b"]
+    for k, name in enumerate(invisible):
+        t = tmp / f"inv{k}.txt"
+        t.write_text(f"Alice: hi\n{name}: one\nBob: yo\n", encoding="utf-8")
+        # (a leading U+FEFF is a byte-order mark: that line has no speaker, also an error)
+        cli("invisible-only name", ["decide", str(t), "--as", "Bob"], f"{t}:line 2:")
+        cli("invisible-only name", ["decide", "-", "--as", "Bob"], "<stdin>:line 1:",
+            f"{name}: one\n")  # fmt: skip
+        cli("invisible-only name", ["decide", standup, "--as", name], "invisible")
+        for flag in ("--alias=Dave=", "--only=", "--ignore="):
+            cli("invisible-only name", ["decide", standup, "--as", "Dave", flag + name], "\\u")
+        h = tmp / f"invh{k}.jsonl"
+        h.write_text(json.dumps({"participants": [{"id": "a", "name": name}, {"id": "b"}]})
+                     + "\n" + json.dumps({"speaker": "a", "text": "hi"}) + "\n")  # fmt: skip
+        cli("invisible-only name", ["decide", str(h), "--as", "b"], "invisible")
+    for k, role in enumerate(["x\ny", "chair\x00", "\u202erotaredom", "\u2066x", 7, ["a"]]):
+        r = tmp / f"role{k}.jsonl"
+        r.write_text(json.dumps({"participants": [{"id": "a", "role": role}, {"id": "b"}]})
+                     + "\n" + json.dumps({"speaker": "a", "text": "hi"}) + "\n")  # fmt: skip
+        cli("role with control/bidi", ["decide", str(r), "--as", "b"], "role")
+    lines = [json.loads(x) for x in Path(standup).read_text().splitlines()]
+    stream = "\n".join(f"{x['speaker']}: {x['text']}" for x in lines if "speaker" in x) + "\n"
+    for flag, name in (("--only", "Priyaa"), ("--only", "Dvae Smith"), ("--ignore", "Telly")):
+        cli("--only/--ignore nobody has (stdin)", ["decide", "-", "--as", "Dave", flag, name],
+            "named nobody who spoke", stream)  # fmt: skip
+    taken = tmp / "taken"
+    taken.write_text("a file\n")
+    for args in (["scorecard", "--out", str(taken), "--data", "ami", "--runs", str(tmp / "r")],
+                 ["scorecard", "--out", str(taken / "x"), "--data", "ami"],
+                 ["eval", "-d", str(tmp / "nobench"), "--out", str(taken)],
+                 ["tom", "run", "--model", "majority", "--out", str(taken)],
+                 ["build", "--corpus", "friends", "--limit-conversations", "1",
+                  "--out", str(taken)],
+                 ["tom", "media", "--ami-media", str(tmp), "--out", str(taken)]):  # fmt: skip
+        cli("output folder is a file", args, "nothing was run")
+    cli("missing --alias-file", ["decide", standup, "--as", "Dave", "--alias-file",
+                                 str(tmp / "none.txt")], "cannot read the alias file")  # fmt: skip
+
+    src = corpus_dir("meetingtom")
+    edits: list[tuple[str, str, int, object]] = [
+        ("state.jsonl", "answers.Q1", 0, 3), ("state.jsonl", "task", 1, "mood"),
+        ("state.jsonl", "questions.Q1.options", 2, "A,B"), ("state.jsonl", "id", 3, 17),
+        ("reconstruction.jsonl", "source_window.end", 4, 0.5),
+        ("reconstruction.jsonl", "source_window.start", 5, "150"),
+        ("reconstruction.jsonl", "bundle_name", 6, "../../outside"),
+        ("reconstruction.jsonl", "session_id", 7, "/etc"),
+        ("reconstruction.jsonl", "target_view", 8, "../Closeup1"),
+        ("reconstruction.jsonl", "required_views", 9, "Closeup1"),
+    ]  # fmt: skip
+    for k, (file, field, line, value) in enumerate([*edits, ("state.jsonl", "bytes", 4, None),
+                                                    ("state.jsonl", "dup", 5, None)]):  # fmt: skip
+        folder = tmp / f"tom{k}"
+        folder.mkdir()
+        for name in ("state.jsonl", "you.jsonl", "consensus.jsonl", "reconstruction.jsonl"):
+            shutil.copy(src / name, folder / name)
+        rows = (folder / file).read_bytes().split(b"\n")
+        if field == "bytes":
+            rows[line] = rows[line].replace(b"participant", b"particip\xff")
+        elif field == "dup":
+            rows[line + 1] = rows[line]
+        else:
+            row = json.loads(rows[line])
+            keys = field.split(".")
+            target = row
+            for key in keys[:-1]:
+                target = target[key]
+            target[keys[-1]] = value
+            rows[line] = json.dumps(row).encode()
+        (folder / file).write_bytes(b"\n".join(rows))
+        where = f"{folder / file}:line {line + (2 if field == 'dup' else 1)}"
+        cli("MeetingToM record", ["tom", "validate", "--data", str(folder)], where)
+
+    doc_src = ROOT / "docs" / "scorecard.md"
+    text = doc_src.read_text().replace("scorecard: docs/", f"scorecard: {ROOT}/docs/")
+    marker = "<!-- scorecard: " + f"{ROOT}/docs/results/scorecard-example/scorecard.json -->"
+    for k, bad in enumerate(["<!-- scorecards: X -->", "<!-- Scorecard: X -->",
+                             "<!-- scorecard X -->", "<!-- scorcard: X -->",
+                             "<!-- score-card: X -->", "<!-- scorecard: X ->",
+                             "<!-- scorecard: -->"]):  # fmt: skip
+        doc = tmp / f"doc{k}.md"
+        doc.write_text(text.replace(marker, bad.replace("X", marker[16:-4])))
+        before = doc.read_bytes()
+        cli("scorecard doc marker misspelt", ["scorecard", "--check-doc", str(doc)],
+            "does not parse", code=1)  # fmt: skip
+        cli("scorecard doc marker misspelt", ["scorecard", "--update-doc", str(doc)],
+            "does not parse")  # fmt: skip
+        if doc.read_bytes() != before:
+            tally("scorecard doc marker misspelt", "silent garbage")
+    doc = tmp / "rows.md"
+    doc.write_text(text.replace("| default | polite |", "| default | chatty |"))
+    before = doc.read_bytes()
+    cli("scorecard row it cannot match", ["scorecard", "--update-doc", str(doc)], "chatty")
+    if doc.read_bytes() != before:
+        tally("scorecard row it cannot match", "silent garbage")
+
+    try:
+        from polylogue.adapters import voice
+    except ImportError:
+        voice = None  # type: ignore[assignment]
+    if voice is None or voice.espeak_path() is None:
+        print("  (espeak-ng or the voice extra missing: the espeak-ng classes are skipped)")
+        return out
+    import os
+
+    stolen = tmp / "stolen.wav"
+    for line in (f"-w {stolen} hello", "--version", "-- -q", "-f /etc/hostname"):
+        samples = voice.synthesize(line, "en-us")
+        ok = len(samples) > 0.3 * voice.SAMPLE_RATE and not stolen.exists()
+        tally("espeak-ng: line starting with -", "correct" if ok else "silent garbage")
+    real = voice.espeak_path()
+    for name, act in (("fails", "exit 3"), ("hangs", "sleep 600"),
+                      ("garbage", "printf 'RIFFxxxx'; exit 0")):  # fmt: skip
+        folder = tmp / f"espeak-{name}"
+        folder.mkdir()
+        fake = folder / "espeak-ng"
+        fake.write_text(f'#!/bin/sh\ncat >/dev/null\n{act}\nexec {real} "$@"\n')
+        fake.chmod(0o755)
+        old = os.environ["PATH"]
+        os.environ["PATH"] = f"{folder}{os.pathsep}{old}"  # this script's own process only
+        try:
+            voice.synthesize("good morning", "en-us", timeout_s=3)
+            tally(f"espeak-ng {name}", "silent garbage")
+        except voice.VoiceError:
+            tally(f"espeak-ng {name}", "clear error")
+        except Exception as exc:
+            tally(f"espeak-ng {name}", "traceback")
+            print(f"  espeak-ng {name}: {type(exc).__name__}: {exc}")
+        finally:
+            os.environ["PATH"] = old
+    return out
+
+
 class _Hang(Exception):
     pass
 
@@ -178,8 +346,20 @@ def main() -> None:
         action="store_false",
         help="leave out the third probe's classes (they need this tree's tests/)",
     )
+    ap.add_argument(
+        "--no-round-four",
+        dest="round_four",
+        action="store_false",
+        help="leave out the fourth probe's CLI classes",
+    )
+    ap.add_argument(
+        "--only-round-four", action="store_true", help="run the fourth probe's classes alone"
+    )
     args = ap.parse_args()
     _shim_older_code()
+    if args.only_round_four:
+        _print_round_four()
+        return
     import test_fuzz_readers as fuzz
 
     signal.signal(signal.SIGALRM, _alarm)
@@ -225,6 +405,24 @@ def main() -> None:
         print(f"  {'class':<34}" + "".join(f"{o:>15}" for o in fuzz.OUTCOMES))
         for kind, counts in by_class.items():
             print(f"  {kind:<34}" + "".join(f"{counts[o]:>15}" for o in fuzz.OUTCOMES))
+    if args.round_four:
+        _print_round_four()
+
+
+def _print_round_four() -> None:
+    import test_fuzz_readers as fuzz
+
+    print("\nround four (issue 46, the CLI side), each input once:")
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        by_class = round_four(Path(tmp))
+    print(f"  {'class':<38}" + "".join(f"{o:>15}" for o in fuzz.OUTCOMES))
+    total: Counter[str] = Counter()
+    for kind, counts in by_class.items():
+        total.update(counts)
+        print(f"  {kind:<38}" + "".join(f"{counts[o]:>15}" for o in fuzz.OUTCOMES))
+    print(f"  {'TOTAL':<38}" + "".join(f"{total[o]:>15}" for o in fuzz.OUTCOMES))
+    print(f"  {time.perf_counter() - started:.0f} s")
 
 
 if __name__ == "__main__":

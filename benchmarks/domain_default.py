@@ -9,6 +9,13 @@ Part 2: ``eval`` of the shipped model on the test split of an AMI benchmark (bui
 ``--limit-conversations``) without and with ``--domain meeting``: backchannel suggestions,
 speak ratio, precision, balanced accuracy, and the domain the run's manifest records.
 
+Part 3 (``--earnings BENCH``): every call of an Earnings-21 benchmark's test split written as a
+user's JSONL transcript with no ``domain``, three ways: a participants header with the roles
+the reader gives (the conference operator), the same with ``--domain earnings``, and no header
+at all (speaker names only: nothing shows it is a call). Each call is decided for every
+speaker at the default point; speak ratio = SPEAK decisions / decisions after which that
+speaker spoke next (what ``decide --check`` compares), summed over calls and speakers.
+
 Run it on two checkouts to compare (``PYTHONPATH=OTHER/src python benchmarks/domain_default.py``
 gives the other code's figures; the work folder's benchmark is shared). Prints a Markdown table.
 """
@@ -80,14 +87,93 @@ def eval_figures(bench: Path, runs: Path, extra: list[str]) -> dict[str, object]
     }
 
 
+def _call_files(bench: Path, folder: Path) -> list[tuple[Path, Path, list[str]]]:
+    """The test calls of ``bench``: (with roster header, without header, speakers)."""
+    from polylogue.turntaking.dataset import load_benchmark
+
+    ids = {p.input.conversation_id for p in load_benchmark(bench).points("test")}
+    out = []
+    for conv in load_corpus("earnings21"):
+        if conv.id not in ids:
+            continue
+        name = {p.id: p.display_name for p in conv.participants}
+        people = [{"id": name[p.id], **({"role": p.role} if p.role else {})}
+                  for p in conv.participants]  # fmt: skip
+        rows = [
+            json.dumps(
+                {
+                    "speaker": name.get(u.speaker, u.speaker),
+                    "text": u.text,
+                    "start": u.start,
+                    "end": u.end,
+                }
+            )
+            for u in conv.utterances
+        ]
+        header, bare = folder / f"{conv.id}-roster.jsonl", folder / f"{conv.id}-bare.jsonl"
+        header.write_text("\n".join([json.dumps({"participants": people}), *rows]) + "\n")
+        bare.write_text("\n".join(rows) + "\n")
+        out.append((header, bare, list(dict.fromkeys(name.get(u.speaker, u.speaker)
+                                                     for u in conv.utterances))))  # fmt: skip
+    return out
+
+
+def _decide_in_process(*args: str) -> str:
+    """``polylogue decide ...`` in this process (the tests' runner): the model loads once."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from cli_run import run_polylogue
+
+    done = run_polylogue(list(args), None, env={"COLUMNS": "400"})
+    if done.returncode:
+        raise SystemExit(f"polylogue {' '.join(args)} failed:\n{done.stderr.decode()}")
+    return done.stdout.decode()
+
+
+def call_speak_ratio(path: Path, speakers: list[str], extra: list[str]) -> tuple[int, int, str]:
+    """(SPEAK decisions, decisions the speaker answered, the domain decide names)."""
+    speak = took = 0
+    for who in speakers:
+        out = _decide_in_process("decide", str(path), "--as", who, "--json", "--check", *extra)
+        for line in out.splitlines():
+            row = json.loads(line) if line.strip() else None
+            if row is None or row["decision"] is None:
+                continue
+            speak += row["decision"] == "SPEAK"
+            took += row["next_speaker"] == row["target"]
+    head = _decide_in_process("decide", str(path), "--as", speakers[0], *extra).splitlines()[0]
+    return speak, took, head.split(", ", 1)[1].split(":", 1)[0]
+
+
+def earnings(bench: Path, work: Path) -> None:
+    files = _call_files(bench, work)
+    print("\n| Earnings-21 test calls | calls | SPEAK | person spoke next | speak ratio | domain |")
+    print("|---|---:|---:|---:|---:|---|")
+    for label, pick, extra in (
+        ("roster header, no domain", 0, []),
+        ("roster header, --domain earnings", 0, ["--domain", "earnings"]),
+        ("no header, no domain", 1, []),
+    ):
+        speak = took = 0
+        domain = "?"
+        for f in files:
+            s, t, domain = call_speak_ratio(f[pick], f[2], extra)
+            speak, took = speak + s, took + t
+        print(f"| {label} | {len(files)} | {speak} | {took} | {speak / max(1, took):.2f} | "
+              f"{domain} |")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "polylogue-dd")
     ap.add_argument("--limit-conversations", type=int, default=40)
     ap.add_argument("--skip-eval", action="store_true")
     ap.add_argument("--skip-decide", action="store_true")
+    ap.add_argument("--earnings", type=Path, help="an Earnings-21 benchmark: part 3 only")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
+    if args.earnings is not None:
+        earnings(args.earnings, args.work)
+        return
     print(f"code: {Path(polylogue.__file__).resolve().parent}\n")
     print("| meeting | minutes | speakers | point | --domain | SPEAK | BACKCHANNEL | decided |")
     print("|---|---:|---:|---|---|---:|---:|---:|")

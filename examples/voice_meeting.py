@@ -14,6 +14,11 @@ track, one line at a time; the audio is fed as fast as the pipeline takes it, th
 audio time. The agent's own lines in the transcript are spoken at their place; a SPEAK is
 answered with the agent's next line when it comes next, else with ``--reply``.
 
+Each line reaches espeak-ng on its standard input, never on its command line (a line starting
+with ``-`` is spoken like any other), and each espeak-ng run is bounded by
+``--espeak-timeout``: espeak-ng failing, hanging or writing something that is not WAV audio
+stops the example with an error naming the line (exit status 2).
+
 Needs ``pip install 'polylogue[voice]'`` and the ``espeak-ng`` program (Debian: ``apt-get
 install espeak-ng``).
 """
@@ -42,6 +47,12 @@ def main() -> None:
         help="what the agent says to a SPEAK when its own line does not come next ('' : nothing)",
     )
     ap.add_argument("--vad-stop-secs", type=float, default=None, help="VAD end-of-speech wait")
+    ap.add_argument(
+        "--espeak-timeout",
+        type=float,
+        default=30.0,
+        help="seconds one espeak-ng run may take before the meeting stops with an error",
+    )
     ap.add_argument("--log-level", default="ERROR", help="Pipecat's log level")
     args = ap.parse_args()
 
@@ -85,10 +96,12 @@ def main() -> None:
                 hints=not args.no_hints,
                 reply=args.reply or None,
                 deployment=deployment,
+                espeak_timeout_s=args.espeak_timeout,
                 **kwargs,
             )
         )
-    except (ValueError, voice.VoiceUnavailable) as e:  # nothing to speak; no espeak-ng
+    # nothing to speak; no espeak-ng; espeak-ng failed, hung or wrote no audio on a line
+    except (ValueError, voice.VoiceUnavailable, voice.VoiceError) as e:
         print(f"error: {args.transcript}: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     out = Path(args.out)

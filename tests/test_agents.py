@@ -120,6 +120,40 @@ def test_pipecat_replay_through_a_real_pipeline_equals_decide(
     assert _key(rows) == _key(decide_rows)
 
 
+@pytest.mark.parametrize(
+    "aliases",
+    [
+        ["A=Anna"],  # the agent's own alias
+        ["B=Bert,Bertie"],  # someone else's
+        ["A=Anna", "B=Bert,Bertie", "C=Cleo", "D=Dora,Dee"],  # several
+    ],
+)
+@pytest.mark.parametrize("header", [True, False])
+def test_replays_equal_decide_with_aliases(
+    meeting: Conversation, tmp_path: Path, aliases: list[str], header: bool
+) -> None:
+    """Both replay examples and `decide` on the same real AMI meeting with the same --alias
+    options (with and without a roster header): every decision and P(speak) equal. The
+    meeting's lines name the aliases, so the aliases change what the words address."""
+    path = tmp_path / "meeting.jsonl"
+    names = {a.split("=")[0]: a.split("=")[1].split(",")[0] for a in aliases}
+    lines = [json.dumps({"participants": [{"id": p.id} for p in meeting.participants]})]
+    lines = lines if header else []
+    for k, u in enumerate(meeting.utterances[:N]):
+        # every fifth line speaks to someone by an alias (a vocative the engine reads)
+        who = list(names.values())[k % len(names)] if k % 5 == 0 else None
+        text = f"{who}, {u.text}" if who else u.text
+        row = {"speaker": u.speaker, "text": text, "start": u.start, "end": u.end}
+        lines.append(json.dumps(row))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    flags = [f"--alias={a}" for a in aliases]
+    want = _run("-m", "polylogue.cli", "decide", str(path), "--as", AGENT, "--json", *flags)
+    assert len(want) == N and sum(r["decision"] is not None for r in want) > N // 3
+    for example in ("livekit_agent.py", "pipecat_gate.py"):
+        got = _run(f"examples/{example}", "--replay", str(path), "--as", AGENT, "--json", *flags)
+        assert _key(got) == _key(want), example
+
+
 @pytest.mark.parametrize("example", ["livekit_agent.py", "pipecat_gate.py"])
 def test_example_replay_prints_the_lines_of_decide(
     example: str, transcript: Path, decide_rows: list[dict]

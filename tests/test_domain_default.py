@@ -70,16 +70,18 @@ def test_readme_lines_and_the_demo_agree(example: str) -> None:
 
 
 def test_backchannels_on_a_real_meeting_without_domain(tmp_path: Path) -> None:
-    conv = next(iter(load_corpus("ami")))
+    # ICSI: the meeting rule is precise there (on AMI it suggests few: docs/model-card.md)
+    conv = next(iter(load_corpus("icsi")))
     lines = [
         json.dumps({"speaker": u.speaker, "text": u.text, "start": u.start, "end": u.end})
         for u in conv.utterances[:400]
     ]
     path = tmp_path / "meeting.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    rows = _rows("decide", str(path), "--as", "A")
+    who = conv.utterances[0].speaker
+    rows = _rows("decide", str(path), "--as", who)
     assert sum(r["decision"] == "BACKCHANNEL" for r in rows) > 0
-    polite = _rows("decide", str(path), "--as", "A", "--operating-point", "polite")
+    polite = _rows("decide", str(path), "--as", who, "--operating-point", "polite")
     assert sum(r["decision"] == "SPEAK" for r in polite) > 0
 
 
@@ -155,7 +157,7 @@ def test_eval_without_domain_records_the_points_domain(tmp_path: Path) -> None:
     from polylogue.turntaking.dataset import BuildOptions, build_benchmark, save_benchmark
     from polylogue.turntaking.dataset.make import FIXED_SPLIT_KEY
 
-    conv = next(iter(load_corpus("ami")))
+    conv = next(iter(load_corpus("icsi")))  # backchannels suggested (see above)
     conv = replace(conv, metadata={**conv.metadata, FIXED_SPLIT_KEY: "test"})
     bench = save_benchmark(build_benchmark([conv], BuildOptions()), tmp_path / "bench")
     manifests = {}

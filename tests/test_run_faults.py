@@ -565,3 +565,50 @@ def test_decide_json_to_a_full_device_is_one_line(tmp_path: Path) -> None:
     assert err == ["error: cannot write the output: No space left on device"] or (
         len(err) == 1 and "No space left on device" in err[0]
     ), out.stderr
+
+
+def test_report_marks_a_run_still_in_progress_as_unfinished(
+    server: Misbehaving, bench: Path, tmp_path: Path
+) -> None:
+    """`polylogue report` on a run another process is still writing (manifest "running")
+    says so in the row and a note; once the run stops, the row says what it is then."""
+    import threading
+    import time
+
+    release = threading.Event()
+
+    def slow(headers: dict[str, str], body: dict[str, Any]) -> tuple[int, Any]:
+        if len(server.requests) > 3:
+            release.wait(60)
+        time.sleep(0.01)
+        return 200, completion()
+
+    server.reply = slow
+    out = tmp_path / "runs"
+    running = subprocess.Popen(
+        _eval_cmd(bench, server.url, out, "--limit", "8"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _wait_for_lines(out, 2, running)
+        report = subprocess.run(
+            [POLYLOGUE, "report", str(out), "--out", str(tmp_path / "r1")],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert report.returncode == 0, report.stderr
+        md = (tmp_path / "r1" / "report.md").read_text(encoding="utf-8")
+        assert "(unfinished: running)" in md and "- unfinished: the run was still" in md
+        csv_text = (tmp_path / "r1" / "report.csv").read_text(encoding="utf-8")
+        assert ",False,running," in csv_text
+    finally:
+        release.set()
+    assert running.wait(120) == 0, running.communicate()
+    subprocess.run(
+        [POLYLOGUE, "report", str(out), "--out", str(tmp_path / "r2")],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    md = (tmp_path / "r2" / "report.md").read_text(encoding="utf-8")
+    # Finished, but only 8 points of the split (--limit): partial, never "running".
+    assert "(unfinished: running)" not in md and "(unfinished: partial)" in md

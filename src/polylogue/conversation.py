@@ -95,21 +95,38 @@ def clean_name(name: str) -> str:
     ligatures). Raises :class:`BadNameError` for bidi controls and control characters (a
     newline in a name can forge an output line). Letters of other scripts that look like
     Latin ones are not changed here (a Cyrillic name stays Cyrillic); :func:`name_key`
-    finds them.
+    finds them. A name that is only invisible characters is refused too (it would clean to
+    the empty name); a blank one cleans to "" (callers say why they need one).
     """
+    return _clean(name, "name")
+
+
+def clean_role(role: str) -> str:
+    """A participant's ``role`` as :func:`clean_name` cleans a name, with the same refusals:
+    a role is printed and logged like a name (a newline in it forges a line)."""
+    return _clean(role, "role")
+
+
+def _clean(name: str, what: str) -> str:
     import unicodedata
 
     bad = next((c for c in name if c in BIDI_CONTROLS), None)
     if bad is not None:
-        raise BadNameError(f"name {name!r} holds the bidi control U+{ord(bad):04X}")
+        raise BadNameError(f"{what} {name!r} holds the bidi control U+{ord(bad):04X}")
     bad = next((c for c in name if unicodedata.category(c) == "Cc" and c not in "\t "), None)
     if bad is not None:
-        raise BadNameError(f"name {name!r} holds the control character U+{ord(bad):04X}")
+        raise BadNameError(f"{what} {name!r} holds the control character U+{ord(bad):04X}")
     bad = next((c for c in name if unicodedata.category(c) == "Cs"), None)
     if bad is not None:
-        raise BadNameError(f"name {name!a} holds the lone surrogate U+{ord(bad):04X}")
-    out = "".join(c for c in unicodedata.normalize("NFKC", name) if _visible(c))
-    return " ".join(out.split())
+        raise BadNameError(f"{what} {name!a} holds the lone surrogate U+{ord(bad):04X}")
+    out = " ".join("".join(c for c in unicodedata.normalize("NFKC", name) if _visible(c)).split())
+    if not out and name.strip():
+        # Different invisible strings would all read as one empty name, one participant.
+        raise BadNameError(
+            f"{what} {name!a} is only invisible characters (zero-width, format or filler "
+            "characters): after Unicode normalisation it is empty"
+        )
+    return out
 
 
 @functools.cache

@@ -39,12 +39,15 @@ def start_live(
     deployment: Deployment | None = None,
     role: str | None = None,
     audience: str | None = None,
+    roster_known: bool = True,
 ) -> tuple[LiveConversation, TurnTakingModel]:
     """An adapter's conversation on ``deployment`` (default: the shipped model at the product
     operating point; ``model``: that model at the product point). ``role`` (``observer``,
     ``assistant``, ``facilitator``) is resolved with the deployment's own options exactly as
     :meth:`Deployment.resolve` would at creation; ``audience``: ``group`` (default) or
-    ``adaptive``. The one place adapters build a conversation.
+    ``adaptive``. ``roster_known=False``: ``participants`` are known by name (``--alias``
+    names), not present until they speak, as ``decide`` reads a transcript without a roster.
+    The one place adapters build a conversation.
 
     Returns the model too, for adapters that start more conversations on it (probes).
     """
@@ -52,7 +55,9 @@ def start_live(
         deployment = Deployment.resolve(model=model, role=role)
     elif role is not None:
         deployment = deployment.with_role(role)
-    live = LiveConversation.start(agent_name, participants, policy or Policy(), deployment)
+    live = LiveConversation.start(
+        agent_name, participants, policy or Policy(), deployment, roster_known=roster_known
+    )
     if audience is not None:
         live.set_audience(audience)
     return live, deployment.model

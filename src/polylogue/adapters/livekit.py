@@ -220,9 +220,10 @@ class MultiPartySession(RoomRole):
         speakers: Mapping[str, str] | None = None,
         decision_timeout_s: float = DECISION_TIMEOUT_S,
         on_decision: DecisionHook | None = None,
+        roster_known: bool = True,
     ) -> None:
         self.live, _ = start_live(
-            agent_name, participants, policy, model, deployment, role, audience
+            agent_name, participants, policy, model, deployment, role, audience, roster_known
         )
         self.room = RoomTracker(self.live)
         self.speakers = dict(speakers or {})

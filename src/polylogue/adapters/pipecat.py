@@ -108,11 +108,12 @@ class PolylogueGate(RoomRole, FrameProcessor):
         phrases: Sequence[str] = BACKCHANNEL_PHRASES,
         decision_timeout_s: float = DECISION_TIMEOUT_S,
         clock: Callable[[], float] = _time.time,
+        roster_known: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.live, _ = start_live(
-            agent_name, participants, policy, model, deployment, role, audience
+            agent_name, participants, policy, model, deployment, role, audience, roster_known
         )
         self.room = RoomTracker(self.live, phrases)
         self.decision_timeout_s = decision_timeout_s

@@ -35,7 +35,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from polylogue.conversation import BIDI_CONTROLS, Participant, Utterance, clean_name
+from polylogue.conversation import (
+    BIDI_CONTROLS,
+    BadNameError,
+    Participant,
+    Utterance,
+    clean_name,
+)
 from polylogue.engine.bargein import BargeInDecision, interjection_words, lexical_backchannel
 from polylogue.engine.live import (
     Action,
@@ -421,7 +427,10 @@ def clean_identity(label: str) -> str:
         if c in BIDI_CONTROLS or cat == "Cs":
             continue
         out.append(" " if cat == "Cc" else c)
-    return clean_name("".join(out))
+    try:
+        return clean_name("".join(out))
+    except BadNameError:  # only invisible characters: kept apart from other such names
+        return label.encode("ascii", "backslashreplace").decode("ascii")
 
 
 def is_acknowledgement(text: str) -> bool:
@@ -545,9 +554,9 @@ def replay_input(
     ``--role`` and ``--alias NAME=ALIAS,...``; a bad value is a
     :class:`~polylogue.errors.PolylogueInputError` naming the option."""
     from polylogue.corpora.transcripts import (
-        declared_domain,
         parse_alias,
         read_transcript,
+        transcript_domain,
         with_aliases,
     )
     from polylogue.engine.deployment import Deployment, DeploymentError
@@ -560,7 +569,7 @@ def replay_input(
         raise PolylogueInputError(f"--{exc.option}: {str(exc).split(': ', 1)[1]}") from None
     conv = read_transcript(path, domain=domain)
     # The transcript header's domain unless --domain was given, as `polylogue decide`.
-    deployment = deployment.with_declared_domain(declared_domain(conv))
+    deployment = deployment.with_declared_domain(*transcript_domain(conv))
     people = with_aliases(conv.participants, specs, path)
     check_replay_agent(people, agent, str(path))
     known = (
@@ -568,4 +577,7 @@ def replay_input(
         if conv.roster_known
         else with_aliases([participant_for_label(a.name) for a in specs], specs, "--alias")
     )
-    return ReplayInput(list(conv.utterances), tuple(known), {"deployment": deployment})
+    # Aliased names without a roster are known, not present (as `decide`): the room is
+    # learnt as people speak.
+    options = {"deployment": deployment, "roster_known": conv.roster_known}
+    return ReplayInput(list(conv.utterances), tuple(known), options)

@@ -120,24 +120,88 @@ def _espeak() -> str:
     return path
 
 
+#: How long one espeak-ng run may take (seconds). A meeting line is spoken in well under a
+#: second; a program that takes longer is stuck, and the meeting must not wait on it forever.
+ESPEAK_TIMEOUT_S = 30.0
+
+
+class VoiceError(PolylogueInputError):
+    """espeak-ng failed, hung or wrote something that is not a WAV file."""
+
+
+def run_espeak(args: Sequence[str], text: str, timeout_s: float = ESPEAK_TIMEOUT_S) -> bytes:
+    """espeak-ng's standard output for ``text`` given on its standard input (``--stdin``):
+    text is never on the command line, so a line starting with ``-`` is spoken, not read as
+    an option. The run is bounded by ``timeout_s``; on expiry its whole process group is
+    killed (a wrapper's children would otherwise keep the pipes open and the wait going).
+    Failure, a non-zero exit or the timeout, is a :class:`VoiceError` (its message does not
+    name the text: callers say which line)."""
+    import contextlib
+    import os
+    import signal
+
+    cmd = [_espeak(), *args, "--stdin"]
+    try:
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as e:
+        raise VoiceError(f"espeak-ng could not start ({cmd[0]}: {e.strerror})") from None
+    try:
+        out, err = proc.communicate(text.encode("utf-8"), timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):  # already gone
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise VoiceError(f"espeak-ng ({cmd[0]}) did not finish within {timeout_s:g} s") from None
+    if proc.returncode != 0:
+        why = err.decode("utf-8", "replace").strip().splitlines()
+        raise VoiceError(
+            f"espeak-ng ({cmd[0]}) exited with status {proc.returncode}"
+            + (f": {why[-1][:200]}" if why else "")
+        )
+    return out
+
+
 def synthesize(
-    text: str, voice: str, rate: int = SPEECH_RATE, sample_rate: int = SAMPLE_RATE
+    text: str,
+    voice: str,
+    rate: int = SPEECH_RATE,
+    sample_rate: int = SAMPLE_RATE,
+    timeout_s: float = ESPEAK_TIMEOUT_S,
 ) -> np.ndarray:
-    """``text`` spoken by espeak-ng as 16-bit mono samples at ``sample_rate``."""
+    """``text`` spoken by espeak-ng as 16-bit mono samples at ``sample_rate``; a failing,
+    hanging or garbage-writing espeak-ng is a :class:`VoiceError`."""
     from scipy.signal import resample_poly
 
-    out = subprocess.run(
-        [_espeak(), "-v", voice, "-s", str(rate), "--stdout", text],
-        capture_output=True,
-        check=True,
-    ).stdout
-    with wave.open(io.BytesIO(out)) as w:
-        rate_in = w.getframerate()
-        x = np.frombuffer(w.readframes(w.getnframes()), dtype=np.int16)
+    out = run_espeak(["-v", voice, "-s", str(rate), "--stdout"], text, timeout_s)
+    try:
+        with wave.open(io.BytesIO(out)) as w:
+            if w.getsampwidth() != 2 or w.getnchannels() != 1:
+                raise wave.Error(f"{w.getsampwidth() * 8}-bit, {w.getnchannels()} channel(s)")
+            rate_in = w.getframerate()
+            x = np.frombuffer(w.readframes(w.getnframes()), dtype=np.int16)
+    except (wave.Error, EOFError, ValueError) as e:
+        raise VoiceError(
+            f"espeak-ng wrote {len(out)} bytes that are not 16-bit mono WAV audio ({e})"
+        ) from None
+    if rate_in <= 0:
+        raise VoiceError(f"espeak-ng wrote a WAV file with sample rate {rate_in}")
     if rate_in != sample_rate:
         g = np.gcd(rate_in, sample_rate)
         x = resample_poly(x.astype(np.float32), sample_rate // g, rate_in // g)
     return np.clip(x, -32768, 32767).astype(np.int16)
+
+
+def line_error(e: VoiceError, index: int, speaker: str, text: str) -> VoiceError:
+    """``e`` naming the transcript line it happened on: the utterance (1-based), its speaker
+    and its text."""
+    shown = text if len(text) <= 60 else text[:57] + "..."
+    return VoiceError(f"utterance {index + 1} ({speaker}: {shown!r}): {e}")
 
 
 # ----------------------------------------------------------------------------- pronunciations
@@ -258,12 +322,12 @@ def ipa_to_arpabet(ipa: str) -> list[str]:
 def pronounce(word: str) -> list[str]:
     """ARPAbet phones for ``word``: espeak-ng's American English phonemes mapped, else a
     letter-by-letter guess."""
-    path = espeak_path()
-    if path is not None:
-        ipa = subprocess.run(
-            [path, "-q", "--ipa", "-v", "en-us", word], capture_output=True, text=True
-        ).stdout
-        phones = ipa_to_arpabet(ipa.strip())
+    if espeak_path() is not None:
+        try:
+            out = run_espeak(["-q", "--ipa", "-v", "en-us"], word)
+        except VoiceError as e:
+            raise VoiceError(f"the roster name {word!r}: {e}") from None
+        phones = ipa_to_arpabet(out.decode("utf-8", "replace").strip())
         if phones:
             return phones
     return [ph for c in word.lower() if c in _LETTERS for ph in _LETTERS[c].split("_")]
@@ -524,6 +588,7 @@ class EspeakTTSService(TTSService):
         rate: int = SPEECH_RATE,
         *,
         stop_frame_timeout_s: float = 0.5,
+        timeout_s: float = ESPEAK_TIMEOUT_S,
         **kwargs: Any,
     ) -> None:
         _espeak()
@@ -536,6 +601,9 @@ class EspeakTTSService(TTSService):
         )
         self.voice = voice
         self.rate = rate
+        self.timeout_s = timeout_s
+        #: ``(text, error)`` of each text espeak-ng failed on (the meeting checks it).
+        self.failures: list[tuple[str, VoiceError]] = []
 
     def can_generate_metrics(self) -> bool:
         return True
@@ -543,9 +611,10 @@ class EspeakTTSService(TTSService):
     async def run_tts(self, text: str, context_id: str):
         try:
             samples = await asyncio.to_thread(
-                synthesize, text, self.voice, self.rate, self.sample_rate
+                synthesize, text, self.voice, self.rate, self.sample_rate, self.timeout_s
             )
-        except (OSError, subprocess.CalledProcessError) as e:
+        except VoiceError as e:
+            self.failures.append((text, e))
             yield ErrorFrame(f"espeak-ng failed: {e}")
             return
         yield TTSAudioRawFrame(
@@ -789,6 +858,7 @@ async def run_voice_meeting(
     voices: Sequence[str] = HUMAN_VOICES,
     agent_voice: str = AGENT_VOICE,
     recognition_cache: str | Path | None = None,
+    espeak_timeout_s: float = ESPEAK_TIMEOUT_S,
     **gate_kwargs: Any,
 ) -> VoiceMeeting:
     """Speak ``conversation``'s human lines (one espeak-ng voice per participant, one track
@@ -796,7 +866,10 @@ async def run_voice_meeting(
     them. The agent's own lines are spoken by its TTS at their place; a SPEAK is answered with
     the agent's next line when it comes next, else with ``reply`` (None: not answered).
     ``recognition_cache``: a folder where recognitions are kept by audio (benchmarks rerun).
-    ``gate_kwargs`` go to :class:`~polylogue.adapters.pipecat.PolylogueGate`."""
+    ``espeak_timeout_s`` bounds each espeak-ng run; espeak-ng failing, hanging or writing no
+    WAV audio on any line (a human's, the agent's, a reply) stops the meeting with a
+    :class:`VoiceError` naming the line. ``gate_kwargs`` go to
+    :class:`~polylogue.adapters.pipecat.PolylogueGate`."""
     from pipecat.audio.vad.silero import SileroVADAnalyzer
     from pipecat.audio.vad.vad_analyzer import VADParams
     from pipecat.pipeline.parallel_pipeline import ParallelPipeline
@@ -847,7 +920,7 @@ async def run_voice_meeting(
 
     output = AgentOutput(clock, agent)
     sink = _Sink()
-    tts = EspeakTTSService(agent_voice)
+    tts = EspeakTTSService(agent_voice, timeout_s=espeak_timeout_s)
     processors: list[Any] = [
         ParallelPipeline(*branches) if len(branches) > 1 else Pipeline(branches[0]),
         arrivals,
@@ -906,39 +979,67 @@ async def run_voice_meeting(
         clock.feed_from(t0 + len(samples) / SAMPLE_RATE)
 
     voice_of = {h: voices[i % len(voices)] for i, h in enumerate(humans)}
-    t = 0.5
-    while state["next"] < len(utts):
-        i = state["next"]
-        state["next"] = i + 1
-        u = utts[i]
-        if is_agent[i]:  # the agent's own line, not given as a reply: spoken at its place
-            clock.feed_from(t)
-            await worker.queue_frame(TTSSpeakFrame(u.text))
-            await settle()
-            t = max(clock.now(), output.free_at) + GAP_S
-            continue
-        speech = await asyncio.to_thread(synthesize, u.text, voice_of[u.speaker])
-        lead = np.zeros(int(LEAD_S * SAMPLE_RATE), np.int16)
-        tail = np.zeros(int(TAIL_S * SAMPLE_RATE), np.int16)
-        start = t + LEAD_S
-        end = start + len(speech) / SAMPLE_RATE
-        voiced = np.flatnonzero(np.abs(speech) > 300)  # the speech ends before espeak's silence
-        speech_end = start + (voiced[-1] + 1 if len(voiced) else len(speech)) / SAMPLE_RATE
-        timeline.append((i, u.speaker, u.text, start, speech_end))
-        human_clips.append(Clip(start, speech, u.speaker, u.text))
-        stt = stts[u.speaker]
-        n_seg = len(stt.segments) + stt.pending
-        await feed(u.speaker, np.concatenate([lead, speech, tail]), t)
-        # until the track's audio has passed the VAD (the stop frame follows its audio frame)
-        while stt.heard_until < end + TAIL_S - 0.05:
-            await asyncio.sleep(0.005)
-        await asyncio.sleep(0.02)
-        if len(stt.segments) + stt.pending > n_seg:
-            last = stt._queued[-1] if stt._queued else stt.segments[-1]
-            clock.wait_from(last.vad_stop, last.vad_stop_wall)  # the meeting waits from there
-        await settle()
-        t = max(clock.now(), output.free_at) + GAP_S
 
+    def check_tts(i: int) -> None:
+        """The agent's speech up to utterance ``i`` (its own lines, replies) was spoken."""
+        if not tts.failures:
+            return
+        text, e = tts.failures[0]
+        # the agent's own line (spoken at its place, or as the reply it was), else a reply
+        own = next((k for k, u in enumerate(utts) if is_agent[k] and u.text == text), None)
+        if own is not None:
+            raise line_error(e, own, f"{agent}, spoken by the agent", text)
+        raise VoiceError(f"the agent's reply after utterance {i + 1} ({text!r}): {e}")
+
+    async def speak_script() -> None:
+        t = 0.5
+        while state["next"] < len(utts):
+            i = state["next"]
+            state["next"] = i + 1
+            u = utts[i]
+            if is_agent[i]:  # the agent's own line, not given as a reply: spoken at its place
+                clock.feed_from(t)
+                await worker.queue_frame(TTSSpeakFrame(u.text))
+                await settle()
+                check_tts(i)
+                t = max(clock.now(), output.free_at) + GAP_S
+                continue
+            try:
+                speech = await asyncio.to_thread(
+                    synthesize, u.text, voice_of[u.speaker], SPEECH_RATE, SAMPLE_RATE,
+                    espeak_timeout_s,
+                )  # fmt: skip
+            except VoiceError as e:
+                raise line_error(e, i, u.speaker, u.text) from None
+            lead = np.zeros(int(LEAD_S * SAMPLE_RATE), np.int16)
+            tail = np.zeros(int(TAIL_S * SAMPLE_RATE), np.int16)
+            start = t + LEAD_S
+            end = start + len(speech) / SAMPLE_RATE
+            voiced = np.flatnonzero(np.abs(speech) > 300)  # the speech ends before espeak's silence
+            speech_end = start + (voiced[-1] + 1 if len(voiced) else len(speech)) / SAMPLE_RATE
+            timeline.append((i, u.speaker, u.text, start, speech_end))
+            human_clips.append(Clip(start, speech, u.speaker, u.text))
+            stt = stts[u.speaker]
+            n_seg = len(stt.segments) + stt.pending
+            await feed(u.speaker, np.concatenate([lead, speech, tail]), t)
+            # until the track's audio has passed the VAD (the stop frame follows its audio frame)
+            while stt.heard_until < end + TAIL_S - 0.05:
+                await asyncio.sleep(0.005)
+            await asyncio.sleep(0.02)
+            if len(stt.segments) + stt.pending > n_seg:
+                last = stt._queued[-1] if stt._queued else stt.segments[-1]
+                clock.wait_from(last.vad_stop, last.vad_stop_wall)  # the meeting waits from there
+            await settle()
+            check_tts(i)  # a reply after this line
+            t = max(clock.now(), output.free_at) + GAP_S
+
+    try:
+        await speak_script()
+    except BaseException:
+        # Stop the pipeline before the error leaves (else its tasks outlive the meeting).
+        await runner.cancel()
+        await run
+        raise
     await worker.queue_frame(EndFrame())
     await run
     gate.room.close()
@@ -1011,12 +1112,14 @@ __all__ = [
     "PocketsphinxSTTService",
     "Recognition",
     "Recognizer",
+    "VoiceError",
     "VoiceMeeting",
     "VoiceRow",
     "VoiceUnavailable",
     "espeak_path",
     "hint_words",
     "pronounce",
+    "run_espeak",
     "run_voice_meeting",
     "synthesize",
 ]

@@ -115,6 +115,10 @@ def build(
     """Build a turn-taking benchmark (decision points, categories, grouped splits)."""
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+    from polylogue.cli.output import check_output_folder
+
+    check_output_folder(out, "--out")  # before the corpora are read
+
     from polylogue.corpora import corpus_folder, load_corpus
     from polylogue.corpora.segments import expand_transcript_paths, read_transcript_parts
     from polylogue.corpora.transcripts import TRANSCRIPT_FORMATS

@@ -105,15 +105,15 @@ def _file_steps(
     (a declared roster, or discovery as people first speak). The deployment takes the domain
     the file declares unless ``--domain`` gave one."""
     from polylogue.corpora.transcripts import (
-        declared_domain,
         name_list,
         read_transcript,
+        transcript_domain,
         with_aliases,
     )
     from polylogue.engine.live import LiveConversation, NameBook, participant_for_label
 
     conv = read_transcript(path, format=fmt)
-    deployment = deployment.with_declared_domain(declared_domain(conv))
+    deployment = deployment.with_declared_domain(*transcript_domain(conv))
     participants = with_aliases(conv.participants, aliases, path)
     book = NameBook()
     for p in participants:
@@ -288,11 +288,13 @@ def _stdin_steps(
     against speakers who appear later; a one-time warning goes to stderr if nobody matches.
     """
     from polylogue.conversation import ConversationFormatError
-    from polylogue.corpora.transcripts import with_aliases
+    from polylogue.corpora.transcripts import inferred_domain, with_aliases
     from polylogue.engine.live import EventError, LiveConversation, participant_for_label
 
     start = _stdin_start(fmt)
     deployment = deployment.with_declared_domain(start.domain)
+    if start.domain is None and start.header is not None:  # a header's operator role
+        deployment = deployment.with_declared_domain(inferred_domain(start.header), "inferred")
     # Aliased people are known by name before they speak (so "Morgan, ..." names them), but
     # not present until they do: registering is not joining.
     focus = focus or _RoomFocus()
@@ -308,8 +310,16 @@ def _stdin_steps(
     if start.header is not None:
         live.join(with_aliases(start.header, aliases, "<stdin>"))
     focus.start(live, "<stdin>")
+    # Without a header, --only/--ignore names are only known by name: nobody may ever speak
+    # by that name (a misspelling). Said at once, and an error at the end if still true.
+    unseen = {n: pid for n in focus.names if (pid := _focus_pid(live, n)) is not None}
+    if start.header is None:
+        for flag, names in (("--ignore", focus.ignore), ("--only", focus.only)):
+            for n in names:
+                print(_FOCUS_NOT_YET[flag].format(name=n), file=sys.stderr, flush=True)
 
     def steps() -> Iterator[_Step]:
+        spoke: dict[str, None] = {}
         for index, (lineno, u) in enumerate(_stdin_utterances(start, live, aliases)):
             try:
                 d = live.utterance(u)
@@ -321,10 +331,48 @@ def _stdin_steps(
             for w in live.warnings:
                 print(w, file=sys.stderr, flush=True)
             live.warnings.clear()
+            spoke.setdefault(u.speaker)
+            unseen.pop(next((n for n, pid in unseen.items() if pid == d.speaker), ""), None)
             yield _step_of(index, u, live, d)
+        if start.header is None and unseen:
+            _never_spoke(focus, unseen, list(spoke))
 
     room = "room: as declared by a header line, else as people first speak"
     return who, steps(), room, deployment
+
+
+#: The warning when ``--ignore``/``--only`` names someone a headerless stream has not shown.
+_FOCUS_NOT_YET = {
+    "--only": (
+        "warning: --only {name!r} is not (yet) in the roster of <stdin> (no participants "
+        "header): until someone by that name speaks, the agent answers nobody"
+    ),
+    "--ignore": (
+        "warning: --ignore {name!r} is not (yet) in the roster of <stdin> (no participants "
+        "header): until someone by that name speaks, it silences nobody's words"
+    ),
+}
+
+
+def _focus_pid(live: LiveConversation, name: str) -> str | None:
+    found = live.names.matches(name)
+    return next(iter(found)) if len(found) == 1 else None
+
+
+def _never_spoke(focus: _RoomFocus, unseen: dict[str, str], speakers: list[str]) -> None:
+    """The end of a headerless stream where an ``--only``/``--ignore`` name never spoke: an
+    error (the decisions are out; the exit status says they answered the wrong room)."""
+    from polylogue.corpora.transcripts import name_list
+
+    flags = [("--only" if n in focus.only else "--ignore", n) for n in unseen]
+    effect = {
+        "--only": "the agent answered nobody",
+        "--ignore": "no one's words were taken as context only",
+    }
+    parts = [f"{flag} {n!r} named nobody who spoke ({effect[flag]})" for flag, n in flags]
+    raise typer.BadParameter(
+        "; ".join(parts) + f"; speakers in <stdin>: {name_list(speakers) or 'none'}"
+    )
 
 
 def _fmt_time(t: float | None) -> str:
@@ -650,6 +698,13 @@ def _decide(
     deployment = resolve_deployment(model_dir, domain, operating_point, threshold, role)
     focus = focus or _RoomFocus()
     for flag, names in (("--ignore", focus.ignore), ("--only", focus.only)):
+        for n in names:
+            try:
+                if not clean_name(n):
+                    raise BadNameError("a blank name names nobody")
+            except BadNameError as exc:
+                raise typer.BadParameter(str(exc), param_hint=flag) from None
+    for flag, names in (("--ignore", focus.ignore), ("--only", focus.only)):
         if any(n.strip().casefold() == who.casefold() for n in names):
             raise typer.BadParameter(f"{who!r} is the participant decided for", param_hint=flag)
     if transcript == "-":
@@ -739,6 +794,7 @@ def resolve_deployment(
 _DOMAIN_SOURCE = {
     "requested": "",
     "declared": " (declared by the transcript)",
+    "inferred": " (inferred: the transcript has a conference operator, or its corpus says so)",
     "default": " (the default: no domain declared; --domain sets one)",
 }
 

@@ -97,10 +97,13 @@ def eval_command(
     from rich.console import Console
     from rich.markup import escape
 
+    from polylogue.cli.output import check_output_folder
     from polylogue.evaluation.runner import load_points, run_evaluation, stratified_order
     from polylogue.models.base import load_predictor, parse_model_spec
     from polylogue.prompts.builder import PromptOptions
 
+    # before any model loads or point runs; a complete run may be re-scored read-only
+    check_output_folder(out, "--out", writable=False)
     console = Console(stderr=True, soft_wrap=True)
     adapter_meta = _adapter_meta(adapter)
     if model is None and adapter_meta.get("model_spec"):

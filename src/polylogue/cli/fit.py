@@ -210,7 +210,10 @@ def train_default(
     ] = 24,
 ) -> None:
     """Reproduce the shipped model: build benchmarks, fit, calibrate, pick the threshold, report."""
+    from polylogue.cli.output import check_output_folder
     from polylogue.extras import require_extra
+
+    check_output_folder(out, "--out")  # before hours of building and fitting
 
     require_extra("train", "lightgbm", what="polylogue train-default")
     from rich.console import Console

@@ -78,3 +78,28 @@ def counter_progress(console: Console, label: str, every: int = 10) -> Callable[
             console.print(f"{label}: {done}/{total}", markup=False, highlight=False)
 
     return progress
+
+
+def check_output_folder(path: os.PathLike[str] | str, flag: str, writable: bool = True) -> None:
+    """Refuse, before any work runs, an output folder that cannot be made or written: the
+    path is a file, a file stands where a parent folder should be, or (``writable``) the
+    nearest existing folder is not writable. A long run must not end in a traceback over its
+    output. ``writable=False`` for commands that may only read an existing folder (``eval``
+    re-scoring a complete run in a read-only folder)."""
+    import errno
+    from pathlib import Path
+
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise typer.BadParameter(f"{p} is a file, not a folder (nothing was run)", param_hint=flag)
+    existing = next((q for q in (p, *p.parents) if q.exists()), Path("."))
+    if not existing.is_dir():
+        raise typer.BadParameter(
+            f"{p}: {existing} is a file, so the folder cannot be made (nothing was run)",
+            param_hint=flag,
+        )
+    if writable and not os.access(existing, os.W_OK | os.X_OK):
+        reason = os.strerror(errno.EACCES)
+        raise typer.BadParameter(
+            f"{p}: {existing} is not writable ({reason}; nothing was run)", param_hint=flag
+        )

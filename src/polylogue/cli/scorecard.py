@@ -87,6 +87,7 @@ def scorecard_command(
 
     from rich.console import Console
 
+    from polylogue.cli.output import check_output_folder
     from polylogue.evaluation.scorecard import (
         DEFAULT_DATA,
         DEFAULT_MODELS,
@@ -106,6 +107,7 @@ def scorecard_command(
         return
     if out is None:
         raise ScorecardError("--out: give the folder to write the scorecard to")
+    check_output_folder(out, "--out")  # before any evaluation runs
     contenders = expand_models(list(model or DEFAULT_MODELS), operating_point)
     if adapter is not None and not any(c.kind == "hf" for c in contenders):
         # As in `eval`: an adapter folder from `polylogue train` names its base model.

@@ -8,7 +8,13 @@ from typing import Annotated, Any
 
 import typer
 
-from polylogue.cli.output import WholeHelpGroup, counter_progress, markdown_table, plain_console
+from polylogue.cli.output import (
+    WholeHelpGroup,
+    check_output_folder,
+    counter_progress,
+    markdown_table,
+    plain_console,
+)
 from polylogue.tom.generators import KIND_SUMMARY
 
 console = plain_console(stderr=True)
@@ -150,6 +156,9 @@ def run_cmd(
 
     kind, target = generator_kind(model)  # an unknown spec fails before any data is read
     options = parse_variant(variant)
+    check_output_folder(out, "--out")
+    if media_out is not None:
+        check_output_folder(media_out, "--media-out")
     bench = load_tom_benchmark(data)
     records = bench.select(_split(tasks), _split(ids), _split(sessions), limit)
     if not records:
@@ -201,17 +210,23 @@ def run_cmd(
 
 
 def _media_provider(ami_media: Path, media_out: Path, options: Any) -> Any:
-    from polylogue.tom.media import AmiMediaSource, build_record_media, frames_for_record
+    from polylogue.tom.media import (
+        AmiMediaSource,
+        build_record_media,
+        confined,
+        frames_for_record,
+    )
 
     source = AmiMediaSource(ami_media)
 
     def provide(record: Any, opts: Any) -> Any:
         built = build_record_media(record.item.reconstruction, source, media_out)
-        frames_dir = (
-            media_out
-            / "frames"
-            / record.item.bundle_name
-            / opts.frame_sampling.describe().replace(" ", "_")
+        frames_dir = confined(
+            media_out,
+            "frames",
+            record.item.bundle_name,
+            opts.frame_sampling.describe().replace(" ", "_").replace("/", "_"),
+            what=record.id,
         )
         return frames_for_record(built, frames_dir, opts.frame_sampling)
 
@@ -357,6 +372,8 @@ def media_cmd(
     """Cut clips and mosaics for records from the reconstruction metadata."""
     from polylogue.tom.media import AmiMediaSource, build_record_media
     from polylogue.tom.records import load_tom_benchmark
+
+    check_output_folder(out, "--out")
 
     bench = load_tom_benchmark(data)
     records = bench.select(ids=_split(ids))

@@ -68,6 +68,7 @@ from polylogue.conversation import (
     Utterance,
     check_domain_name,
     clean_name,
+    clean_role,
     name_key,
     upgrade_domain_name,
 )
@@ -193,6 +194,36 @@ DOMAIN_DECLARED = "domain_declared"
 def declared_domain(conv: Conversation) -> str | None:
     """The domain a transcript declares (its header's ``domain``), or None when it says none."""
     return conv.domain if conv.metadata.get(DOMAIN_DECLARED) else None
+
+
+#: The role (or speaker label) that marks an earnings call: the conference operator who
+#: opens the call and hands questions to the analysts (Earnings-21's reader gives it).
+OPERATOR = "operator"
+
+
+def inferred_domain(
+    participants: Iterable[Participant], speakers: Iterable[str] = ()
+) -> str | None:
+    """The domain a transcript that declares none shows through its people: ``earnings``
+    where a participant's role, id or name, or a speaker's label, is ``Operator`` (a meeting
+    has no conference operator); None when nothing shows one."""
+    labels = [x for p in participants for x in (p.role, p.id, p.name) if x]
+    if any(x.strip().casefold() == OPERATOR for x in [*labels, *speakers]):
+        return "earnings"
+    return None
+
+
+def transcript_domain(conv: Conversation) -> tuple[str | None, str]:
+    """``(domain, source)`` for a deployment: what ``conv`` declares (``declared``), else what
+    it shows (``inferred``: the domain a polylogue corpus reader gave it, or
+    :func:`inferred_domain`), else ``(None, "default")``."""
+    declared = declared_domain(conv)
+    if declared is not None:
+        return declared, "declared"
+    if conv.corpus != CORPUS:  # a reader's conversation: its corpus's domain
+        return conv.domain, "inferred"
+    shown = inferred_domain(conv.participants, dict.fromkeys(u.speaker for u in conv.utterances))
+    return (shown, "inferred") if shown is not None else (None, "default")
 
 
 def header_domain(line: str, source: str | Path = "<stdin>", lineno: int = 1) -> str | None:
@@ -866,7 +897,7 @@ def _header_participants(header: dict[str, Any], path: str | Path) -> tuple[Part
             Participant(
                 id=pid,
                 name=name,
-                role=str(p["role"]).strip() if p.get("role") else None,
+                role=_role(p["role"], path, pid) if p.get("role") else None,
                 aliases=tuple(_name(str(a), path, "line 1", "alias") for a in aliases)
                 or _first_name_alias(name or ""),
             )
@@ -875,6 +906,19 @@ def _header_participants(header: dict[str, Any], path: str | Path) -> tuple[Part
     if len(set(ids)) != len(ids):
         raise ConversationFormatError(path, "line 1", f"duplicate participant ids {ids}")
     return tuple(out)
+
+
+def _role(value: object, path: str | Path, pid: str) -> str | None:
+    """A header participant's ``role``: a string, cleaned as names are (no newline, NUL or
+    bidi control, not only invisible characters)."""
+    if not isinstance(value, str):
+        raise ConversationFormatError(
+            path, "line 1", f"participant {pid!r}: role must be a string, not {value!r}"
+        )
+    try:
+        return clean_role(value) or None
+    except BadNameError as exc:
+        raise ConversationFormatError(path, "line 1", f"participant {pid!r}: {exc}") from None
 
 
 def _first_name_alias(name: str) -> tuple[str, ...]:
@@ -1051,7 +1095,13 @@ def parse_alias(spec: str, source: str | Path = "--alias", where: str = "") -> A
 def read_alias_file(path: str | Path) -> list[AliasSpec]:
     """A roster file of aliases: one ``NAME = ALIAS, ALIAS`` per line, ``#`` comments."""
     out = []
-    for lineno, line in enumerate(split_lines(read_text(path)), 1):
+    try:
+        text = read_text(path)
+    except OSError as e:  # one line naming the file, not the errno's repr
+        raise ConversationFormatError(
+            path, "", f"cannot read the alias file: {e.strerror or e}"
+        ) from None
+    for lineno, line in enumerate(split_lines(text), 1):
         s = line.strip()
         if s and not s.startswith("#"):
             out.append(parse_alias(s, path, f"line {lineno}"))
@@ -1094,6 +1144,7 @@ __all__ = [
     "TRANSCRIPT_FORMATS",
     "AliasSpec",
     "infer_format",
+    "inferred_domain",
     "name_list",
     "parse_alias",
     "parse_header_line",
@@ -1102,5 +1153,6 @@ __all__ = [
     "read_alias_file",
     "read_transcript",
     "split_lines",
+    "transcript_domain",
     "with_aliases",
 ]

@@ -78,7 +78,7 @@ OVERALL = "default"
 #: a ``polite`` point that speaks). The overall thresholds suggest no backchannel at all.
 DEFAULT_DOMAIN = "meeting"
 #: Where a deployment's domain came from (``Deployment.domain_source``).
-DOMAIN_SOURCES = ("requested", "declared", "default")
+DOMAIN_SOURCES = ("requested", "declared", "inferred", "default")
 
 
 @dataclass(frozen=True)
@@ -352,12 +352,13 @@ class Deployment:
         _check_choice("role", role, ROLES)
         return self._again(self.request, role)
 
-    def with_declared_domain(self, declared: str | None) -> Deployment:
-        """The domain the input declares (a transcript header, a benchmark point's corpus),
-        used unless one was requested; everything else resolved as before."""
+    def with_declared_domain(self, declared: str | None, source: str = "declared") -> Deployment:
+        """The domain the input declares (a transcript header, a benchmark point's corpus)
+        or shows (``source="inferred"``: an earnings call's operator), used unless one was
+        requested; everything else resolved as before."""
         if declared is None or self.request.domain is not None:
             return self
-        return self._again(replace(self.request, domain=declared), self.role, "declared")
+        return self._again(replace(self.request, domain=declared), self.role, source)
 
     def _again(
         self, request: PointRequest, role: str | None, source: str | None = None

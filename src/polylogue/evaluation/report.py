@@ -95,6 +95,16 @@ class RunSummary:
         return name + (f" ({', '.join(extras)})" if extras else "")
 
     @property
+    def unfinished(self) -> str | None:
+        """Why the run is not finished (its manifest's status: ``running``, ``partial``,
+        ``failed``, ``interrupted``), or None for a finished run. A run still in progress has
+        no finished manifest; its figures cover only the points done so far."""
+        status = self.manifest.get("status")
+        if status in (None, "complete") and self.metrics.get("complete", True):
+            return None
+        return str(status) if status not in (None, "complete") else "partial"
+
+    @property
     def threshold(self) -> float | None:
         """The decision threshold on P(SPEAK) the run used (models that have one)."""
         desc = self.manifest.get("model", {}).get("description") or {}
@@ -171,7 +181,8 @@ def table_rows(
             "split": run.split,
             "class_ratio": run.class_ratio,
             "n": run.metrics.get("n"),
-            "complete": run.metrics.get("complete", True),
+            "complete": run.unfinished is None,
+            "status": run.unfinished or "complete",
             "unparseable_rate": run.metrics.get("unparseable_rate"),
             "balanced_accuracy_ci95": ci,
             "bootstrap_groups": (run.metrics.get("bootstrap") or {}).get("n_units"),
@@ -252,7 +263,7 @@ def _row_cells(r: dict[str, Any], with_ratio: bool) -> list[str]:
         cells.append(_pct(r[key]) + ("" if d is None else f" ({100 * d:+.2f})"))
     cells.append(ci_cell(r["balanced_accuracy_ci95"], r.get("bootstrap_groups")))
     cells.append(_pct(r["unparseable_rate"]))
-    cells.append(f"{r['n']}" + ("" if r["complete"] else " (partial)"))
+    cells.append(f"{r['n']}" + ("" if r["complete"] else f" (unfinished: {r['status']})"))
     return cells
 
 
@@ -278,6 +289,12 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
             f"n/a (k groups): the interval would resample fewer than {MIN_BOOTSTRAP_GROUPS} "
             "meetings/episodes/calls, too few to be meaningful, so it is not shown."
         )
+    if any(not r["complete"] for r in rows):
+        notes.append(
+            "unfinished: the run was still in progress, stopped or partial when the report was "
+            "written (its manifest is not a finished one); its figures cover the points done "
+            "so far."
+        )
     notes.append("Categories: " + " ".join(CATEGORY_NOTES))
     notes.extend(r["training_overlap_note"] for r in rows if r.get("training_overlap_note"))
     return "\n".join(lines) + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
@@ -291,6 +308,7 @@ def write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
         "class_ratio",
         "n",
         "complete",
+        "status",
         *(k for k, _ in COLUMNS),
         *(f"delta_{k}" for k, _ in COLUMNS),
         "balanced_accuracy_ci95_low",

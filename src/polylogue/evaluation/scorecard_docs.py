@@ -11,6 +11,12 @@ repository root or to the doc) right above it::
 The columns are headers of :data:`~polylogue.evaluation.scorecard_pages.COLUMNS`; ``Data``,
 ``Model`` and ``Point`` name the row's entry. :func:`check_doc` lists every cell that differs
 from what the scorecard gives; :func:`update_doc` rewrites the tables from it.
+
+A comment that looks like a marker but does not parse (``scorecards:``, ``Scorecard:``, a
+missing colon or path, a typo such as ``scorcard``) is an error, never a table skipped: a
+skipped table is one nobody checks. :func:`update_doc` never deletes a row: a row the
+scorecard has no entry for is an error naming the doc, line and row, and the doc is left as
+it was. Lines inside fenced code blocks are text, not markers.
 """
 
 from __future__ import annotations
@@ -25,6 +31,59 @@ from polylogue.evaluation.scorecard import ScorecardError, load_scorecard
 from polylogue.evaluation.scorecard_pages import COLUMNS, KEY_COLUMNS, markdown_table, table
 
 MARKER = re.compile(r"^<!--\s*scorecard:\s*(?P<path>\S+)\s*-->\s*$")
+#: The marker's syntax, for error messages.
+MARKER_SYNTAX = "<!-- scorecard: PATH/scorecard.json -->"
+#: Other comments of the docs that start with the word (not table markers).
+OTHER_MARKERS = frozenset({"scorecardcommand"})
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def _edit_distance(a: str, b: str) -> int:
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]
+
+
+def looks_like_marker(line: str) -> bool:
+    """An HTML comment (or a broken one, ``<!-``) whose first word is ``scorecard`` or close
+    to it (any case, a separator inside, a plural, up to two typos)."""
+    s = line.strip()
+    if not s.startswith(("<!", "<-")):
+        return False
+    head = re.match(r"<!?-*\s*([A-Za-z][A-Za-z _-]*)", s)
+    if head is None:
+        return False
+    word = re.sub(r"[ _-]", "", head[1]).lower()
+    if word in OTHER_MARKERS:
+        return False
+    return word.startswith("scorecard") or _edit_distance(word[:9], "scorecard") <= 2
+
+
+def marker_lines(lines: Sequence[str]) -> list[tuple[int, str]]:
+    """``(index, line)`` of the lines outside fenced code blocks."""
+    out: list[tuple[int, str]] = []
+    fenced = False
+    for i, line in enumerate(lines):
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced:
+            out.append((i, line))
+    return out
+
+
+def bad_markers(doc: Path) -> list[str]:
+    """``doc:line: ...`` for each comment that looks like a marker but does not parse."""
+    lines = doc.read_text(encoding="utf-8").splitlines()
+    return [
+        f"{doc}:{i + 1}: a scorecard marker that does not parse: {line.strip()[:80]!r} "
+        f"(the syntax: {MARKER_SYNTAX})"
+        for i, line in marker_lines(lines)
+        if not MARKER.match(line.strip()) and looks_like_marker(line)
+    ]
 
 
 @dataclass(frozen=True)
@@ -58,7 +117,7 @@ def find_tables(doc: Path, root: Path | None = None) -> list[DocTable]:
     """The marked tables of ``doc``."""
     lines = doc.read_text(encoding="utf-8").splitlines()
     out: list[DocTable] = []
-    for i, line in enumerate(lines):
+    for i, line in marker_lines(lines):
         m = MARKER.match(line.strip())
         if not m:
             continue
@@ -109,8 +168,9 @@ def check_table(t: DocTable, card: dict[str, Any]) -> list[str]:
 
 
 def check_doc(doc: str | Path, root: str | Path | None = None) -> list[str]:
-    """Every cell of every marked table of ``doc`` that differs from its scorecard."""
-    problems: list[str] = []
+    """Every marker of ``doc`` that does not parse, and every cell of every marked table that
+    differs from its scorecard."""
+    problems = bad_markers(Path(doc))
     for t in find_tables(Path(doc), None if root is None else Path(root)):
         problems += check_table(t, load_scorecard(t.scorecard))
     return problems
@@ -130,13 +190,29 @@ def render_table(
 
 def update_doc(doc: str | Path, root: str | Path | None = None) -> int:
     """Rewrite every marked table of ``doc`` from its scorecard (same columns, same rows);
-    returns the number of tables rewritten."""
+    returns the number of tables rewritten. A marker that does not parse, or a row the
+    scorecard has no entry for, is a :class:`ScorecardError` naming each, and nothing is
+    written."""
     path = Path(doc)
+    problems = bad_markers(path)
     tables = find_tables(path, None if root is None else Path(root))
     lines = path.read_text(encoding="utf-8").splitlines()
-    for t in reversed(tables):
+    bodies: list[list[str]] = []
+    for t in tables:
+        card = load_scorecard(t.scorecard)
+        cols = [k for k in KEY_COLUMNS if k in t.header]
+        known = {tuple(COLUMNS[k](e) for k in cols) for e in card["entries"]}
         keys = [_key(dict(zip(t.header, r, strict=False))) for r in t.rows]
-        body = render_table(load_scorecard(t.scorecard), t.header, keys).splitlines()
+        for n, (key, row) in enumerate(zip(keys, t.rows, strict=True)):
+            if key not in known:
+                problems.append(
+                    f"{t.doc}:{t.span[0] + 3 + n}: the row {' | '.join(row)!r} has no entry "
+                    f"{key} in {t.scorecard} (a row is never deleted: fix or remove it by hand)"
+                )
+        bodies.append(render_table(card, t.header, keys).splitlines())
+    if problems:
+        raise ScorecardError(f"{path} left unchanged:\n" + "\n".join(problems))
+    for t, body in reversed(list(zip(tables, bodies, strict=True))):
         lines[t.span[0] : t.span[1]] = body
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return len(tables)

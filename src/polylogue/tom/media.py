@@ -36,6 +36,19 @@ class MediaError(PolylogueInputError, RuntimeError):
     """ffmpeg failed, an input is missing or ambiguous, or an output came out empty."""
 
 
+def confined(root: Path, *parts: str, what: str = "record") -> Path:
+    """``root / parts...``, resolved, and refused unless it stays inside ``root``: a record's
+    names become folder names, and none may lead out of the output folder (``../``, an
+    absolute path, a link)."""
+    base = root.resolve()
+    path = base.joinpath(*parts).resolve()
+    if path != base and base not in path.parents:
+        raise MediaError(
+            f"{what}: {'/'.join(parts)!r} leads outside the output folder {root}; nothing written"
+        )
+    return path
+
+
 def ffmpeg_exe() -> str:
     try:
         import imageio_ffmpeg
@@ -269,8 +282,8 @@ def build_record_media(
     ``corner_audio`` follows the release script (audio muxed into the Corner clip); its summary
     file says the Corner clip has none, so both are offered.
     """
+    folder = confined(out_root, recon.task.value, recon.bundle_name, "media", what=recon.id)
     out_root.mkdir(parents=True, exist_ok=True)
-    folder = out_root / recon.task.value / recon.bundle_name / "media"
     start, duration = clamp_window(recon.source_window)
     audio = source.audio(recon.session_id) if with_audio else None
     files: dict[str, Path] = {}

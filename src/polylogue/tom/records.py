@@ -235,71 +235,297 @@ class ToMBenchmark:
 # ----------------------------------------------------------------------------- loading
 
 
-def _read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
+class ToMRecordError(ConversationFormatError):
+    """Records of a MeetingToM folder that do not fit the schema: one problem per record
+    (``file:line N: field F: what is wrong``), all of them, before any record is used."""
+
+    def __init__(self, problems: Sequence[tuple[Path, int, str]]) -> None:
+        path, lineno, first = problems[0]
+        super().__init__(path, f"line {lineno}", first)
+        self.problems = [f"{p}:line {n}: {msg}" for p, n, msg in problems]
+        shown = self.problems[:MAX_SHOWN_PROBLEMS]
+        more = len(self.problems) - len(shown)
+        head = f"{len(self.problems)} bad MeetingToM record(s)"
+        self.args = ("\n".join([head + ":", *shown] + ([f"... and {more} more"] if more else [])),)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+#: How many bad records an error lists (the count says how many there are).
+MAX_SHOWN_PROBLEMS = 20
+#: Bundle names, session ids and camera views become folder and file names (``tom media``,
+#: frames): letters, digits, ``.``, ``_`` and ``-``, never a separator, ``..`` or a leading dot.
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+
+
+class _Invalid(Exception):
+    """A record's field problems (``field F: ...``), raised once per record."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+class _Fields:
+    """Typed reads of one JSON record that note every problem by field name."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+
+    def bad(self, name: str, what: str) -> None:
+        self.problems.append(f"field {name}: {what}")
+
+    def get(self, d: dict[str, Any], key: str, name: str, required: bool) -> Any:
+        if key not in d or d[key] is None:
+            if required:
+                self.bad(name, "missing")
+            return None
+        return d[key]
+
+    def text(self, d: dict[str, Any], key: str, prefix: str = "", *, required: bool = True,
+             safe: bool = False) -> str | None:  # fmt: skip
+        name = prefix + key
+        v = self.get(d, key, name, required)
+        return None if v is None else self.check_text(name, v, safe)
+
+    def check_text(self, name: str, v: Any, safe: bool = False) -> str | None:
+        """``v`` if it is a string (a plain name with ``safe``), else None and a problem."""
+        if not isinstance(v, str):
+            self.bad(name, f"expected a string, got {type(v).__name__} {_shown(v)}")
+            return None
+        if "\x00" in v:
+            self.bad(name, f"holds a NUL character: {v!r}")
+            return None
+        if safe and (not SAFE_NAME.fullmatch(v) or ".." in v):
+            self.bad(
+                name,
+                f"{v!r} is not a plain name (letters, digits, '.', '_', '-'; no path "
+                "separator, no '..'): it names a folder",
+            )
+            return None
+        return v
+
+    def number(self, d: dict[str, Any], key: str, prefix: str = "") -> float | None:
+        import math
+
+        name = prefix + key
+        v = self.get(d, key, name, True)
+        if v is None:
+            return None
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            self.bad(name, f"expected a number, got {type(v).__name__} {_shown(v)}")
+            return None
+        if not math.isfinite(v):
+            self.bad(name, f"{v} is not a finite number")
+            return None
+        return float(v)
+
+    def integer(self, d: dict[str, Any], key: str, prefix: str = "") -> int | None:
+        v = self.get(d, key, prefix + key, False)
+        if v is None:
+            return None
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            self.bad(prefix + key, f"expected a whole number >= 0, got {_shown(v)}")
+            return None
+        return v
+
+    def obj(self, d: dict[str, Any], key: str, prefix: str = "", *,
+            required: bool = True) -> dict[str, Any] | None:  # fmt: skip
+        name = prefix + key
+        v = self.get(d, key, name, required)
+        if v is None:
+            return None
+        if not isinstance(v, dict):
+            self.bad(name, f"expected an object, got {type(v).__name__} {_shown(v)}")
+            return None
+        return v
+
+    def texts(self, d: dict[str, Any], key: str, prefix: str = "", *, safe: bool = False,
+              required: bool = True) -> tuple[str, ...]:  # fmt: skip
+        name = prefix + key
+        v = self.get(d, key, name, required)
+        if v is None:
+            return ()
+        if not isinstance(v, list):
+            self.bad(name, f"expected a list of strings, got {type(v).__name__} {_shown(v)}")
+            return ()
+        out = [self.check_text(f"{name}[{i}]", x, safe) for i, x in enumerate(v)]
+        return tuple(x for x in out if x is not None)
+
+    def task(self, d: dict[str, Any]) -> ToMTask | None:
+        v = self.text(d, "task")
+        if v is None:
+            return None
+        if v not in {t.value for t in ToMTask}:
+            self.bad("task", f"unknown task {v!r} (one of {', '.join(t.value for t in ToMTask)})")
+            return None
+        return ToMTask(v)
+
+    def done(self) -> None:
+        if self.problems:
+            raise _Invalid(self.problems)
+
+
+def _shown(v: Any) -> str:
+    r = repr(v)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+def _read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
+    """``(line number, object)`` of each non-blank line; a line that is not a JSON object
+    (bad bytes, bad JSON, another value) comes as ``(line number, problem)``."""
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                yield lineno, f"not UTF-8 text (byte {raw[e.start]:#04x} at column {e.start + 1})"
+                continue
             if not line.strip():
                 continue
             try:
                 obj = loads_json(line, path, f"line {lineno}")
             except JsonInputError as exc:
-                raise ConversationFormatError(exc.path, exc.where, exc.message) from None
+                yield lineno, exc.message
+                continue
             if not isinstance(obj, dict):
-                raise ConversationFormatError(path, f"line {lineno}", "expected a JSON object")
+                yield lineno, f"expected a JSON object, got {type(obj).__name__}"
+                continue
             yield lineno, obj
 
 
+def _parse_window(f: _Fields, d: dict[str, Any]) -> SourceWindow | None:
+    sw = f.obj(d, "source_window")
+    if sw is None:
+        return None
+    start = f.number(sw, "start", "source_window.")
+    end = f.number(sw, "end", "source_window.")
+    duration = f.number(sw, "duration", "source_window.")
+    if start is None or end is None or duration is None:
+        return None
+    if end <= start:
+        f.bad("source_window.end", f"{end:g} is not after source_window.start {start:g}")
+        return None
+    if duration <= 0:
+        f.bad("source_window.duration", f"{duration:g} is not a positive length")
+        return None
+    return SourceWindow(start, end, duration)
+
+
 def _parse_reconstruction(d: dict[str, Any]) -> Reconstruction:
-    sw = d["source_window"]
+    f = _Fields()
+    rid = f.text(d, "id")
+    task = f.task(d)
+    bundle = f.text(d, "bundle_name", safe=True)
+    session = f.text(d, "session_id", safe=True)
+    window = _parse_window(f, d)
+    views = f.texts(d, "required_views", safe=True, required=False)
+    source_bundle = f.text(d, "source_bundle_name", required=False, safe=True)
+    window_index = f.integer(d, "window_index")
+    target_agent = f.text(d, "target_agent", required=False)
+    target_view = f.text(d, "target_view", required=False, safe=True)
     mosaic = None
-    if d.get("mosaic"):
-        m = d["mosaic"]
-        mosaic = Mosaic(
-            top_left=m["top_left"],
-            top_right=m["top_right"],
-            bottom_left=m["bottom_left"],
-            bottom_right=m["bottom_right"],
-            tile_width=m.get("tile_width"),
-            tile_height=m.get("tile_height"),
-            output_width=m.get("output_width"),
-            output_height=m.get("output_height"),
-        )
+    m = f.obj(d, "mosaic", required=False)
+    if m is not None:
+        tiles = [f.text(m, k, "mosaic.", safe=True) for k in
+                 ("top_left", "top_right", "bottom_left", "bottom_right")]  # fmt: skip
+        sizes = [f.integer(m, k, "mosaic.") for k in
+                 ("tile_width", "tile_height", "output_width", "output_height")]  # fmt: skip
+        tl, tr, bl, br = tiles
+        if tl is not None and tr is not None and bl is not None and br is not None:
+            mosaic = Mosaic(tl, tr, bl, br, *sizes)
+    closeups: dict[str, str] = {}
+    c = f.obj(d, "closeup_to_agent", required=False)
+    for k, v in (c or {}).items():
+        view = f.check_text(f"closeup_to_agent key {k!r}", k, safe=True)
+        agent = f.check_text(f"closeup_to_agent.{k}", v)
+        if view is not None and agent is not None:
+            closeups[view] = agent
+    f.done()
+    assert rid is not None and task is not None and bundle is not None  # done() checked
+    assert session is not None and window is not None
     return Reconstruction(
-        id=str(d["id"]),
-        task=ToMTask(d["task"]),
-        bundle_name=str(d["bundle_name"]),
-        session_id=str(d["session_id"]),
-        source_window=SourceWindow(float(sw["start"]), float(sw["end"]), float(sw["duration"])),
-        required_views=tuple(d.get("required_views") or ()),
-        source_bundle_name=d.get("source_bundle_name"),
-        window_index=None if d.get("window_index") is None else int(d["window_index"]),
-        target_agent=d.get("target_agent"),
-        target_view=d.get("target_view"),
+        id=rid,
+        task=task,
+        bundle_name=bundle,
+        session_id=session,
+        source_window=window,
+        required_views=views,
+        source_bundle_name=source_bundle,
+        window_index=window_index,
+        target_agent=target_agent,
+        target_view=target_view,
         mosaic=mosaic,
-        closeup_to_agent={str(k): str(v) for k, v in (d.get("closeup_to_agent") or {}).items()},
+        closeup_to_agent=closeups,
     )
 
 
+def _problem(path: Path, lineno: int, rid: object, detail: str) -> tuple[Path, int, str]:
+    who = f"record {rid!r}: " if isinstance(rid, str) else ""
+    return path, lineno, who + detail
+
+
 def load_reconstructions(path: str | Path) -> dict[str, Reconstruction]:
-    """``reconstruction.jsonl`` keyed by evaluation id."""
+    """``reconstruction.jsonl`` keyed by evaluation id; every record that does not fit the
+    schema (or repeats an id) is a :class:`ToMRecordError` problem."""
     path = Path(path)
     out: dict[str, Reconstruction] = {}
+    problems: list[tuple[Path, int, str]] = []
+    first_line: dict[str, int] = {}
     for lineno, d in _read_jsonl(path):
+        if isinstance(d, str):
+            problems.append((path, lineno, d))
+            continue
         try:
             rec = _parse_reconstruction(d)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ConversationFormatError(path, f"line {lineno}", f"bad record: {exc!r}") from exc
+        except _Invalid as exc:
+            problems.append(_problem(path, lineno, d.get("id"), str(exc)))
+            continue
         if rec.id in out:
-            raise ConversationFormatError(path, f"line {lineno}", f"duplicate id {rec.id!r}")
+            problems.append(
+                _problem(path, lineno, rec.id, f"field id: duplicate of line {first_line[rec.id]}")
+            )
+            continue
         out[rec.id] = rec
+        first_line[rec.id] = lineno
+    if problems:
+        raise ToMRecordError(problems)
     return out
 
 
 def _parse_item(d: dict[str, Any], task: ToMTask, recon: Reconstruction) -> tuple[ToMItem, ToMGold]:
-    questions = {
-        str(k): ToMQuestion(text=str(v["text"]), options=tuple(str(o) for o in v["options"]))
-        for k, v in d["questions"].items()
-    }
+    f = _Fields()
+    rid = f.text(d, "id")
+    declared = f.task(d) if "task" in d else task
+    if declared is not None and declared is not task:
+        f.bad("task", f"{declared.value!r} in the {task.value} file")
+    bundle = f.text(d, "bundle_name", safe=True)
+    session = f.text(d, "session_id", safe=True)
+    source_bundle = f.text(d, "source_bundle_name", required=False, safe=True)
+    window_index = f.integer(d, "window_index")
+    questions: dict[str, ToMQuestion] = {}
+    qs = f.obj(d, "questions")
+    for k in TASK_QUESTIONS[task]:
+        q = f.obj(qs or {}, k, "questions.") if qs is not None else None
+        if q is None:
+            continue
+        text = f.text(q, "text", f"questions.{k}.")
+        options = f.texts(q, "options", f"questions.{k}.")
+        if text is not None:
+            questions[k] = ToMQuestion(text=text, options=options)
+    answers: dict[str, str] = {}
+    a = f.obj(d, "answers")
+    for k in TASK_QUESTIONS[task]:
+        v = f.text(a or {}, k, "answers.", required=False) if a is not None else None
+        if v is not None:
+            answers[k] = v
+    if bundle is not None and bundle != recon.bundle_name:
+        f.bad("bundle_name", f"{bundle!r}, but {RECONSTRUCTION_FILE} says {recon.bundle_name!r}")
+    if session is not None and session != recon.session_id:
+        f.bad("session_id", f"{session!r}, but {RECONSTRUCTION_FILE} says {recon.session_id!r}")
+    f.done()
+    assert rid is not None and bundle is not None and session is not None
     target = speaker = subject = None
     you_time = None
     if task is ToMTask.STATE:
@@ -313,21 +539,20 @@ def _parse_item(d: dict[str, Any], task: ToMTask, recon: Reconstruction) -> tupl
         if m2:
             subject = m2.group("subject")
     item = ToMItem(
-        id=str(d["id"]),
+        id=rid,
         task=task,
-        bundle_name=str(d["bundle_name"]),
-        session_id=str(d["session_id"]),
+        bundle_name=bundle,
+        session_id=session,
         questions=questions,
         reconstruction=recon,
-        source_bundle_name=d.get("source_bundle_name"),
-        window_index=None if d.get("window_index") is None else int(d["window_index"]),
+        source_bundle_name=source_bundle,
+        window_index=window_index,
         target=target,
         speaker=speaker,
         you_time=you_time,
         attitude_subject=subject,
     )
-    gold = ToMGold(id=item.id, answers={str(k): str(v) for k, v in d["answers"].items()})
-    return item, gold
+    return item, ToMGold(id=item.id, answers=answers)
 
 
 def load_tom_benchmark(
@@ -346,27 +571,41 @@ def load_tom_benchmark(
     recons = load_reconstructions(folder / RECONSTRUCTION_FILE)
     wanted = [ToMTask(t) for t in tasks] if tasks is not None else list(ToMTask)
     records: dict[ToMTask, tuple[ToMRecord, ...]] = {}
-    used: set[str] = set()
+    used: dict[str, tuple[Path, int]] = {}
+    problems: list[tuple[Path, int, str]] = []
     for task in wanted:
         path = folder / TASK_FILES[task]
         rows: list[ToMRecord] = []
         for lineno, d in _read_jsonl(path):
-            rid = str(d.get("id"))
+            if isinstance(d, str):
+                problems.append((path, lineno, d))
+                continue
+            rid = d.get("id")
+            if not isinstance(rid, str):
+                got = "missing" if rid is None else f"expected a string, got {_shown(rid)}"
+                problems.append((path, lineno, f"field id: {got}"))
+                continue
             if rid not in recons:
-                raise ConversationFormatError(
-                    path, f"line {lineno}", f"id {rid!r} has no line in {RECONSTRUCTION_FILE}"
+                problems.append(
+                    _problem(path, lineno, rid, f"field id: has no line in {RECONSTRUCTION_FILE}")
                 )
-            if ToMTask(d.get("task", task.value)) is not task:
-                raise ConversationFormatError(path, f"line {lineno}", f"task {d.get('task')!r}")
+                continue
+            if rid in used:
+                where, n = used[rid]
+                problems.append(
+                    _problem(path, lineno, rid, f"field id: duplicate of {where.name} line {n}")
+                )
+                continue
             try:
                 item, gold = _parse_item(d, task, recons[rid])
-            except (KeyError, TypeError, ValueError) as exc:
-                raise ConversationFormatError(
-                    path, f"line {lineno}", f"bad record: {exc!r}"
-                ) from exc
+            except _Invalid as exc:
+                problems.append(_problem(path, lineno, rid, str(exc)))
+                continue
             rows.append(ToMRecord(item, gold))
-            used.add(rid)
+            used[rid] = (path, lineno)
         records[task] = tuple(rows)
+    if problems:
+        raise ToMRecordError(problems)
     orphans = tuple(rid for rid, r in recons.items() if r.task in wanted and rid not in used)
     return ToMBenchmark(folder=folder, records=records, orphan_reconstructions=orphans)
 

@@ -151,6 +151,8 @@ def save_benchmark(
     import shutil
 
     final = Path(out_dir)
+    if final.exists() and not final.is_dir():  # replacing it would hide the user's file
+        raise BenchmarkFormatError(f"{final} is a file, not a folder; choose another --out")
     final.parent.mkdir(parents=True, exist_ok=True)
     if final.is_dir() and any(final.iterdir()) and not (final / "manifest.json").is_file():
         # Replacing the folder would delete files that are not a benchmark's.
