@@ -54,8 +54,6 @@ HashedScorer = Callable[[tuple[int, ...]], float]
 
 _RECENT = 20
 _RECENT_TURNS = 8
-#: A second-person word (the address verdict asks the punctuation restorer about these only).
-_YOU_WORD = re.compile(r"\b(?:you|your|you're|you've|you'll|you'd|yours|ya)\b", re.IGNORECASE)
 _CAP = 50.0
 
 
@@ -398,9 +396,7 @@ class ConversationState:
             return hit[1]
         if utt is not self.window[-1]:
             return NO_ADDRESS  # an older utterance is only looked up, never recomputed
-        prior = self._prior_turn()
-        if not self.punctuated and _YOU_WORD.search(utt.text):
-            prior = replace(prior, p_question=self.punctuation.probabilities(utt.text)[0])
+        prior = replace(self._prior_turn(), recognizer=not self.punctuated)
         v = address_verdict(
             utt.heard or utt.text,
             utt.speaker,

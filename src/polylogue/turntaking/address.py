@@ -23,10 +23,11 @@ says who is addressed, by which words, and how:
   or a "you" tag at the end; a question mark in the original text also counts); a "you" in
   text read out ("it says your bill will rise") asks nobody;
 * ``you-after``: the same without a question by its words, on a recognizer's text only: a
-  "you" statement right after the addressee spoke that the punctuation restorer finds at least
-  :data:`YOU_STATEMENT_QUESTION` likely to have been written as a question ("you worked in a
-  mine", "so you're really not going"); generic "you" ("you never know with these vendors",
-  "you've got to laugh") rarely is. Written text says it with its own question mark;
+  "you" statement right after the addressee spoke ("you worked in a mine", "so you're really
+  not going": a recognizer drops the question mark that made them questions). Written text
+  says it with its own question mark, so there a "you" statement asks nobody. (Gating it by
+  the punctuation restorer's P(question) was tried: it spared two generic "you" lines of the
+  development probe and lost 7 to 17 points of the corpora's recognizer follow-ups.);
 * ``dyad-question``: with two people in the room, a question by its words that calls nobody
   else ("how long should it be") asks the other one.
 
@@ -349,9 +350,9 @@ class PriorTurn:
     #: The utterance just before (another speaker's) asks who or which (a bare name after it
     #: answers the question instead of calling that person).
     question_before: bool = False
-    #: P(the words were written as a question), from the punctuation restorer, for a
-    #: recognizer's text with a "you" in it; None for written text (its marks say it).
-    p_question: float | None = None
+    #: The transcript is a recognizer's (no punctuation so far): its marks, if any, were
+    #: put back by the engine, so a "you" statement may have been a question.
+    recognizer: bool = False
     #: People in the room (the speaker included); 0 when unknown.
     people: int = 0
     #: The people present other than the speaker, when the room knows them ("" unknown).
@@ -741,12 +742,7 @@ def address_verdict(
     group = to_group(words)
     you_q = asks_you(words, text) and not group
     you_said = (
-        not you_q
-        and not group
-        and prior.p_question is not None
-        and prior.p_question >= YOU_STATEMENT_QUESTION
-        and not reads_out(words)
-        and says_you(words)
+        prior.recognizer and not you_q and not group and not reads_out(words) and says_you(words)
     )
     off_roster = not addressed and calls_off_roster(words)
     if off_roster:
@@ -785,12 +781,6 @@ def address_verdict(
         to_you=not group and not reads_out(words) and says_you(words),
     )
 
-
-#: A recognizer's "you" statement right after someone spoke asks them when the punctuation
-#: restorer gives it at least this probability of a question mark. Chosen on the validation
-#: splits: it keeps 80-90% of the "you" statements the corpora write as questions (Friends
-#: 0.84, ICSI 0.90, Earnings-21 0.80, AMI 0.83) and drops about half of the others.
-YOU_STATEMENT_QUESTION = 0.1
 
 #: Words that call a person by relation or endearment, not by name ("honey", "kids",
 #: "grandma"): said first or last, they call someone the roster does not name.
