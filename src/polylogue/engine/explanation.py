@@ -30,9 +30,9 @@ from polylogue.turntaking.address import AddressVerdict
 
 #: How another participant was addressed, by the verdict's kind (a name unless listed).
 _OTHER_KIND = {
-    "follow-up": "asked right after they spoke",
-    "you-after": "spoken to as 'you' right after they spoke",
-    "earlier-in-turn": "addressed one utterance earlier",
+    "follow-up": "a question right after they spoke",
+    "you-after": "'you' right after they spoke",
+    "earlier-in-turn": "named one utterance earlier",
 }
 #: The words of a reason that held back a SPEAK (the address gate, the cooldown).
 GATE_WORDS = "address gate"
@@ -162,7 +162,7 @@ def not_addressed(verdict: AddressVerdict, target: str) -> str | None:
     others = [a for a in verdict.addressed if a.pid != target]
     if others:
         first = others[0]
-        how = _OTHER_KIND.get(first.kind, "addressed by name")
+        how = _OTHER_KIND.get(first.kind, "by name")
         who = ", ".join(a.pid for a in others)
         return f'the words address {who} ({how}: "{first.words}")'
     mention = verdict.mention_of(target)
@@ -185,6 +185,10 @@ _OTHER_ADDRESS = (
     "someone else",
     "the words address ",
 )
+#: The cue phrases of another participant's address (one contains a target phrase).
+_OTHER_PHRASES = tuple(
+    CUE_PHRASES[k] for k in ("other_vocative", "other_follow_up", "other_vocative_prev")
+)
 #: Phrases that argue for keeping quiet (wrong beside a SPEAK).
 _AGAINST_SPEAKING = (
     "not addressed",
@@ -202,8 +206,8 @@ _QUOTED = re.compile(r'"[^"]*"')
 
 
 def _claims_target_address(text: str) -> bool:
-    for phrase in _OTHER_ADDRESS:
-        text = text.replace(phrase + "addressed by name", "")
+    for phrase in _OTHER_PHRASES:
+        text = text.replace(phrase, "")
     return any(p in text for p in _TARGET_ADDRESS)
 
 

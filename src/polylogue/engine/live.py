@@ -42,6 +42,7 @@ from polylogue.engine.deployment import (
     Action,
     Deployment,
     Reason,
+    Thresholds,
 )
 from polylogue.engine.engine import EngineDecision, TurnTakingEngine
 from polylogue.engine.explanation import (
@@ -89,6 +90,31 @@ def addresses_nobody_else(d: EngineDecision) -> bool:
     agent addressed, or nobody named): the one test of "addresses nobody else" the
     ``adaptive`` audience applies."""
     return d.addressed or not d.address.addressed
+
+
+def pause_values(
+    d: EngineDecision,
+    deployment: Deployment,
+    thresholds: Thresholds | None = None,
+    cooling: float | None = None,
+    one_to_one: bool = False,
+) -> PauseValues:
+    """What the action at a pause is chosen from: the engine's answer, the deployment's point
+    (``thresholds``: the policy's for the agent's state, else the deployment's), and the live
+    state's gates (see :mod:`polylogue.engine.explanation`)."""
+    return PauseValues(
+        target=d.target,
+        p_speak=d.p_speak,
+        p_backchannel=d.p_backchannel,
+        thresholds=thresholds or deployment.thresholds,
+        addressed=d.addressed,
+        verdict=d.address,
+        addressed_only=deployment.addressed_only,
+        speaks=deployment.speaks,
+        backchannel_cue=d.cues.get("backchannel") or "a short acknowledgement fits",
+        cooling=cooling,
+        one_to_one=one_to_one,
+    )
 
 
 @dataclass(frozen=True)
@@ -546,13 +572,15 @@ class LiveConversation:
         who = self.present if self.roster_known else self.engine.state.utt_count
         return [p for p in who if p != self.agent.pid and p not in self.focus.ignored]
 
+    def alone_with(self, speaker: str) -> bool:
+        """Is ``speaker`` the only other person present (ignored participants aside)?"""
+        # Whoever speaks is evidently here, on the roster's present list or not.
+        return {*self.humans_present(), speaker} == {speaker}
+
     def _one_to_one(self, d: EngineDecision, speaker: str) -> bool:
         """Answer as a one-to-one assistant (``adaptive`` audience, one other person present,
         words that address nobody else)? False: the role's rules."""
-        if self.audience != "adaptive":
-            return False
-        # Whoever speaks is evidently here, on the roster's present list or not.
-        return {*self.humans_present(), speaker} == {speaker} and addresses_nobody_else(d)
+        return self.audience == "adaptive" and self.alone_with(speaker) and addresses_nobody_else(d)
 
     def _bind_agent(self, spec: str) -> _Agent:
         found = self.names.matches(spec)
@@ -755,16 +783,10 @@ class LiveConversation:
         )
         # The action and its reason come out of one function of these values (a reason
         # cannot contradict its action): see polylogue.engine.explanation.
-        values = PauseValues(
-            target=agent,
-            p_speak=d.p_speak,
-            p_backchannel=d.p_backchannel,
-            thresholds=dep.thresholds if own is None else replace(dep.thresholds, take_floor=own),
-            addressed=d.addressed,
-            verdict=d.address,
-            addressed_only=dep.addressed_only,
-            speaks=dep.speaks,
-            backchannel_cue=d.cues.get("backchannel") or "a short acknowledgement fits",
+        values = pause_values(
+            d,
+            dep,
+            None if own is None else replace(dep.thresholds, take_floor=own),
             cooling=pol.cooldown_s if cooling else None,
             one_to_one=self._one_to_one(d, speaker),
         )
