@@ -71,7 +71,12 @@ def deployments(domain: str | None) -> dict[str, Deployment]:
     out: dict[str, Deployment] = {}
     for name, options in CONFIGS.items():
         model = next(iter(out.values())).model if out else None
-        out[name] = Deployment.resolve(domain=domain, model=model, **options)
+        out[name] = Deployment.resolve(
+            domain=domain,
+            model=model,
+            operating_point=options.get("operating_point"),
+            role=options.get("role"),
+        )
     return out
 
 

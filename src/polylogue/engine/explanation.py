@@ -247,7 +247,7 @@ def contradictions(
             out.append("speak-says-someone-else")
         if _claims_target_address(said) and not addressed:
             out.append("speak-claims-an-address")
-        against = _AGAINST_SPEAKING
+        against: tuple[str, ...] = _AGAINST_SPEAKING
         if OVERRIDE_WORDS in said:  # its words state P below the threshold: that is its point
             against = tuple(a for a in against if "threshold" not in a)
         if any(a in said for a in against):
