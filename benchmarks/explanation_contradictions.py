@@ -8,11 +8,12 @@ replayed through ``LiveConversation`` once per agent (every participant; on IRC 
 ``--irc-agents`` most talkative of each log, as a log has over a hundred), in both renderings of
 the words (``polylogue.rendering``: as written, and as a speech recognizer writes them). At each
 decision the engine's answer is explained for every role and operating point and both audiences
-(``polylogue.engine.audit``: the function the live conversation uses), written as a front end
-writes it and checked by ``polylogue.engine.explanation.contradictions``: a SPEAK whose reason
-says someone else was addressed, claims an address the verdict does not make, or is below the
-threshold without saying an address overrode it; a non-SPEAK that claims an address, or that
-the address gate held back without saying so; a reason code whose action or values disagree.
+(``polylogue.evaluation.explanations``, with the function the live conversation uses), written
+as a front end writes it and checked by ``polylogue.engine.explanation.contradictions``: a SPEAK
+whose reason says someone else was addressed, claims an address the verdict does not make,
+argues for silence, or is below the threshold without saying an address overrode it; a
+non-SPEAK that claims an address, or that the address gate held back without saying so; a
+reason code whose action or values disagree.
 
 Printed: per corpus and rendering the decisions (all 14 configurations together), the
 contradictions, and the SPEAKs by the threshold alone while the words address someone else (a
@@ -32,7 +33,7 @@ from pathlib import Path
 
 from polylogue.conversation import Conversation
 from polylogue.corpora import load_corpus
-from polylogue.engine.audit import (
+from polylogue.evaluation.explanations import (
     AuditCounts,
     agents_of,
     audit_conversation,

@@ -18,14 +18,14 @@ from cli_run import run_polylogue
 
 from polylogue.conversation import Conversation, Participant
 from polylogue.corpora import load_corpus
-from polylogue.engine.audit import (
+from polylogue.engine.deployment import Action, Reason, Thresholds
+from polylogue.engine.explanation import PauseValues, contradictions, explain
+from polylogue.evaluation.explanations import (
     AuditCounts,
     agents_of,
     audit_conversation,
     deployments,
 )
-from polylogue.engine.deployment import Action, Reason, Thresholds
-from polylogue.engine.explanation import PauseValues, contradictions, explain
 from polylogue.rendering import RENDERINGS
 from polylogue.turntaking.address import NameTerms, PriorTurn, address_verdict
 from polylogue.turntaking.dataset import reader_options

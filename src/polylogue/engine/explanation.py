@@ -79,9 +79,6 @@ class Explanation:
     #: The floor threshold applied.
     threshold: float
 
-    def to_dict(self) -> dict[str, str]:
-        return {"reason": self.text, "reason_code": self.reason.value}
-
 
 def explain(v: PauseValues) -> Explanation:
     """The reason, its words and the action at one pause (module docstring)."""
