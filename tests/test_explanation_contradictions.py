@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import replace
 
 import pytest
-from cli_run import run_polylogue
+from cli_run import polylogue_process, run_polylogue
 
 from polylogue.conversation import Conversation, Participant
 from polylogue.corpora import load_corpus
@@ -212,7 +212,9 @@ Bob: So where are we with the release?
 )
 def test_decide_plain_and_json_give_one_reason(options: list[str]) -> None:
     args = ["decide", "-", "--as", "Dave", *options]
-    plain = run_polylogue(args, stdin=TRANSCRIPT).stdout.decode()
+    # The plain output as a piped user sees it: a real process for one case, in-process else.
+    run = polylogue_process if not options else run_polylogue
+    plain = run(args, stdin=TRANSCRIPT).stdout.decode()
     rows = [
         json.loads(x)
         for x in run_polylogue([*args, "--json"], stdin=TRANSCRIPT).stdout.decode().splitlines()
