@@ -130,20 +130,26 @@ def _text(reason: Reason, v: PauseValues) -> str:
         return ONE_TO_ONE_WORDS
     if reason is Reason.BACKCHANNEL:
         return v.backchannel_cue
-    named = not_addressed(v.verdict, v.target)
     if reason is Reason.ABOVE_THRESHOLD:
         # Only what speaks for the target: another addressee is in ``address``, not here.
         mention = v.verdict.mention_of(v.target)
-        return _p(v, ">=") + (f'; named ("{mention.words}")' if mention is not None else "")
-    if reason is Reason.ADDRESS_GATE:
-        text = f"{GATE_WORDS}: not addressed, so no SPEAK at {_p(v, '>=')}"
-        return text + (f"; {named}" if named else "")
+        return _p(v, ">=") + ("" if mention is None else f"; named{_quoted(mention.words)}")
     if reason is Reason.COOLDOWN:
         return (
             f"{COOLDOWN_WORDS} ({v.cooling:g} s): holds back an unaddressed SPEAK at "
             f"{_p(v, '>=')} this soon after the last one"
         )
+    named = not_addressed(v.verdict, v.target)
+    if reason is Reason.ADDRESS_GATE:
+        text = f"{GATE_WORDS}: not addressed, so no SPEAK at {_p(v, '>=')}"
+        return text + (f"; {named}" if named else "")
     return _p(v, "<") + (f"; {named}" if named else "")  # below the threshold
+
+
+def _quoted(words: str) -> str:
+    """`` ("the words")``, or nothing when the verdict gives none (a double quote inside is
+    written as a single one: the checker reads quoted words as quoted)."""
+    return f' ("{words.replace(chr(34), chr(39))}")' if words else ""
 
 
 def target_address(verdict: AddressVerdict, target: str) -> str:
@@ -151,7 +157,7 @@ def target_address(verdict: AddressVerdict, target: str) -> str:
     mine = verdict.of(target)
     if mine is None:  # a further block's columns said so (a chat nick), not the words' verdict
         return "addressed by nick"
-    return f'{address_phrase(verdict, target)} ("{mine.words}")'
+    return f"{address_phrase(verdict, target)}{_quoted(mine.words)}"
 
 
 def not_addressed(verdict: AddressVerdict, target: str) -> str | None:
@@ -161,10 +167,11 @@ def not_addressed(verdict: AddressVerdict, target: str) -> str | None:
         first = others[0]
         how = _OTHER_KIND.get(first.kind, "by name")
         who = ", ".join(a.pid for a in others)
-        return f'the words address {who} ({how}: "{first.words}")'
+        said = f": {_quoted(first.words)[2:-1]}" if first.words else ""
+        return f"the words address {who} ({how}{said})"
     mention = verdict.mention_of(target)
     if mention is not None:
-        return f'named, not addressed ("{mention.words}")'
+        return f"named, not addressed{_quoted(mention.words)}"
     return None
 
 
