@@ -119,7 +119,14 @@ def served_rows(
     for i, x in enumerate(res.json()["results"]):
         assert x["ok"], x
         d = x.get("decision") or {}
-        rows.append({"index": i, "decision": d.get("action"), "suggested": d.get("suggested")})
+        rows.append(
+            {
+                "index": i,
+                "decision": d.get("action"),
+                "suggested": d.get("suggested"),
+                "reason_code": d.get("reason_code"),
+            }
+        )
     client.delete(f"{url}/v1/sessions/{sid}")
     return rows
 
@@ -150,6 +157,7 @@ def livekit_rows(
                 "index": i,
                 "decision": None if d.action is None else d.action.value,
                 "suggested": None if d.suggested is None else d.suggested.value,
+                "reason_code": None if d.reason_code is None else d.reason_code.value,
             }
         )
     return rows

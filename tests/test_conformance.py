@@ -39,7 +39,7 @@ from front_ends import (
 from servers import polylogue_serve
 
 from polylogue.conversation import Participant, Utterance
-from polylogue.engine.deployment import Deployment
+from polylogue.engine.deployment import REASON_ACTIONS, Deployment, Reason
 from polylogue.rendering import RENDERINGS, render_text
 
 SCENARIOS = Path(__file__).parent / "scenarios"
@@ -180,9 +180,9 @@ def _deployment(domain: str, config: str) -> Deployment:
     return Deployment.resolve(domain=domain, **CONFIGS[config])
 
 
-def _last(rows: list[dict], index: int) -> tuple[str | None, str | None]:
+def _last(rows: list[dict], index: int) -> tuple[str | None, str | None, str | None]:
     row = next(r for r in rows if r["index"] == index)
-    return row["decision"], row.get("suggested")
+    return row["decision"], row.get("suggested"), row.get("reason_code")
 
 
 @pytest.fixture(scope="module")
@@ -191,13 +191,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-Results = dict[Case, tuple[str | None, str | None]]
+Results = dict[Case, tuple[str | None, str | None, str | None]]
 
 
 @pytest.fixture(scope="module")
 def results(server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """``results(front_end)``: its (action, suggestion) at every case's decision point,
-    computed once per front end."""
+    """``results(front_end)``: its (action, suggestion, reason code) at every case's
+    decision point, computed once per front end."""
     tmp = tmp_path_factory.mktemp("scenarios")
     with httpx.Client(timeout=60) as client:
 
@@ -233,7 +233,10 @@ def _failures(got: Results) -> list[str]:
     still_missed: set[str] = set()
     for s, rendering, config in cases():
         want = s.expect[config]
-        action, suggested = got[s.id, rendering, config]
+        action, suggested, code = got[s.id, rendering, config]
+        # The reason code gives the action (polylogue.engine.explanation): never another one.
+        if code is None or REASON_ACTIONS[Reason(code)].value != (suggested or action):
+            out.append(f"{s.id} [{rendering}, {config}]: reason {code} with {action}/{suggested}")
         if not meets(want, action, suggested):
             if s.known_miss:
                 still_missed.add(s.id)
@@ -270,8 +273,12 @@ def test_every_front_end_gives_the_same_actions(results: Any) -> None:
     want = results("decide-file")
     for front_end in FRONT_ENDS[1:]:
         got = results(front_end)
-        # The action everywhere; the suggestion where it differs from it (the observer).
+        # The action and its reason everywhere; the suggestion where it differs from the
+        # action (the observer).
         differ = [
-            k for k in want if got[k][0] != want[k][0] or (k[2] == "observer" and got[k] != want[k])
+            k
+            for k in want
+            if (got[k][0], got[k][2]) != (want[k][0], want[k][2])
+            or (k[2] == "observer" and got[k] != want[k])
         ]
         assert not differ, (front_end, [(k, want[k], got[k]) for k in differ[:20]])

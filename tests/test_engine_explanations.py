@@ -54,3 +54,15 @@ def test_a_name_inside_a_question_to_someone_else_is_not_address() -> None:
     lines = [("Ross Geller", "Hey."), ("Rachel Green", "Where's Chandler?")]
     assert "someone else addressed by name" not in _active(lines, "Ross Geller")
     assert "addressed by name" not in _active(lines, "Chandler Bing")
+
+
+def test_a_question_to_the_previous_speaker_is_not_by_name() -> None:
+    # Rachel asks Ross (who just spoke) a "you" question that names nobody: for Chandler the
+    # words address someone else, and not by name.
+    lines = [
+        ("Ross Geller", "I rewrote the whole speech last night."),
+        ("Rachel Green", "what do you think"),
+    ]
+    active = _active(lines, "Chandler Bing")
+    assert "someone else addressed by name" not in active
+    assert active[0] == "question put to someone else (the previous speaker)"

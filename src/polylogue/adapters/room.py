@@ -454,6 +454,7 @@ def decision_row(
         None if d is None or d.action is None or d.p_speak is None else round(d.p_speak, 4)
     )
     row["reason"] = why if d is None else d.reason
+    row["reason_code"] = None if d is None or d.reason_code is None else d.reason_code.value
     return row
 
 

@@ -415,13 +415,10 @@ def _print_step(
     if plain:  # piped: one plain line per utterance, never wrapped
         line = f"{step.index + 1} {_fmt_time(u.start)}{name}: {text}"
         if d is not None and d.engine is not None:
-            cues = ", ".join(d.engine.cues.get("active", [])) or "no explicit cue"
-            if d.action == "BACKCHANNEL" or d.suggested == "BACKCHANNEL":
-                cues = d.engine.cues.get("backchannel", cues)
             line += (
                 f"\t| P(speak)={d.engine.p_speak:.2f} threshold={d.threshold:.2f} "
                 f"P(backchannel)={d.engine.p_backchannel:.2f} {_verdict(d, target_name)}"
-                f" ({cues}){check}"
+                f" ({printable(d.reason)}){check}"
             )
         elif step.skipped == SKIPPED_ACKNOWLEDGEMENT:
             line += f"\t| skipped: {step.skipped} (no decision after an acknowledgement)"
@@ -438,13 +435,11 @@ def _print_step(
     bar = probability_bar(e.p_speak, d.threshold or 0.0)
     style = {"SPEAK": "bold green", "BACKCHANNEL": "yellow"}.get(str(d.action), "dim")
     verdict = f"[{style}]{escape(_verdict(d, target_name))}[/{style}]"
-    cues = ", ".join(e.cues.get("active", [])) or "no explicit cue"
-    if d.action == "BACKCHANNEL" or d.suggested == "BACKCHANNEL":
-        cues = e.cues.get("backchannel", cues)
+    # The decision's reason, as --json writes it (polylogue.engine.explanation).
     console.print(
         f"       [cyan]{bar}[/cyan] P(speak)={e.p_speak:.2f} P(backchannel)={e.p_backchannel:.2f}"
         f"  {verdict}"
-        f"  [dim]({escape(cues)})[/dim]{escape(check)}",
+        f"  [dim]({escape(printable(d.reason))})[/dim]{escape(check)}",
         highlight=False,
     )
 
@@ -500,10 +495,12 @@ def _step_json(step: _Step, target: str) -> dict[str, Any]:
                 "decision": None if d.action is None else d.action.value,
                 "suggested": None if d.suggested is None else d.suggested.value,
                 "reason": d.reason,
+                "reason_code": None if d.reason_code is None else d.reason_code.value,
                 "p_speak": round(e.p_speak, 4),
                 "p_backchannel": round(e.p_backchannel, 4),
                 "p_silent": round(e.p_silent, 4),
                 "threshold": d.threshold,
+                "addressed": e.addressed,
                 "address": e.cues.get("address"),
                 "cues": e.cues,
                 "contributions": [list(c) for c in e.contributions],

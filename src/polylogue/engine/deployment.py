@@ -21,16 +21,24 @@ beside what they resolved to, so a role given at run time (:meth:`Deployment.wit
 resolved exactly as the same role given at creation, and clearing it returns to the
 session's own point.
 
-One rule turns the three calibrated probabilities into one action (:meth:`Deployment.choose`):
+One rule turns the three calibrated probabilities into one :class:`Reason`, and the reason
+fixes the action (:data:`REASON_ACTIONS`; :meth:`Deployment.reason`, :meth:`Deployment.choose`):
 
 0. SPEAK when the words address the agent (:mod:`polylogue.turntaking.address`: named as
    addressee, introduced, or asked a "you" question right after it spoke), at every operating
-   point; ``addressed-only`` (the ``assistant``) speaks only then;
-1. BACKCHANNEL when P(backchannel) >= ``backchannel`` and P(backchannel) >=
+   point: ``addressed`` with P(take floor) at or above the floor threshold,
+   ``address-overrides-threshold`` below it; ``addressed-only`` (the ``assistant``) speaks only
+   then;
+1. BACKCHANNEL (``backchannel``) when P(backchannel) >= ``backchannel`` and P(backchannel) >=
    ``backchannel_margin`` x P(take floor): a short acknowledgement is about as likely as a floor
    take, and far cheaper to get wrong than an interruption;
-2. otherwise SPEAK when P(take floor) >= ``take_floor``;
-3. otherwise SILENT.
+2. otherwise SPEAK when P(take floor) >= ``take_floor`` (``above-threshold``), unless the
+   address gate of ``addressed-only`` holds it back (SILENT, ``address-gate``);
+3. otherwise SILENT (``below-threshold``).
+
+The live policy adds the reasons that depend on the agent's state and the clock (``cooldown``,
+``one-to-one``, ``long-silence``), and :mod:`polylogue.engine.explanation` writes each reason's
+words from the same values, so a reason never contradicts its action.
 
 A point whose backchannel threshold is above 1 never suggests one (its validation precision
 was too low to be worth saying).
@@ -148,18 +156,65 @@ class Thresholds:
         }
 
 
+class Reason(StrEnum):
+    """Why the rule gives its action at one pause (the action is :data:`REASON_ACTIONS`'s)."""
+
+    #: The words address the agent and P(take floor) >= the floor threshold.
+    ADDRESSED = "addressed"
+    #: The words address the agent and P(take floor) < the floor threshold: the address wins.
+    ADDRESS_OVERRIDES_THRESHOLD = "address-overrides-threshold"
+    #: Not addressed, P(take floor) >= the floor threshold.
+    ABOVE_THRESHOLD = "above-threshold"
+    #: ``audience="adaptive"`` with one other person present (:mod:`polylogue.engine.live`).
+    ONE_TO_ONE = "one-to-one"
+    #: The facilitator steps into a long silence (:meth:`LiveConversation.silence`).
+    LONG_SILENCE = "long-silence"
+    #: A short acknowledgement fits (the backchannel thresholds).
+    BACKCHANNEL = "backchannel"
+    #: Not addressed, P(take floor) < the floor threshold.
+    BELOW_THRESHOLD = "below-threshold"
+    #: A SPEAK above the threshold held back: the point speaks only when addressed.
+    ADDRESS_GATE = "address-gate"
+    #: A SPEAK above the threshold held back: an unaddressed interjection was made too recently.
+    COOLDOWN = "cooldown"
+
+
+#: The action each reason gives (an observer's is then SILENT: it never acts).
+REASON_ACTIONS: dict[Reason, Action] = {
+    Reason.ADDRESSED: Action.SPEAK,
+    Reason.ADDRESS_OVERRIDES_THRESHOLD: Action.SPEAK,
+    Reason.ABOVE_THRESHOLD: Action.SPEAK,
+    Reason.ONE_TO_ONE: Action.SPEAK,
+    Reason.LONG_SILENCE: Action.SPEAK,
+    Reason.BACKCHANNEL: Action.BACKCHANNEL,
+    Reason.BELOW_THRESHOLD: Action.SILENT,
+    Reason.ADDRESS_GATE: Action.SILENT,
+    Reason.COOLDOWN: Action.SILENT,
+}
+
+
+def rule_reason(
+    p_take: float, p_back: float, thresholds: Thresholds, addressed: bool = False
+) -> Reason:
+    """The three-outcome rule (module docstring) for one pause, as its reason: an address
+    first (every point answers a direct address), else the thresholds."""
+    if addressed:
+        if p_take >= thresholds.take_floor:
+            return Reason.ADDRESSED
+        return Reason.ADDRESS_OVERRIDES_THRESHOLD
+    if p_back >= thresholds.backchannel and p_back >= thresholds.backchannel_margin * p_take:
+        return Reason.BACKCHANNEL
+    if p_take >= thresholds.take_floor:
+        return Reason.ABOVE_THRESHOLD
+    return Reason.BELOW_THRESHOLD
+
+
 def choose_action(
     p_take: float, p_back: float, thresholds: Thresholds, addressed: bool = False
 ) -> Action:
-    """The three-outcome rule (module docstring) for one pause: SPEAK whenever the words
-    address the agent (every point answers a direct address), else by the thresholds."""
-    if addressed:
-        return Action.SPEAK
-    if p_back >= thresholds.backchannel and p_back >= thresholds.backchannel_margin * p_take:
-        return Action.BACKCHANNEL
-    if p_take >= thresholds.take_floor:
-        return Action.SPEAK
-    return Action.SILENT
+    """The three-outcome rule's action (:func:`rule_reason`) for one pause: SPEAK whenever
+    the words address the agent, else by the thresholds."""
+    return REASON_ACTIONS[rule_reason(p_take, p_back, thresholds, addressed)]
 
 
 def balanced_threshold(model: TurnTakingModel, domain: str | None) -> float:
@@ -338,12 +393,19 @@ class Deployment:
         """False for the observer role: decisions are made and logged, never acted on."""
         return self.role is None or ROLES[self.role].speaks
 
+    def reason(
+        self, p_take: float, p_back: float, addressed: bool, thresholds: Thresholds | None = None
+    ) -> Reason:
+        """The rule's reason at one pause with this point's address gate (``thresholds``: the
+        live policy's for the agent's state, else this deployment's)."""
+        why = rule_reason(p_take, p_back, thresholds or self.thresholds, addressed)
+        if why is Reason.ABOVE_THRESHOLD and self.addressed_only:
+            return Reason.ADDRESS_GATE
+        return why
+
     def choose(self, p_take: float, p_back: float, addressed: bool) -> Action:
         """The action the rule gives at one pause (before a role silences it)."""
-        action = choose_action(p_take, p_back, self.thresholds, addressed)
-        if action is Action.SPEAK and self.addressed_only and not addressed:
-            return Action.SILENT
-        return action
+        return REASON_ACTIONS[self.reason(p_take, p_back, addressed)]
 
     def with_role(self, role: str | None) -> Deployment:
         """This deployment's own options (:attr:`request`) resolved again with ``role``: the

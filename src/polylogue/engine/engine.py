@@ -52,6 +52,9 @@ CUE_PHRASES: dict[str, str] = {
     "group_address": "addressed to the group",
     "target_vocative_prev": "addressed by name one utterance earlier",
     "target_never_spoke": "target has not spoken yet",
+    # Not features: how the address verdict puts the turn to someone else without a name.
+    "other_follow_up": "question put to someone else (the previous speaker)",
+    "other_vocative_prev": "someone else addressed one utterance earlier",
 }
 
 
@@ -84,6 +87,12 @@ def address_phrase(verdict: AddressVerdict, target: str) -> str | None:
             return CUE_PHRASES["target_vocative_prev"]
         return CUE_PHRASES["target_vocative"]
     if verdict.addressed:
+        # "by name" only where a name did it: a follow-up to the previous speaker names nobody.
+        kind = verdict.addressed[0].kind
+        if kind in ("follow-up", "you-after"):
+            return CUE_PHRASES["other_follow_up"]
+        if kind == "earlier-in-turn":
+            return CUE_PHRASES["other_vocative_prev"]
         return CUE_PHRASES["other_vocative"]
     if verdict.mention_of(target) is not None:
         return CUE_PHRASES["target_mention_third_person"]

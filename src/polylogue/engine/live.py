@@ -41,9 +41,17 @@ from polylogue.engine.deployment import (
     ROLES,
     Action,
     Deployment,
-    choose_action,
+    Reason,
+    Thresholds,
 )
 from polylogue.engine.engine import EngineDecision, TurnTakingEngine
+from polylogue.engine.explanation import (
+    Explanation,
+    PauseValues,
+    explain,
+    explain_silence,
+    rule_for,
+)
 from polylogue.engine.features import SPOKEN, Spoken
 from polylogue.engine.model import TurnTakingModel
 from polylogue.errors import PolylogueInputError
@@ -90,6 +98,31 @@ def addresses_nobody_else(d: EngineDecision) -> bool:
         return True
     v = d.address
     return not (v.addressed or v.off_roster) and v.to_you
+
+
+def pause_values(
+    d: EngineDecision,
+    deployment: Deployment,
+    thresholds: Thresholds | None = None,
+    cooling: float | None = None,
+    one_to_one: bool = False,
+) -> PauseValues:
+    """What the action at a pause is chosen from: the engine's answer, the deployment's point
+    (``thresholds``: the policy's for the agent's state, else the deployment's), and the live
+    state's gates (see :mod:`polylogue.engine.explanation`)."""
+    return PauseValues(
+        target=d.target,
+        p_speak=d.p_speak,
+        p_backchannel=d.p_backchannel,
+        thresholds=thresholds or deployment.thresholds,
+        addressed=d.addressed,
+        verdict=d.address,
+        addressed_only=deployment.addressed_only,
+        speaks=deployment.speaks,
+        backchannel_cue=d.cues.get("backchannel") or "a short acknowledgement fits",
+        cooling=cooling,
+        one_to_one=one_to_one,
+    )
 
 
 @dataclass(frozen=True)
@@ -209,6 +242,33 @@ class LiveDecision:
     barge_in: BargeInDecision | None = None
     #: What the rule says before a role that never speaks (observer) silences it.
     suggested: Action | None = None
+    #: The rule's reason (:class:`~polylogue.engine.deployment.Reason`; None: no decision).
+    reason_code: Reason | None = None
+
+    @classmethod
+    def of(
+        cls,
+        index: int,
+        speaker: str,
+        why: Explanation,
+        agent_state: AgentState,
+        engine: EngineDecision | None = None,
+        barge_in: BargeInDecision | None = None,
+    ) -> LiveDecision:
+        """A decision whose action, suggestion and reason are one explanation's."""
+        return cls(
+            index,
+            speaker,
+            why.action,
+            why.text,
+            agent_state,
+            None if engine is None else engine.p_speak,
+            why.threshold,
+            engine,
+            barge_in,
+            why.suggested,
+            why.reason,
+        )
 
     @property
     def p_backchannel(self) -> float | None:
@@ -221,6 +281,7 @@ class LiveDecision:
             "action": None if self.action is None else self.action.value,
             "suggested": None if self.suggested is None else self.suggested.value,
             "reason": self.reason,
+            "reason_code": None if self.reason_code is None else self.reason_code.value,
             "agent_state": self.agent_state.value,
             "p_speak": None if self.p_speak is None else round(self.p_speak, 4),
             "threshold": self.threshold,
@@ -519,15 +580,15 @@ class LiveConversation:
         who = self.present if self.roster_known else self.engine.state.utt_count
         return [p for p in who if p != self.agent.pid and p not in self.focus.ignored]
 
-    def _one_to_one(self, d: EngineDecision, speaker: str) -> str | None:
-        """The reason to answer as a one-to-one assistant (``adaptive`` audience, one other
-        person present, words that address nobody else), or None: the role's rules."""
-        if self.audience != "adaptive":
-            return None
+    def alone_with(self, speaker: str) -> bool:
+        """Is ``speaker`` the only other person present (ignored participants aside)?"""
         # Whoever speaks is evidently here, on the roster's present list or not.
-        if {*self.humans_present(), speaker} != {speaker} or not addresses_nobody_else(d):
-            return None
-        return "one-to-one: the only other person present"
+        return {*self.humans_present(), speaker} == {speaker}
+
+    def _one_to_one(self, d: EngineDecision, speaker: str) -> bool:
+        """Answer as a one-to-one assistant (``adaptive`` audience, one other person present,
+        words that address nobody else)? False: the role's rules."""
+        return self.audience == "adaptive" and self.alone_with(speaker) and addresses_nobody_else(d)
 
     def _bind_agent(self, spec: str) -> _Agent:
         found = self.names.matches(spec)
@@ -655,11 +716,10 @@ class LiveConversation:
         if self.last_unaddressed_speak is not None and self.last_unaddressed_speak >= ended:
             return None  # already stepped into this silence
         self.last_unaddressed_speak = self.clock
-        reason = f"long silence ({self.clock - ended:.1f} s)"
-        action = Action.SPEAK if self.deployment.speaks else Action.SILENT
-        return LiveDecision(
-            self.index, self.agent.pid, action, reason, self._agent_state(), suggested=Action.SPEAK
-        )
+        dep = self.deployment
+        why = explain_silence(self.clock - ended, dep.speaks, dep.take_floor_threshold)
+        decision = LiveDecision.of(self.index, self.agent.pid, why, self._agent_state())
+        return replace(decision, threshold=None)  # no probability was compared with it
 
     def interim_utterance(
         self, speaker: str, text: str, time: float | None = None
@@ -723,39 +783,26 @@ class LiveConversation:
             AgentState.SPEAKING: pol.threshold_speaking,
             AgentState.JUST_SPOKE: pol.threshold_just_spoke,
         }[state]
-        thresholds = dep.thresholds if own is None else replace(dep.thresholds, take_floor=own)
-        thr = thresholds.take_floor
-        action = choose_action(d.p_speak, d.p_backchannel, thresholds, d.addressed)
-        if d.addressed:
-            # Every point that may speak answers a direct address (the verdict's words; the
-            # first cue says how).
-            reason = ", ".join(d.cues.get("active", []))
-        elif action is Action.SPEAK:
-            reason = ", ".join(d.cues.get("active", [])) or "P(speak) above threshold"
-            if dep.addressed_only:
-                action, reason = Action.SILENT, "not addressed (addressed-only)"
-            elif (
-                pol.cooldown_s > 0
-                and self.clock is not None
-                and self.last_unaddressed_speak is not None
-                and self.clock - self.last_unaddressed_speak < pol.cooldown_s
-            ):
-                action, reason = Action.SILENT, f"cooldown ({pol.cooldown_s:g} s)"
-            else:
-                self.last_unaddressed_speak = self.clock
-        elif action is Action.BACKCHANNEL:
-            reason = d.cues.get("backchannel") or "a short acknowledgement fits"
-        else:
-            reason = "P(speak) below threshold"
-        one_to_one = self._one_to_one(d, speaker)
-        if one_to_one is not None:
-            action, reason = Action.SPEAK, one_to_one
-        suggested = action
-        if not dep.speaks:
-            action, reason = Action.SILENT, f"observer (would {suggested.value}: {reason})"
-        return LiveDecision(
-            index, speaker, action, reason, state, d.p_speak, thr, d, barge, suggested
+        cooling = (
+            pol.cooldown_s > 0
+            and self.clock is not None
+            and self.last_unaddressed_speak is not None
+            and self.clock - self.last_unaddressed_speak < pol.cooldown_s
         )
+        # The action and its reason come out of one function of these values (a reason
+        # cannot contradict its action): see polylogue.engine.explanation.
+        values = pause_values(
+            d,
+            dep,
+            None if own is None else replace(dep.thresholds, take_floor=own),
+            cooling=pol.cooldown_s if cooling else None,
+            one_to_one=self._one_to_one(d, speaker),
+        )
+        why = explain(values)
+        # An unaddressed interjection starts the cooldown (also one a one-to-one room answers).
+        if rule_for(replace(values, one_to_one=False)) is Reason.ABOVE_THRESHOLD:
+            self.last_unaddressed_speak = self.clock
+        return LiveDecision.of(index, speaker, why, state, d, barge)
 
     def _barge_in(self, text: str) -> BargeInDecision:
         assert self.barge_in_model is not None

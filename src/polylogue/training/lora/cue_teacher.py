@@ -28,9 +28,10 @@ from polylogue.training.lora.teacher_prompts import teacher_template
 from polylogue.turntaking.types import Decision, DecisionInput
 
 TEACHER_SPEC = "cues"
-#: Bumped when the sentence templates change (enters the teacher identity, so the
-#: distillation folder refuses to mix sentences written by two versions).
-TEMPLATE_VERSION = 1
+#: Bumped when the sentence templates or the cue phrases they read change (enters the
+#: teacher identity, so the distillation folder refuses to mix sentences written by two
+#: versions). 2: a question to someone else names nobody ("question put to someone else").
+TEMPLATE_VERSION = 2
 
 #: Cue phrases (``CUE_PHRASES`` values) in sentence form: "{T} was ...".
 _FOR_SPEAK = {
@@ -48,6 +49,8 @@ _FOR_SPEAK = {
 #: Cues that argue for staying silent: "{S}'s utterance ...".
 _FOR_SILENT = {
     "someone else addressed by name": "is addressed to someone else by name",
+    "question put to someone else (the previous speaker)": "is a question to someone else",
+    "someone else addressed one utterance earlier": "continues a turn addressed to someone else",
     "utterance trails off or is very short": "trails off or is very short",
     "ends on a continuer (and/so/um)": "ends on a continuer",
     "short acknowledgement": "is only a short acknowledgement",
