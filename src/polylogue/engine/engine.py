@@ -55,6 +55,9 @@ CUE_PHRASES: dict[str, str] = {
     # Not features: how the address verdict puts the turn to someone else without a name.
     "other_follow_up": "question put to someone else (the previous speaker)",
     "other_vocative_prev": "someone else addressed one utterance earlier",
+    "dyad_question": "a question in a two-person room (the target is the other person)",
+    "other_dyad_question": "a question in a two-person room, to the other person",
+    "off_roster": "someone off the roster called (a term of address, not a name)",
 }
 
 
@@ -85,6 +88,8 @@ def address_phrase(verdict: AddressVerdict, target: str) -> str | None:
             return CUE_PHRASES["second_person_to_prev_target"]
         if mine.kind == "earlier-in-turn":
             return CUE_PHRASES["target_vocative_prev"]
+        if mine.kind == "dyad-question":
+            return CUE_PHRASES["dyad_question"]
         return CUE_PHRASES["target_vocative"]
     if verdict.addressed:
         # "by name" only where a name did it: a follow-up to the previous speaker names nobody.
@@ -93,9 +98,13 @@ def address_phrase(verdict: AddressVerdict, target: str) -> str | None:
             return CUE_PHRASES["other_follow_up"]
         if kind == "earlier-in-turn":
             return CUE_PHRASES["other_vocative_prev"]
+        if kind == "dyad-question":
+            return CUE_PHRASES["other_dyad_question"]
         return CUE_PHRASES["other_vocative"]
     if verdict.mention_of(target) is not None:
         return CUE_PHRASES["target_mention_third_person"]
+    if verdict.off_roster:
+        return CUE_PHRASES["off_roster"]
     return None
 
 

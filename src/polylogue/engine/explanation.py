@@ -33,6 +33,7 @@ _OTHER_KIND = {
     "follow-up": "a question right after they spoke",
     "you-after": "'you' right after they spoke",
     "earlier-in-turn": "named one utterance earlier",
+    "dyad-question": "a question in a two-person room",
 }
 #: The words of a reason that held back a SPEAK (the address gate, the cooldown).
 GATE_WORDS = "address gate"
@@ -172,6 +173,8 @@ def not_addressed(verdict: AddressVerdict, target: str) -> str | None:
     mention = verdict.mention_of(target)
     if mention is not None:
         return f"named, not addressed{_quoted(mention.words)}"
+    if verdict.off_roster:
+        return "the words call someone off the roster (a term of address)"
     return None
 
 
@@ -182,6 +185,7 @@ _TARGET_ADDRESS = (
     CUE_PHRASES["target_vocative"],
     CUE_PHRASES["question_to_prev_target"],
     CUE_PHRASES["second_person_to_prev_target"],
+    CUE_PHRASES["dyad_question"],
     "addressed by nick",
 )
 #: Phrases that say the words address another participant.
@@ -191,7 +195,8 @@ _OTHER_ADDRESS = (
 )
 #: The cue phrases of another participant's address (one contains a target phrase).
 _OTHER_PHRASES = tuple(
-    CUE_PHRASES[k] for k in ("other_vocative", "other_follow_up", "other_vocative_prev")
+    CUE_PHRASES[k]
+    for k in ("other_vocative", "other_follow_up", "other_vocative_prev", "other_dyad_question")
 )
 #: Phrases that argue for keeping quiet (wrong beside a SPEAK).
 _AGAINST_SPEAKING = (

@@ -86,18 +86,11 @@ def check_audience(value: Any) -> str:
 
 
 def addresses_nobody_else(d: EngineDecision) -> bool:
-    """The words of the utterance just decided on put the turn to the agent, as the only
-    other person present: the agent addressed (by name, by a follow-up, by a question in a
-    two-person room), or nobody else named or called ("honey can you get the door" calls
-    someone off the roster) and the words speak to "you" ("you'll want the blue one").
-    Thinking aloud ("where did i put that file" is a question, so it is asked of the agent;
-    "so that's thirty five each" is not), reading out ("it says your bill will rise") and
-    talk to someone off the call are not answered. The one test of "addresses nobody else"
-    the ``adaptive`` audience applies."""
-    if d.addressed:
-        return True
-    v = d.address
-    return not (v.addressed or v.off_roster) and v.to_you
+    """The words of the utterance just decided on put the turn to nobody but the agent: the
+    agent addressed, or nobody else named or called ("honey can you get the door" calls
+    someone off the roster, and is not for the agent). The one test of "addresses nobody
+    else" the ``adaptive`` audience applies."""
+    return d.addressed or not (d.address.addressed or d.address.off_roster)
 
 
 def pause_values(
