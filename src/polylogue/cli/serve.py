@@ -13,7 +13,7 @@ def register(app: typer.Typer) -> None:
 
 def serve(
     host: Annotated[str, typer.Option(help="Address to bind (loopback by default).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port.")] = 8765,
+    port: Annotated[int, typer.Option(min=0, max=65535, help="TCP port (0: any free one).")] = 8765,
     token: Annotated[
         str | None,
         typer.Option(
@@ -124,10 +124,16 @@ def serve(
     # No access log: a WebSocket URL may carry ?token=.
     options = {"log_level": "warning", "access_log": False, "ws_max_size": MAX_WS_FRAME}
     if workers == 1:
-        config = uvicorn.Config(settings.app(store), **options)  # type: ignore[arg-type]
+        service = settings.app(store)
+        config = uvicorn.Config(service, **options)  # type: ignore[arg-type]
         typer.echo(banner)
         with sock:
             uvicorn.Server(config).run(sockets=[sock])
+        if service.state.unclean_stop:  # answered events that never reached the store
+            typer.echo(
+                f"error: stopped with unwritten state: {service.state.unclean_stop}", err=True
+            )
+            raise typer.Exit(code=1)
         return
     import os
 

@@ -29,6 +29,7 @@ See docs/serve.md for the resume protocol and the status codes.
 from __future__ import annotations
 
 import asyncio
+import errno
 import gc
 import hmac
 import json
@@ -60,9 +61,11 @@ from polylogue.serve.guard import RequestGuard, bound_hosts, is_loopback, token_
 from polylogue.serve.metrics import Metrics
 from polylogue.serve.store import (
     SessionExistsError,
+    SessionGoneError,
     SessionLimitError,
     SessionStore,
     StaleSessionError,
+    StoreUnavailableError,
 )
 
 MAX_TEXT = 10_000
@@ -547,6 +550,16 @@ class Sessions:
         except SessionNotFound as e:
             self.metrics.errors.inc(kind="SessionNotFound")
             return EventOutcome(404, {"ok": False, "seq": seq, "error": str(e)})
+        except SessionGoneError as e:
+            self.cache.pop(sid, None)
+            self.metrics.errors.inc(kind="SessionGone")
+            return EventOutcome(410, {"ok": False, "seq": seq, "error": str(e)})
+        except StoreUnavailableError as e:
+            # Not stored, so not applied: the cached copy may hold the event; the store's
+            # state (its queue first) is the truth. The client sends the event again.
+            self.cache.pop(sid, None)
+            self.metrics.errors.inc(kind="StoreUnavailable")
+            return EventOutcome(503, store_refusal(seq, e))
         except StaleSessionError as e:
             self.cache.pop(sid, None)
             self.metrics.errors.inc(kind="StaleSession")
@@ -593,9 +606,7 @@ class Sessions:
         before it is answered, whatever the write-behind interval: an acknowledged switch to
         ``observer`` must survive a crash, like session creation.
         """
-        await self.store.save(sid, version, snapshot)
-        if isinstance(event, CONTROL_EVENTS):
-            await self.store.persist(sid)
+        await self.store.save(sid, version, snapshot, durable=isinstance(event, CONTROL_EVENTS))
 
     async def summary(self, sid: str) -> dict[str, Any]:
         c = await self._current(sid)
@@ -630,6 +641,18 @@ class Sessions:
             self.cache.pop(sid, None)
         gone = await self.store.expire(self.idle_s)
         return len(set(stale) | set(gone))
+
+
+def not_reached(raw: Any, refused: dict[str, Any]) -> dict[str, Any]:
+    """The result of a batch's event after one the store refused: not applied either (it
+    must not overtake the refused one); the batch is sent again from the first refusal."""
+    error = f"not applied: an earlier event of this batch was refused ({refused.get('error')})"
+    return {"ok": False, "seq": _echo_seq(raw), "error": error, "retry_after": 1}
+
+
+def store_refusal(seq: int | None, e: StoreUnavailableError) -> dict[str, Any]:
+    """The result of an event the store did not take: not applied, send it again later."""
+    return {"ok": False, "seq": seq, "error": str(e), "retry_after": e.retry_after_s}
 
 
 def public_deployment(deployment: Deployment) -> dict[str, Any]:
@@ -860,6 +883,14 @@ def create_app(
     def error(status: int, msg: str) -> JSONResponse:
         return JSONResponse({"ok": False, "error": msg}, status_code=status)
 
+    def unavailable(e: StoreUnavailableError) -> JSONResponse:
+        metrics.errors.inc(kind="StoreUnavailable")
+        return JSONResponse(
+            {"ok": False, "error": str(e), "retry_after": e.retry_after_s},
+            status_code=503,
+            headers={"Retry-After": str(e.retry_after_s)},
+        )
+
     async def body(request: Request) -> Any:
         raw = await read_body(request)
         try:
@@ -882,6 +913,10 @@ def create_app(
                 return await handler(request)
             except SessionNotFound as e:
                 return error(404, str(e))
+            except SessionGoneError as e:
+                return error(410, str(e))
+            except StoreUnavailableError as e:
+                return unavailable(e)
             except SessionExistsError as e:
                 return error(409, str(e))
             except SessionLimitError as e:
@@ -917,16 +952,26 @@ def create_app(
         if isinstance(payload, list):
             if len(payload) > 1000:
                 raise PolylogueInputError("at most 1000 events per request")
-            outcomes = [await sessions.apply_event(sid, e) for e in payload]
+            outcomes: list[EventOutcome] = []
+            for e in payload:
+                if outcomes and outcomes[-1].status == 503:
+                    # Not stored (or busy): a later event must not overtake it.
+                    outcomes.append(EventOutcome(503, not_reached(e, outcomes[-1].result)))
+                else:
+                    outcomes.append(await sessions.apply_event(sid, e))
             # A batch is applied in order, a bad event does not stop the rest: 200 with one
-            # result per event, unless the session does not exist.
-            status = 404 if any(o.status == 404 for o in outcomes) else 200
+            # result per event, unless the session does not exist or the store refused.
+            codes = {o.status for o in outcomes}
+            status = 404 if 404 in codes else 410 if 410 in codes else 503 if 503 in codes else 200
         else:
             outcomes = [await sessions.apply_event(sid, payload)]
             status = outcomes[0].status  # a lone event: its own status (400 when refused)
-        if status == 404:
-            return error(404, next(o.result["error"] for o in outcomes if o.status == 404))
-        return JSONResponse({"results": [o.result for o in outcomes]}, status_code=status)
+        if status in (404, 410):
+            return error(status, next(o.result["error"] for o in outcomes if o.status == status))
+        headers = {"Retry-After": str(StoreUnavailableError.retry_after_s)} if status == 503 else {}
+        return JSONResponse(
+            {"results": [o.result for o in outcomes]}, status_code=status, headers=headers
+        )
 
     async def show(request: Request) -> Response:
         return JSONResponse(await sessions.summary(request.path_params["sid"]))
@@ -935,11 +980,23 @@ def create_app(
         await sessions.delete(request.path_params["sid"])
         return JSONResponse({"ok": True})
 
+    async def store_health() -> dict[str, Any]:
+        found = store.health()
+        report: dict[str, Any] = await found if asyncio.iscoroutine(found) else found
+        metrics.store_up.set(1.0 if report.get("state") == "ok" else 0.0)
+        return report
+
     async def healthz(request: Request) -> Response:
-        return JSONResponse({"ok": True, "sessions_cached": len(sessions.cache)})
+        """200 while the store takes writes; 503 (with the store's error) while it does not."""
+        report = await store_health()
+        ok = report.get("state") == "ok"
+        body = {"ok": ok, "sessions_cached": len(sessions.cache), "store": report}
+        body["tasks"] = {name: t.state() for name, t in background.items()}
+        return JSONResponse(body, status_code=200 if ok else 503)
 
     async def metrics_route(request: Request) -> Response:
         metrics.sessions.set(len(sessions.cache))
+        await store_health()
         return PlainTextResponse(metrics.render(), media_type="text/plain; version=0.0.4")
 
     async def frame_result(ws: WebSocket, message: Any) -> dict[str, Any]:
@@ -1013,16 +1070,20 @@ def create_app(
         finally:
             metrics.sockets.dec()
 
-    async def sweeper() -> None:
-        while True:
-            await asyncio.sleep(sweep_s)
-            metrics.expired.inc(n=await sessions.expire())
+    async def sweep_once() -> None:
+        await asyncio.sleep(sweep_s)
+        metrics.expired.inc(n=await sessions.expire())
+
+    background = {"sweeper": Supervised("sweeper", sweep_once, metrics)}
+    refusals = AcceptRefusals(metrics)
 
     from contextlib import asynccontextmanager
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> Any:
-        task = asyncio.create_task(sweeper())
+        refusals.install(asyncio.get_running_loop())
+        for t in background.values():
+            t.start()
         # Everything loaded so far (the model, the libraries) lives as long as the process:
         # moving it out of the collector's generations keeps full collections short (they
         # paused every session for tens of ms, see benchmarks/serve_load.py's "gc" split).
@@ -1033,8 +1094,14 @@ def create_app(
             yield
         finally:
             metrics.gc.stop()
-            task.cancel()
-            await store.close()
+            for t in background.values():
+                t.stop()
+            try:
+                await store.close()
+            except StoreUnavailableError as e:
+                # Read by `polylogue serve`, which then exits 1: answered events are lost.
+                app.state.unclean_stop = str(e)
+                logger.error("stopped with unwritten state: %s", e)
 
     hosts = bound_hosts("127.0.0.1") if allowed_hosts is None else allowed_hosts
     app = Starlette(
@@ -1053,4 +1120,85 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.sessions = sessions
+    app.state.unclean_stop = None
     return app
+
+
+class Supervised:
+    """A background task that runs ``step`` over and over: an exception in a step is logged
+    (with its traceback, once per kind in a row), counted in ``polylogue_task_restarts_total``
+    and the loop starts again after a pause; it never ends silently."""
+
+    def __init__(self, name: str, step: Any, metrics: Metrics, pause_s: float = 1.0) -> None:
+        self.name, self.step, self.metrics, self.pause_s = name, step, metrics, pause_s
+        self.task: asyncio.Task[None] | None = None
+        self.restarts = 0
+        self.last_error: str | None = None
+
+    def start(self) -> None:
+        self.task = asyncio.get_running_loop().create_task(self._run(), name=self.name)
+
+    def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+
+    def state(self) -> dict[str, Any]:
+        running = self.task is not None and not self.task.done()
+        return {"running": running, "restarts": self.restarts, "last_error": self.last_error}
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.step()
+                self.last_error = None
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                error = f"{type(e).__name__}: {e}"
+                self.restarts += 1
+                self.metrics.restarts.inc(task=self.name)
+                if error != self.last_error:  # not a traceback per retry of one fault
+                    logger.error("background task %s failed; restarting", self.name, exc_info=e)
+                self.last_error = error
+                await asyncio.sleep(self.pause_s)
+
+
+#: ``accept()`` errors that mean the process is out of descriptors or memory.
+_RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+
+
+class AcceptRefusals:
+    """The event loop's handler for ``accept()`` failing for lack of descriptors or memory.
+
+    asyncio reports every failed ``accept()`` with a traceback, as many as the listen backlog
+    per wake-up (megabytes a second while descriptors are exhausted). Here each is counted
+    (``polylogue_connections_refused_total``) and one line per ``interval_s`` says how many;
+    other errors go to the loop's default handler.
+    """
+
+    def __init__(self, metrics: Metrics, interval_s: float = 10.0) -> None:
+        self.metrics, self.interval_s = metrics, interval_s
+        self._since_log = 0
+        self._logged_at = -math.inf
+
+    def install(self, loop: asyncio.AbstractEventLoop) -> None:
+        loop.set_exception_handler(self)
+
+    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        if not (isinstance(exc, OSError) and exc.errno in _RESOURCE_ERRNOS):
+            loop.default_exception_handler(context)
+            return
+        kind = errno.errorcode.get(exc.errno or 0, str(exc.errno))
+        self.metrics.refused.inc(reason=kind)
+        self._since_log += 1
+        now = time.monotonic()
+        if now - self._logged_at >= self.interval_s:
+            logger.error(
+                "cannot accept connections: %s (%s); %d refusals since the last report "
+                "(polylogue_connections_refused_total); raise the descriptor limit (ulimit -n)",
+                exc.strerror,
+                kind,
+                self._since_log,
+            )
+            self._logged_at, self._since_log = now, 0
