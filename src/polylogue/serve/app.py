@@ -44,7 +44,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -54,7 +62,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from polylogue.conversation import BadNameError, Participant, Utterance, clean_name
 from polylogue.engine.deployment import Deployment, DeploymentError
-from polylogue.engine.live import LiveConversation, Policy, snapshot_deployment
+from polylogue.engine.live import AUDIENCES, LiveConversation, Policy, snapshot_deployment
 from polylogue.engine.model import TurnTakingModel, load_model, model_dir_for
 from polylogue.errors import PolylogueInputError
 from polylogue.serve.guard import RequestGuard, bound_hosts, is_loopback, token_problem
@@ -172,15 +180,18 @@ class _Strict(BaseModel):
 
 
 def _usable_name(v: str | None) -> str | None:
-    """A name or id that prints as itself: no control characters (NUL, newline), no bidi."""
+    """A name or id that prints as itself: no control characters (NUL, newline), no bidi,
+    and something visible once normalised (zero-width spaces, variation selectors and other
+    invisible characters alone are one empty name: two of them would be one person)."""
     if v is None:
         return v
     try:
-        clean_name(v)
+        cleaned = clean_name(v)
     except BadNameError as e:
         raise ValueError(str(e)) from None
-    if not v.strip():
-        raise ValueError("name is blank")
+    if not cleaned:
+        shown = "blank" if not v.strip() else f"{v!a}: only invisible characters"
+        raise ValueError(f"name is {shown}")
     return v
 
 
@@ -198,6 +209,15 @@ class ParticipantIn(_Strict):
 
     _names = field_validator("id", "name")(_usable_name)
     _aliases = field_validator("aliases")(_usable_names)
+
+    @field_validator("role")
+    @classmethod
+    def _role_text(cls, v: str | None) -> str | None:
+        """A participant's role prints in summaries and logs: checked like a name."""
+        try:
+            return _usable_name(v)
+        except ValueError as e:
+            raise ValueError("role text" + str(e).removeprefix("name")) from None
 
     def to_participant(self) -> Participant:
         return Participant(self.id, self.name, self.role, tuple(self.aliases))
@@ -264,12 +284,29 @@ class SilenceEvent(_Strict):
     _times = field_validator("time")(_finite)
 
 
+def _required(field: str, choices: str) -> Any:
+    """A before-validator: ``field`` must be present (an event without its value is a
+    mistake, never a silent default); the error names the valid values."""
+
+    def check(cls: Any, data: Any) -> Any:
+        if isinstance(data, dict) and field not in data:
+            raise ValueError(f"missing; choose one of {choices}")
+        return data
+
+    return model_validator(mode="before")(classmethod(check))  # type: ignore[arg-type]
+
+
 class RoleEvent(_Strict):
-    """Switch the session's role at run time (``observer``: decisions logged, never spoken)."""
+    """Switch the session's role at run time (``observer``: decisions logged, never spoken;
+    ``null``: back to the session's own point). The ``role`` field is required."""
 
     type: Literal["role"]
     seq: Seq | None = None
-    role: str | None = None
+    role: str | None
+
+    _present = _required(
+        "role", "observer, assistant, facilitator, or null (the session's own point)"
+    )
 
 
 class AudienceEvent(_Strict):
@@ -277,7 +314,9 @@ class AudienceEvent(_Strict):
 
     type: Literal["audience"]
     seq: Seq | None = None
-    audience: Any = None
+    audience: Any
+
+    _present = _required("audience", ", ".join(AUDIENCES))
 
 
 class FocusIn(_Strict):
@@ -317,8 +356,9 @@ def seq_gap(last_seq: int | None, seq: int | None) -> int:
     """How many ``seq`` numbers an event skips after ``last_seq`` (0: the next one, or none).
 
     A jump is applied (a client may number only some events) but flagged in the result
-    (``"seq_gap"``): a client that numbers every event treats it as its own bug, since every
-    later event numbered below the jump would be answered as a duplicate.
+    (``"seq_gap"``), and the numbers it skipped are remembered (:data:`MAX_SKIPPED` jumps):
+    an event numbered inside them later is refused (409, naming the next ``seq`` the session
+    takes), never answered as a duplicate of an event that was not applied.
     """
     if seq is None or last_seq is None or seq <= last_seq:
         return 0
@@ -340,6 +380,14 @@ class SessionIn(_Strict):
     focus: FocusIn | None = None
     session_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{1,64}$")
 
+    @field_validator("session_id")
+    @classmethod
+    def _reachable(cls, v: str | None) -> str | None:
+        # URLs resolve "." and ".." segments: /v1/sessions/../events is another path.
+        if v in (".", ".."):
+            raise ValueError(f"{v!r} is a path segment, not an id (URLs could not reach it)")
+        return v
+
 
 def _validation_message(e: ValidationError) -> str:
     parts = []
@@ -358,8 +406,27 @@ def parse_event(raw: Any) -> Event:
 
 # ----------------------------------------------------------------------------- sessions
 
-#: Key of the service's own fields in a stored snapshot (next to the live conversation's).
+#: Keys of the service's own fields in a stored snapshot (next to the live conversation's).
 _LAST_SEQ = "serve_last_seq"
+_SKIPPED = "serve_seq_skipped"
+_TIME_OFFSET = "serve_time_offset"
+#: ``seq`` ranges skipped by jumps that a session remembers (the latest ones).
+MAX_SKIPPED = 16
+#: A time this much before the session's clock is a clock reset, not overlapping speech.
+MAX_TIME_BACK_S = 60.0
+#: A time this much after the session's clock is a clock fault (epoch seconds among
+#: conversation seconds), not a pause: a live session without events that long has expired
+#: (the limit is the larger of this and ``--idle-ttl``).
+MAX_TIME_JUMP_S = 3600.0
+
+
+def in_skipped(skipped: list[tuple[int, int]], seq: int) -> tuple[int, int] | None:
+    """The skipped range (first, last) holding ``seq``, if any."""
+    return next(((lo, hi) for lo, hi in skipped if lo <= seq <= hi), None)
+
+
+class SeqSkippedError(PolylogueInputError):
+    """An event numbered inside a range a ``seq`` jump skipped: answered 409."""
 
 
 @dataclass
@@ -369,6 +436,10 @@ class _Cached:
     #: the highest ``seq`` applied so far (stored with the snapshot): resends are skipped
     last_seq: int | None = None
     used: float = field(default_factory=time.monotonic)
+    #: ``seq`` ranges jumped over (never applied): events numbered there are refused
+    skipped: list[tuple[int, int]] = field(default_factory=list)
+    #: added to the client's times after a clock jump, so the session's clock runs on
+    time_offset: float = 0.0
 
 
 class SessionNotFound(PolylogueInputError):
@@ -413,6 +484,7 @@ class Sessions:
         self.max_sessions = max_sessions
         self.max_cached = max_cached
         self.cache: OrderedDict[str, _Cached] = OrderedDict()
+        self.max_time_jump_s = max(MAX_TIME_JUMP_S, idle_s)
 
     def _model_for(self, domain: Any) -> TurnTakingModel:
         """The loaded model a session of ``domain`` runs on (each folder loaded once)."""
@@ -448,7 +520,12 @@ class Sessions:
 
     @staticmethod
     def _snapshot(c: _Cached) -> dict[str, Any]:
-        return {**c.live.to_dict(), _LAST_SEQ: c.last_seq}
+        return {
+            **c.live.to_dict(),
+            _LAST_SEQ: c.last_seq,
+            _SKIPPED: [list(r) for r in c.skipped],
+            _TIME_OFFSET: c.time_offset,
+        }
 
     async def create(self, spec: SessionIn) -> tuple[str, LiveConversation]:
         """A new session, written to the store before this returns (the 201 is durable)."""
@@ -483,9 +560,12 @@ class Sessions:
             raise SessionNotFound(f"no session {sid!r} (never created, deleted or expired)")
         version, snap = loaded
         last_seq = snap.pop(_LAST_SEQ, None)
+        skipped = [(int(lo), int(hi)) for lo, hi in snap.pop(_SKIPPED, None) or []]
+        offset = float(snap.pop(_TIME_OFFSET, None) or 0.0)
         domain = (snap.get("deployment") or {}).get("domain")
         deployment = snapshot_deployment(snap, self._model_for(domain))
-        c = _Cached(version, LiveConversation.from_dict(snap, deployment), last_seq)
+        live = LiveConversation.from_dict(snap, deployment)
+        c = _Cached(version, live, last_seq, skipped=skipped, time_offset=offset)
         self._remember(sid, c)
         return c
 
@@ -523,14 +603,24 @@ class Sessions:
                         trace["locked"] = time.perf_counter()
                     seen = c.last_seq
                     if event.seq is not None and seen is not None and event.seq <= seen:
+                        jumped = in_skipped(c.skipped, event.seq)
+                        if jumped is not None:
+                            raise SeqSkippedError(
+                                f"seq {event.seq} was skipped by a jump (seq {jumped[0] - 1} "
+                                f"was followed by {jumped[1] + 1}) and cannot be applied now; "
+                                f"the session's last_seq is {seen}: the next event needs seq "
+                                f"{seen + 1} or more"
+                            )
                         duplicate = True  # a resend: applied before, not again
                         break
                     gap = seq_gap(seen, event.seq)
                     touched = True
                     try:
-                        result = _apply(c.live, event)
+                        result = _apply(c, event, self.max_time_jump_s)
                         c.version += 1
                         if event.seq is not None:
+                            if gap and seen is not None:
+                                c.skipped = [*c.skipped, (seen + 1, event.seq - 1)][-MAX_SKIPPED:]
                             c.last_seq = event.seq
                         c.used = time.monotonic()
                         if trace is not None:
@@ -550,6 +640,10 @@ class Sessions:
         except SessionNotFound as e:
             self.metrics.errors.inc(kind="SessionNotFound")
             return EventOutcome(404, {"ok": False, "seq": seq, "error": str(e)})
+        except SeqSkippedError as e:
+            self.metrics.errors.inc(kind="SeqSkipped")
+            last = {"last_seq": c.last_seq}
+            return EventOutcome(409, {"ok": False, "seq": seq, "error": str(e), **last})
         except SessionGoneError as e:
             self.cache.pop(sid, None)
             self.metrics.errors.inc(kind="SessionGone")
@@ -588,6 +682,8 @@ class Sessions:
             last = {"last_seq": c.last_seq}
             return EventOutcome(200, {"ok": True, "seq": seq, "duplicate": True, **last})
         self.metrics.events.inc(type=event.type)
+        for w in result.get("warnings", ()):
+            logger.warning("session %s: %s", sid, w)
         if gap:
             self.metrics.errors.inc(kind="SeqGap")
             result = {**result, "seq_gap": gap}
@@ -664,7 +760,52 @@ def public_deployment(deployment: Deployment) -> dict[str, Any]:
     return out
 
 
-def _apply(live: LiveConversation, e: Event) -> dict[str, Any]:
+def session_times(
+    c: _Cached, what: str, times: tuple[float | None, ...], max_jump_s: float
+) -> tuple[float | None, ...]:
+    """An event's times on the session's clock, checked as ``decide`` checks a transcript's.
+
+    A time more than :data:`MAX_TIME_BACK_S` before the session's clock (a clock reset) or
+    more than ``max_jump_s`` after it (epoch seconds among conversation seconds) is a clock
+    jump: a warning says so (result and log), and the jump is not applied: the event's times
+    are shifted onto the session's clock, and later times by the same amount
+    (``time_offset``), so silences, "just spoke" and cooldowns keep their meaning. A client
+    whose clock comes back (times fitting without the shift) drops the shift.
+    """
+    clock = c.live.clock
+    given = next((t for t in times if t is not None), None)
+    if given is None or clock is None:
+        return tuple(None if t is None else t + c.time_offset for t in times)
+
+    def fits(offset: float) -> bool:
+        return clock - MAX_TIME_BACK_S <= given + offset <= clock + max_jump_s
+
+    if not fits(c.time_offset):
+        if c.time_offset and fits(0.0):
+            c.time_offset = 0.0
+        else:
+            shifted = given + c.time_offset
+            way = "after" if shifted > clock else "before"
+            c.time_offset = clock - given
+            c.live.warnings.append(
+                f"{what} time {given:g} s is {abs(shifted - clock):g} s {way} the session's "
+                f"clock ({clock:g} s): a clock jump, not applied to silence and recency "
+                f"(this and later times are read {c.time_offset:+g} s)"
+            )
+    return tuple(None if t is None else t + c.time_offset for t in times)
+
+
+def _apply(c: _Cached, e: Event, max_jump_s: float) -> dict[str, Any]:
+    """Apply one parsed event to a cached session; its result fields (warnings drained)."""
+    out = _apply_event(c, e, max_jump_s)
+    if c.live.warnings:
+        out = {**out, "warnings": list(c.live.warnings)}
+        c.live.warnings.clear()
+    return out
+
+
+def _apply_event(c: _Cached, e: Event, max_jump_s: float) -> dict[str, Any]:
+    live = c.live
     if isinstance(e, UtteranceEvent):
         # Someone the roster does not list is added as they speak (late dial-ins are common);
         # the result says so, since a typo in a speaker id would do the same.
@@ -674,18 +815,16 @@ def _apply(live: LiveConversation, e: Event) -> dict[str, Any]:
                 "(a join event also marks them present)"
             )
         out: dict[str, Any] = {}
+        start, end = session_times(c, "utterance", (e.start, e.end), max_jump_s)
         if not e.final:
-            b = live.interim_utterance(e.speaker, e.text, e.end or e.start)
+            b = live.interim_utterance(e.speaker, e.text, end if end is not None else start)
             if b is not None:
                 out["barge_in"] = b.to_dict()
         else:
-            d = live.utterance(Utterance(e.speaker, e.text, e.start, e.end))
+            d = live.utterance(Utterance(e.speaker, e.text, start, end))
             out["decision"] = d.to_dict()
             if d.barge_in is not None:
                 out["barge_in"] = d.barge_in.to_dict()
-        if live.warnings:
-            out["warnings"] = list(live.warnings)
-            live.warnings.clear()
         return out
     if isinstance(e, JoinEvent):
         if len(live.engine.participants) + len(e.participants) > MAX_PARTICIPANTS:
@@ -694,9 +833,12 @@ def _apply(live: LiveConversation, e: Event) -> dict[str, Any]:
     elif isinstance(e, LeaveEvent):
         live.leave(e.participant)
     elif isinstance(e, AgentSpeechEvent):
-        live.agent_speech(e.speaking, e.time, e.text)
+        (t,) = session_times(c, "agent_speech", (e.time,), max_jump_s)
+        live.agent_speech(e.speaking, t, e.text)
     elif isinstance(e, SilenceEvent):
-        stepped_in = live.silence(e.time)
+        (t,) = session_times(c, "silence", (e.time,), max_jump_s)
+        assert t is not None
+        stepped_in = live.silence(t)
         return {} if stepped_in is None else {"decision": stepped_in.to_dict()}
     elif isinstance(e, RoleEvent):
         live.set_role(e.role)
