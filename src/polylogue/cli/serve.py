@@ -80,6 +80,7 @@ def serve(
 
     require_extra("serve", "starlette", "uvicorn", "websockets", what="polylogue serve")
     import asyncio
+    import signal
 
     import uvicorn
 
@@ -127,13 +128,25 @@ def serve(
         service = settings.app(store)
         config = uvicorn.Config(service, **options)  # type: ignore[arg-type]
         typer.echo(banner)
+
+        def unclean() -> None:
+            if service.state.unclean_stop:  # answered events that never reached the store
+                lost = service.state.unclean_stop
+                typer.echo(f"error: stopped with unwritten state: {lost}", err=True)
+                raise typer.Exit(code=1)
+
+        def after_stop(sig: int, frame: object) -> None:
+            # uvicorn raises the stop signal again once it has shut down: a clean stop ends
+            # by that signal as before; one that left state unwritten exits 1 instead.
+            unclean()
+            signal.signal(sig, signal.SIG_DFL)
+            signal.raise_signal(sig)
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, after_stop)
         with sock:
             uvicorn.Server(config).run(sockets=[sock])
-        if service.state.unclean_stop:  # answered events that never reached the store
-            typer.echo(
-                f"error: stopped with unwritten state: {service.state.unclean_stop}", err=True
-            )
-            raise typer.Exit(code=1)
+        unclean()
         return
     import os
 

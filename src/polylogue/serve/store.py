@@ -279,6 +279,8 @@ class SQLiteStore:
             await self._write_through(sid, entry)
             return
         self._pending[sid] = entry
+        if version == 0:
+            self._unwritten.add(sid)
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.get_running_loop().create_task(self._flush_soon())
 
@@ -461,12 +463,15 @@ return 0
 # A new session: refused if the id exists (-1) or the index holds ``limit`` live sessions
 # (-2). The index (a sorted set scored by expiry deadline) counts sessions without a SCAN
 # over every key. KEYS: version, snapshot, index; ARGV: snapshot, ttl ms, now ms, limit, id.
+# The first write is a SET: Redis checks a script against ``maxmemory`` at its first write
+# that may grow memory only while nothing has been written, so an index clean-up first
+# would let every creation past a full Redis' limit (measured on Redis 7.0).
 _CREATE = """
-redis.call('zremrangebyscore', KEYS[3], '-inf', ARGV[3])
 if redis.call('exists', KEYS[1]) == 1 then return -1 end
-if redis.call('zcard', KEYS[3]) >= tonumber(ARGV[4]) then return -2 end
+if redis.call('zcount', KEYS[3], '(' .. ARGV[3], '+inf') >= tonumber(ARGV[4]) then return -2 end
 redis.call('set', KEYS[1], '0', 'PX', ARGV[2])
 redis.call('set', KEYS[2], ARGV[1], 'PX', ARGV[2])
+redis.call('zremrangebyscore', KEYS[3], '-inf', ARGV[3])
 redis.call('zadd', KEYS[3], tonumber(ARGV[3]) + tonumber(ARGV[2]), ARGV[5])
 return 1
 """
