@@ -343,6 +343,7 @@ def full_disk(tmp: Path, conv: Conversation) -> dict[str, Any]:
         for e in events[i : i + 20]:
             _post(srv.url, path, e).raise_for_status()
         acked += 20
+        time.sleep(0.5)  # past the write-behind window (0.05 s): a loss now is the fault's
         srv.stop(signal.SIGKILL)
         again = _Proc(["--state", str(disk / "s.sqlite")], tmp / "disk.log")
         got = httpx.get(f"{again.url}/v1/sessions/{sid}", timeout=60).json()

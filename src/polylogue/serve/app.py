@@ -68,6 +68,7 @@ from polylogue.errors import PolylogueInputError
 from polylogue.serve.guard import RequestGuard, bound_hosts, is_loopback, token_problem
 from polylogue.serve.metrics import Metrics
 from polylogue.serve.store import (
+    ROSTER_KEY,
     SessionExistsError,
     SessionGoneError,
     SessionLimitError,
@@ -429,6 +430,43 @@ class SeqSkippedError(PolylogueInputError):
     """An event numbered inside a range a ``seq`` jump skipped: answered 409."""
 
 
+#: Who takes part (the participant objects, immutable) and who is present, to tell cheaply
+#: whether the roster changed since it was stored.
+RosterSig = tuple[tuple[Participant, ...], tuple[str, ...]]
+
+
+def roster_sig(live: LiveConversation) -> RosterSig:
+    return tuple(live.engine.participants.values()), tuple(live.present)
+
+
+def same_roster(a: RosterSig | None, b: RosterSig) -> bool:
+    return (
+        a is not None
+        and a[1] == b[1]
+        and len(a[0]) == len(b[0])
+        and all(x is y for x, y in zip(a[0], b[0], strict=True))
+    )
+
+
+def split_roster(snapshot: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A snapshot without its roster (each engine block's participants, who is present),
+    and the roster: stored apart, and only when it changed (see :data:`ROSTER_KEY`)."""
+    blocks = {
+        key: value.pop("participants")
+        for key, value in snapshot.items()
+        if isinstance(value, dict) and "participants" in value
+    }
+    return snapshot, {"present": snapshot.pop("present"), "blocks": blocks}
+
+
+def join_roster(snapshot: dict[str, Any], roster: dict[str, Any]) -> dict[str, Any]:
+    """:func:`split_roster` undone."""
+    snapshot["present"] = roster["present"]
+    for key, people in roster["blocks"].items():
+        snapshot[key]["participants"] = people
+    return snapshot
+
+
 @dataclass
 class _Cached:
     version: int
@@ -440,6 +478,8 @@ class _Cached:
     skipped: list[tuple[int, int]] = field(default_factory=list)
     #: added to the client's times after a clock jump, so the session's clock runs on
     time_offset: float = 0.0
+    #: the roster as the store holds it (None: unknown, written with the next snapshot)
+    roster_sig: RosterSig | None = None
 
 
 class SessionNotFound(PolylogueInputError):
@@ -519,13 +559,20 @@ class Sessions:
         return live
 
     @staticmethod
-    def _snapshot(c: _Cached) -> dict[str, Any]:
-        return {
-            **c.live.to_dict(),
-            _LAST_SEQ: c.last_seq,
-            _SKIPPED: [list(r) for r in c.skipped],
-            _TIME_OFFSET: c.time_offset,
-        }
+    def _snapshot(c: _Cached) -> tuple[dict[str, Any], str | None, RosterSig]:
+        """The state to store: the snapshot without its roster, the roster's JSON if it
+        changed since it was stored (else None), and the roster's signature."""
+        snapshot, roster = split_roster(
+            {
+                **c.live.to_dict(),
+                _LAST_SEQ: c.last_seq,
+                _SKIPPED: [list(r) for r in c.skipped],
+                _TIME_OFFSET: c.time_offset,
+            }
+        )
+        sig = roster_sig(c.live)
+        text = None if same_roster(c.roster_sig, sig) else json.dumps(roster, separators=(",", ":"))
+        return snapshot, text, sig
 
     async def create(self, spec: SessionIn) -> tuple[str, LiveConversation]:
         """A new session, written to the store before this returns (the 201 is durable)."""
@@ -533,7 +580,8 @@ class Sessions:
         if len(self.cache) >= self.max_sessions:
             raise SessionLimitError(f"too many sessions (limit {self.max_sessions})")
         c = _Cached(0, self._start(spec))
-        await self.store.create(sid, self._snapshot(c), self.max_sessions)
+        snapshot, roster, c.roster_sig = self._snapshot(c)
+        await self.store.create(sid, snapshot, self.max_sessions, roster)
         self._remember(sid, c)
         return sid, c.live
 
@@ -559,6 +607,11 @@ class Sessions:
             self.cache.pop(sid, None)
             raise SessionNotFound(f"no session {sid!r} (never created, deleted or expired)")
         version, snap = loaded
+        roster = snap.pop(ROSTER_KEY, None)
+        if roster is not None:
+            join_roster(snap, roster)
+        elif "present" not in snap:  # stored apart, and that part is gone (evicted)
+            raise SessionGoneError(f"session {sid!r} lost its roster in the store; start a new one")
         last_seq = snap.pop(_LAST_SEQ, None)
         skipped = [(int(lo), int(hi)) for lo, hi in snap.pop(_SKIPPED, None) or []]
         offset = float(snap.pop(_TIME_OFFSET, None) or 0.0)
@@ -566,6 +619,9 @@ class Sessions:
         deployment = snapshot_deployment(snap, self._model_for(domain))
         live = LiveConversation.from_dict(snap, deployment)
         c = _Cached(version, live, last_seq, skipped=skipped, time_offset=offset)
+        # What the store holds; a snapshot with its roster inside (an older file) is written
+        # apart at the next event.
+        c.roster_sig = None if roster is None else roster_sig(live)
         self._remember(sid, c)
         return c
 
@@ -625,10 +681,11 @@ class Sessions:
                         c.used = time.monotonic()
                         if trace is not None:
                             trace["decided"] = time.perf_counter()
-                        snapshot = self._snapshot(c)
+                        snapshot, roster, sig = self._snapshot(c)
                         if trace is not None:
                             trace["snapshot"] = time.perf_counter()
-                        await self.commit(sid, c.version, snapshot, event)
+                        await self.commit(sid, c.version, snapshot, event, roster)
+                        c.roster_sig = sig
                     except PolylogueInputError:
                         self.cache.pop(sid, None)  # maybe half applied: reload it
                         if attempt or self.store.exclusive:
@@ -695,14 +752,23 @@ class Sessions:
             200, {"ok": True, "seq": seq, **result, "server_ms": round(dt * 1000, 3)}
         )
 
-    async def commit(self, sid: str, version: int, snapshot: dict[str, Any], event: Event) -> None:
-        """Store the state after ``event``: the one write path of every event.
+    async def commit(
+        self,
+        sid: str,
+        version: int,
+        snapshot: dict[str, Any],
+        event: Event,
+        roster: str | None = None,
+    ) -> None:
+        """Store the state after ``event``: the one write path of every event (``roster``:
+        the roster's JSON when it changed).
 
         A control event (:data:`CONTROL_EVENTS`: what the agent may do) is written through
         before it is answered, whatever the write-behind interval: an acknowledged switch to
         ``observer`` must survive a crash, like session creation.
         """
-        await self.store.save(sid, version, snapshot, durable=isinstance(event, CONTROL_EVENTS))
+        durable = isinstance(event, CONTROL_EVENTS)
+        await self.store.save(sid, version, snapshot, durable=durable, roster=roster)
 
     async def summary(self, sid: str) -> dict[str, Any]:
         c = await self._current(sid)
@@ -1328,6 +1394,10 @@ class AcceptRefusals:
 
     def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         exc = context.get("exception")
+        if isinstance(exc, ValueError) and "_start_serving" in repr(context.get("handle")):
+            # asyncio schedules an accept retry per failed accept() (up to the backlog per
+            # wake-up); those still due when the server stops find the socket closed.
+            return
         if not (isinstance(exc, OSError) and exc.errno in _RESOURCE_ERRNOS):
             loop.default_exception_handler(context)
             return

@@ -10,6 +10,7 @@ cached copy was stale is refused, reloads the stored snapshot and applies its ev
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import sqlite3
@@ -23,6 +24,29 @@ from typing import Any, Protocol
 from polylogue.errors import PolylogueInputError
 
 logger = logging.getLogger("polylogue.serve")
+
+#: Where :meth:`SessionStore.load` puts a roster stored apart from the snapshot (parsed JSON).
+#: The roster (who takes part, who is present) is written only when it changes: with 5,000
+#: people it is most of a snapshot's bytes, and it rarely changes from one event to the next.
+ROSTER_KEY = "serve_roster"
+
+#: A queued SQLite write: version, snapshot JSON, time, roster JSON (None: unchanged).
+_Entry = tuple[int, str, float, str | None]
+
+
+def _newer(older: _Entry | None, newer: _Entry) -> _Entry:
+    """``newer``, carrying ``older``'s roster when ``newer`` leaves it unchanged."""
+    if newer[3] is None and older is not None and older[3] is not None:
+        return (*newer[:3], older[3])
+    return newer
+
+
+def _merged(older: dict[str, _Entry], newer: dict[str, _Entry]) -> dict[str, _Entry]:
+    """Two write queues as one (newer snapshots win; no roster change is dropped)."""
+    out = dict(older)
+    for sid, entry in newer.items():
+        out[sid] = _newer(older.get(sid), entry)
+    return out
 
 
 class SessionStoreError(PolylogueInputError):
@@ -92,8 +116,10 @@ class SessionStore(Protocol):
     #: otherwise :meth:`save` raises :class:`StaleSessionError` over a newer version.
     exclusive: bool
 
-    async def create(self, sid: str, snapshot: dict[str, Any], limit: int) -> None:
-        """Write a new session's first snapshot (version 0) before returning.
+    async def create(
+        self, sid: str, snapshot: dict[str, Any], limit: int, roster: str | None = None
+    ) -> None:
+        """Write a new session's first snapshot (version 0) and roster before returning.
 
         Atomic: raises :class:`SessionExistsError` if ``sid`` is taken and
         :class:`SessionLimitError` if ``limit`` sessions are stored already.
@@ -103,9 +129,15 @@ class SessionStore(Protocol):
     async def version(self, sid: str) -> int | None: ...
     async def load(self, sid: str) -> tuple[int, dict[str, Any]] | None: ...
     async def save(
-        self, sid: str, version: int, snapshot: dict[str, Any], durable: bool = False
+        self,
+        sid: str,
+        version: int,
+        snapshot: dict[str, Any],
+        durable: bool = False,
+        roster: str | None = None,
     ) -> None:
-        """Store ``snapshot``; ``durable``: written (survives a crash) before returning.
+        """Store ``snapshot``; ``durable``: written (survives a crash) before returning;
+        ``roster``: the roster's JSON when it changed (None: the stored one still holds).
 
         Raises :class:`StoreUnavailableError` when the snapshot was not taken (nothing kept).
         """
@@ -159,15 +191,20 @@ class SQLiteStore:
         self.db = self._connect()
         self.db.execute(
             "CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, version INTEGER NOT NULL,"
-            " snapshot TEXT NOT NULL, updated REAL NOT NULL)"
+            " snapshot TEXT NOT NULL, updated REAL NOT NULL, roster TEXT)"
         )
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(sessions)")}
+        if "roster" not in columns:  # a file from before rosters were stored apart
+            # (another process may have added it a moment ago)
+            with contextlib.suppress(sqlite3.OperationalError):
+                self.db.execute("ALTER TABLE sessions ADD COLUMN roster TEXT")
         #: the flush thread's own connection (a connection is used by one thread at a time)
         self._writer = self._connect()
         self._locks = KeyedLocks()
         #: sid -> (version, snapshot JSON, time): saved but not written yet
-        self._pending: dict[str, tuple[int, str, float]] = {}
+        self._pending: dict[str, _Entry] = {}
         #: rows the flush thread is writing now (still visible to reads until committed)
-        self._inflight: dict[str, tuple[int, str, float]] = {}
+        self._inflight: dict[str, _Entry] = {}
         self._flusher: asyncio.Task[None] | None = None
         self._flush_lock = asyncio.Lock()
         #: sessions created here whose first snapshot is not written yet (for count())
@@ -191,7 +228,7 @@ class SQLiteStore:
         db.execute("PRAGMA synchronous=NORMAL")
         return db
 
-    def _queued(self, sid: str) -> tuple[int, str, float] | None:
+    def _queued(self, sid: str) -> _Entry | None:
         return self._pending.get(sid) or self._inflight.get(sid)
 
     def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
@@ -210,8 +247,11 @@ class SQLiteStore:
         out["queued"] = len(self._pending) + len(self._inflight)
         return out
 
-    async def create(self, sid: str, snapshot: dict[str, Any], limit: int) -> None:
-        row = (sid, 0, json.dumps(snapshot, separators=(",", ":")), time.time(), limit)
+    async def create(
+        self, sid: str, snapshot: dict[str, Any], limit: int, roster: str | None = None
+    ) -> None:
+        data = json.dumps(snapshot, separators=(",", ":"))
+        row = (sid, 0, data, time.time(), roster, limit)
         if self.shared:
             try:
                 written = self._insert_new(self.db, row)
@@ -236,10 +276,12 @@ class SQLiteStore:
             raise SessionLimitError(f"too many sessions (limit {limit})")
 
     @staticmethod
-    def _insert_new(db: sqlite3.Connection, row: tuple[str, int, str, float, int]) -> bool:
+    def _insert_new(
+        db: sqlite3.Connection, row: tuple[str, int, str, float, str | None, int]
+    ) -> bool:
         """One statement: insert unless the id exists or the table holds ``limit`` rows."""
         cur = db.execute(
-            "INSERT INTO sessions(id, version, snapshot, updated) SELECT ?,?,?,? "
+            "INSERT INTO sessions(id, version, snapshot, updated, roster) SELECT ?,?,?,?,? "
             "WHERE (SELECT COUNT(*) FROM sessions) < ? ON CONFLICT(id) DO NOTHING",
             row,
         )
@@ -252,13 +294,26 @@ class SQLiteStore:
         return int(rows[0][0]) if rows else None
 
     async def load(self, sid: str) -> tuple[int, dict[str, Any]] | None:
+        """The newest snapshot (queued first), with the roster under :data:`ROSTER_KEY` when
+        it is stored apart."""
         if (q := self._queued(sid)) is not None:
-            return q[0], json.loads(q[1])
-        rows = self._read("SELECT version, snapshot FROM sessions WHERE id=?", (sid,))
-        return (int(rows[0][0]), json.loads(rows[0][1])) if rows else None
+            roster = q[3]
+            if roster is None:
+                rows = self._read("SELECT roster FROM sessions WHERE id=?", (sid,))
+                roster = rows[0][0] if rows else None
+            return q[0], _with_roster(json.loads(q[1]), roster)
+        rows = self._read("SELECT version, snapshot, roster FROM sessions WHERE id=?", (sid,))
+        if not rows:
+            return None
+        return int(rows[0][0]), _with_roster(json.loads(rows[0][1]), rows[0][2])
 
     async def save(
-        self, sid: str, version: int, snapshot: dict[str, Any], durable: bool = False
+        self,
+        sid: str,
+        version: int,
+        snapshot: dict[str, Any],
+        durable: bool = False,
+        roster: str | None = None,
     ) -> None:
         """Queue ``sid``'s snapshot (written within ``flush_s``), or write it now.
 
@@ -270,24 +325,25 @@ class SQLiteStore:
         data = json.dumps(snapshot, separators=(",", ":"))
         if self.shared:
             try:
-                self._save_if_current(sid, version, data)
+                self._save_if_current(sid, version, data, roster)
             except sqlite3.Error as e:
                 raise StoreUnavailableError(f"session {sid}: not written: {e}") from None
             return
-        entry = (version, data, time.time())
+        entry: _Entry = (version, data, time.time(), roster)
         if durable or self.flush_s <= 0 or self.failing is not None:
             await self._write_through(sid, entry)
             return
-        self._pending[sid] = entry
+        self._pending[sid] = _newer(self._pending.get(sid), entry)
         if version == 0:
             self._unwritten.add(sid)
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.get_running_loop().create_task(self._flush_soon())
 
-    async def _write_through(self, sid: str, entry: tuple[int, str, float]) -> None:
+    async def _write_through(self, sid: str, entry: _Entry) -> None:
         """Write ``entry`` (and everything queued) now; on failure, forget ``entry`` again."""
         async with self._flush_lock:
             before = self._pending.get(sid)  # under the lock nothing is in flight
+            entry = _newer(before, entry)
             self._pending[sid] = entry
             await self._flush_locked()
             if self._pending.get(sid) is entry:  # the write failed: not applied
@@ -326,11 +382,11 @@ class SQLiteStore:
         if not self._pending:
             return
         self._inflight, self._pending = self._pending, {}
-        rows = [(sid, v, snap, t) for sid, (v, snap, t) in self._inflight.items()]
+        rows = [(sid, *entry) for sid, entry in self._inflight.items()]
         try:
             await asyncio.get_running_loop().run_in_executor(self._executor, self._write, rows)
         except asyncio.CancelledError:  # a stop: the thread may or may not write them
-            self._pending = {**self._inflight, **self._pending}  # written again: harmless
+            self._pending = _merged(self._inflight, self._pending)  # written again: harmless
             raise
         except Exception as e:  # sqlite3.Error, OSError: a full or read-only disk
             self._on_write_error(e, len(rows))
@@ -354,7 +410,7 @@ class SQLiteStore:
                 e,
             )
         self.failing = f"{type(e).__name__}: {e}"
-        self._pending = {**self._inflight, **self._pending}
+        self._pending = _merged(self._inflight, self._pending)
         if self._retry is None or self._retry.done():
             self._retry = asyncio.get_running_loop().create_task(self._retry_until_written())
 
@@ -364,24 +420,27 @@ class SQLiteStore:
             await asyncio.sleep(self.retry_s)
             await self.flush()
 
-    def _write(self, rows: list[tuple[str, int, str, float]]) -> None:
-        with self._writer:  # one transaction
+    def _write(self, rows: list[tuple[str, int, str, float, str | None]]) -> None:
+        """One transaction; a row's roster only where it changed (COALESCE keeps the old)."""
+        with self._writer:
             self._writer.execute("BEGIN")
             self._writer.executemany(
-                "INSERT INTO sessions(id, version, snapshot, updated) VALUES (?,?,?,?) "
+                "INSERT INTO sessions(id, version, snapshot, updated, roster) VALUES (?,?,?,?,?) "
                 "ON CONFLICT(id) DO UPDATE SET version=excluded.version, "
-                "snapshot=excluded.snapshot, updated=excluded.updated",
+                "snapshot=excluded.snapshot, updated=excluded.updated, "
+                "roster=COALESCE(excluded.roster, sessions.roster)",
                 rows,
             )
 
-    def _save_if_current(self, sid: str, version: int, data: str) -> None:
+    def _save_if_current(self, sid: str, version: int, data: str, roster: str | None) -> None:
         """Compare-and-set: write version ``version`` only over ``version - 1`` (or nothing)."""
         cur = self.db.execute(
-            "INSERT INTO sessions(id, version, snapshot, updated) VALUES (?,?,?,?) "
+            "INSERT INTO sessions(id, version, snapshot, updated, roster) VALUES (?,?,?,?,?) "
             "ON CONFLICT(id) DO UPDATE SET version=excluded.version, "
-            "snapshot=excluded.snapshot, updated=excluded.updated "
+            "snapshot=excluded.snapshot, updated=excluded.updated, "
+            "roster=COALESCE(excluded.roster, sessions.roster) "
             "WHERE sessions.version = excluded.version - 1",
-            (sid, version, data, time.time()),
+            (sid, version, data, time.time(), roster),
         )
         if cur.rowcount != 1:
             raise StaleSessionError(f"session {sid}: changed by another process; resend")
@@ -446,14 +505,20 @@ class SQLiteStore:
 
 # Writes a snapshot only over the version it was derived from (compare-and-set): a process
 # whose cached session was stale (another process moved it on) cannot overwrite the newer
-# state; it reloads and applies its event again. KEYS: version, snapshot, index;
-# ARGV: version, snapshot, ttl ms, deadline (ms since the epoch), session id.
+# state; it reloads and applies its event again. KEYS: version, snapshot, index, roster;
+# ARGV: version, snapshot, ttl ms, deadline (ms since the epoch), session id, roster ('':
+# unchanged, its expiry moved on).
 _SAVE = """
 local v = redis.call('get', KEYS[1])
 local want = tonumber(ARGV[1]) - 1
 if (v == false and want < 0) or (v ~= false and tonumber(v) == want) then
   redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[3])
   redis.call('set', KEYS[2], ARGV[2], 'PX', ARGV[3])
+  if ARGV[6] ~= '' then
+    redis.call('set', KEYS[4], ARGV[6], 'PX', ARGV[3])
+  else
+    redis.call('pexpire', KEYS[4], ARGV[3])
+  end
   redis.call('zadd', KEYS[3], ARGV[4], ARGV[5])
   return 1
 end
@@ -462,7 +527,8 @@ return 0
 
 # A new session: refused if the id exists (-1) or the index holds ``limit`` live sessions
 # (-2). The index (a sorted set scored by expiry deadline) counts sessions without a SCAN
-# over every key. KEYS: version, snapshot, index; ARGV: snapshot, ttl ms, now ms, limit, id.
+# over every key. KEYS: version, snapshot, index, roster; ARGV: snapshot, ttl ms, now ms,
+# limit, id, roster ('': none).
 # The first write is a SET: Redis checks a script against ``maxmemory`` at its first write
 # that may grow memory only while nothing has been written, so an index clean-up first
 # would let every creation past a full Redis' limit (measured on Redis 7.0).
@@ -471,6 +537,7 @@ if redis.call('exists', KEYS[1]) == 1 then return -1 end
 if redis.call('zcount', KEYS[3], '(' .. ARGV[3], '+inf') >= tonumber(ARGV[4]) then return -2 end
 redis.call('set', KEYS[1], '0', 'PX', ARGV[2])
 redis.call('set', KEYS[2], ARGV[1], 'PX', ARGV[2])
+if ARGV[6] ~= '' then redis.call('set', KEYS[4], ARGV[6], 'PX', ARGV[2]) end
 redis.call('zremrangebyscore', KEYS[3], '-inf', ARGV[3])
 redis.call('zadd', KEYS[3], tonumber(ARGV[3]) + tonumber(ARGV[2]), ARGV[5])
 return 1
@@ -527,7 +594,7 @@ class RedisStore:
         return f"{self.prefix}{kind}:{sid}"
 
     def _keys(self, sid: str) -> list[str]:
-        return [self._k(sid, "v"), self._k(sid, "s"), self.index]
+        return [self._k(sid, "v"), self._k(sid, "s"), self.index, self._k(sid, "r")]
 
     @asynccontextmanager
     async def _calling(self, what: str) -> AsyncIterator[None]:
@@ -541,10 +608,12 @@ class RedisStore:
                 f"Redis at {self.url}: {what} failed ({type(e).__name__}: {e})"
             ) from None
 
-    async def create(self, sid: str, snapshot: dict[str, Any], limit: int) -> None:
+    async def create(
+        self, sid: str, snapshot: dict[str, Any], limit: int, roster: str | None = None
+    ) -> None:
         data = json.dumps(snapshot, separators=(",", ":"))
         now_ms = int(time.time() * 1000)
-        args: list[str | int] = [data, self.ttl_ms, now_ms, limit, sid]
+        args: list[str | int] = [data, self.ttl_ms, now_ms, limit, sid, roster or ""]
         async with self._calling("creating the session"):
             done = await self._create(keys=self._keys(sid), args=args)
         if done == -1:
@@ -600,7 +669,9 @@ class RedisStore:
 
     async def load(self, sid: str) -> tuple[int, dict[str, Any]] | None:
         async with self._calling("reading the session"):
-            v, snap = await self.r.mget(self._k(sid, "v"), self._k(sid, "s"))
+            v, snap, roster = await self.r.mget(
+                self._k(sid, "v"), self._k(sid, "s"), self._k(sid, "r")
+            )
             if v is None or snap is None:
                 deadline = await self.r.zscore(self.index, sid)
             else:
@@ -613,10 +684,15 @@ class RedisStore:
                     "evicted its keys: maxmemory-policy must be 'noeviction'); start a new one"
                 )
             return None
-        return int(v), json.loads(snap)
+        return int(v), _with_roster(json.loads(snap), None if roster is None else str(roster))
 
     async def save(
-        self, sid: str, version: int, snapshot: dict[str, Any], durable: bool = False
+        self,
+        sid: str,
+        version: int,
+        snapshot: dict[str, Any],
+        durable: bool = False,
+        roster: str | None = None,
     ) -> None:
         """Compare-and-set: write ``version`` only over ``version - 1`` (one round trip).
 
@@ -624,7 +700,7 @@ class RedisStore:
         """
         data = json.dumps(snapshot, separators=(",", ":"))
         deadline = int(time.time() * 1000) + self.ttl_ms
-        args: list[str | int] = [version, data, self.ttl_ms, deadline, sid]
+        args: list[str | int] = [version, data, self.ttl_ms, deadline, sid, roster or ""]
         async with self._calling("writing the session"):
             done = await self._save(keys=self._keys(sid), args=args)
         if not done:
@@ -635,7 +711,7 @@ class RedisStore:
 
     async def delete(self, sid: str) -> None:
         async with self._calling("deleting the session"), self.r.pipeline(transaction=True) as p:
-            p.delete(self._k(sid, "s"), self._k(sid, "v"))
+            p.delete(self._k(sid, "s"), self._k(sid, "v"), self._k(sid, "r"))
             p.zrem(self.index, sid)
             await p.execute()
 
@@ -657,6 +733,12 @@ class RedisStore:
 
     async def close(self) -> None:
         await self.r.aclose()
+
+
+def _with_roster(snapshot: dict[str, Any], roster: str | None) -> dict[str, Any]:
+    if roster is not None:
+        snapshot[ROSTER_KEY] = json.loads(roster)
+    return snapshot
 
 
 def open_store(
