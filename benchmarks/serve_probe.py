@@ -28,6 +28,11 @@ Everything runs against real server processes on loopback (and a throw-away redi
    (``maxmemory``, ``noeviction``), and with an eviction policy (the server must refuse to
    start); and 150 connections to a server limited to 64 descriptors (log bytes, tracebacks,
    refusals counted in ``/metrics``).
+8. **Large rosters** (``roster``): a session of 4 and one of ``--roster`` people (SQLite),
+   ``--roster-events`` utterances each over HTTP: median and 90th-percentile server time per
+   event, the client's median round trip, and the bytes of the stored snapshot row and of
+   the roster stored apart (written only when it changes). Run with ``--server-src`` at the
+   previous code for the before figures.
 
 ``--server-src`` runs the servers from another source tree (the previous code, as the
 baseline); ``--skip-client`` leaves out part 3 (the previous server has no ``last_seq``).
@@ -68,7 +73,7 @@ from polylogue.serve.probe import PROBE_OUTCOMES, ProbeTally, make_cases, run_ca
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The parts below, in the order they run (``--parts`` picks some).
-PARTS = ("fuzz", "creation", "client", "bodies", "unknown", "redis", "faults")
+PARTS = ("fuzz", "creation", "client", "bodies", "unknown", "redis", "faults", "roster")
 CLIENT = ROOT / "examples" / "serve_client.py"
 N_UTTERANCES = 150
 
@@ -463,6 +468,51 @@ def descriptors(tmp: Path, connections: int = 150) -> dict[str, Any]:
     }
 
 
+def roster_scale(tmp: Path, people: int, events: int) -> dict[str, Any]:
+    """Per-event cost of a session of 4 and of ``people`` participants (SQLite)."""
+    import sqlite3
+    import statistics
+
+    out: dict[str, Any] = {}
+    for n in (4, people):
+        db = tmp / f"roster{n}.sqlite"
+        roster = [{"id": f"p{i}", "name": f"Person {i}"} for i in range(n)]
+        with polylogue_serve("--state", str(db)) as url, httpx.Client(timeout=60) as http:
+            r = http.post(f"{url}/v1/sessions", json={"agent": "p0", "participants": roster})
+            sid = r.raise_for_status().json()["session_id"]
+            server_ms, client_ms = [], []
+            for k in range(events):
+                e = {
+                    "type": "utterance",
+                    "speaker": f"p{1 + k % 3}",
+                    "text": "Person 0, can you check the nightly build?",
+                    "start": 2.0 * k,
+                    "end": 2.0 * k + 1.5,
+                }
+                t0 = time.perf_counter()
+                res = http.post(f"{url}/v1/sessions/{sid}/events", json=e).json()["results"][0]
+                client_ms.append((time.perf_counter() - t0) * 1000)
+                server_ms.append(res["server_ms"])
+        with sqlite3.connect(db) as con:
+            columns = {row[1] for row in con.execute("PRAGMA table_info(sessions)")}
+            has_roster = "roster" in columns
+            row = con.execute(
+                "SELECT length(snapshot), "
+                + ("length(roster)" if has_roster else "0")
+                + " FROM sessions WHERE id=?",
+                (sid,),
+            ).fetchone()
+        deciles = statistics.quantiles(server_ms, n=10)
+        out[f"{n}_people"] = {
+            "server_ms_median": round(statistics.median(server_ms), 2),
+            "server_ms_p90": round(deciles[-1], 2),
+            "client_ms_median": round(statistics.median(client_ms), 2),
+            "snapshot_bytes_per_event": row[0],
+            "roster_bytes_stored_apart": row[1] or 0,
+        }
+    return out
+
+
 def store_faults(tmp: Path, conv: Conversation) -> dict[str, Any]:
     out: dict[str, Any] = {}
     try:
@@ -482,6 +532,8 @@ def main() -> None:
     ap.add_argument("--client-runs", type=int, default=3)
     ap.add_argument("--unknown", type=int, default=10_000)
     ap.add_argument("--redis-keys", type=int, default=10_000)
+    ap.add_argument("--roster", type=int, default=5000, help="people in the large roster")
+    ap.add_argument("--roster-events", type=int, default=200)
     ap.add_argument("--server-src", default=None, help="run the servers from this src folder")
     ap.add_argument("--skip-client", action="store_true")
     ap.add_argument(
@@ -524,6 +576,10 @@ def main() -> None:
         if "redis" in args.parts:
             results["redis_creates"] = r = redis_creates(tmp, conv, args.redis_keys)
             print(f"Redis creates: {r}")
+        if "roster" in args.parts:
+            results["roster"] = ro = roster_scale(tmp, args.roster, args.roster_events)
+            for name, figures in ro.items():
+                print(f"roster {name}: {figures}")
         if "faults" in args.parts:
             results["store_faults"] = sf = store_faults(tmp, conv)
             for name, figures in sf.items():
