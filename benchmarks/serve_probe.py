@@ -476,7 +476,7 @@ def roster_scale(tmp: Path, people: int, events: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for n in (4, people):
         db = tmp / f"roster{n}.sqlite"
-        roster = [{"id": f"p{i}", "name": f"Person {i}"} for i in range(n)]
+        roster = [{"id": f"p{i}", "name": f"Guest{i}"} for i in range(n)]
         with polylogue_serve("--state", str(db)) as url, httpx.Client(timeout=60) as http:
             r = http.post(f"{url}/v1/sessions", json={"agent": "p0", "participants": roster})
             sid = r.raise_for_status().json()["session_id"]
@@ -485,7 +485,7 @@ def roster_scale(tmp: Path, people: int, events: int) -> dict[str, Any]:
                 e = {
                     "type": "utterance",
                     "speaker": f"p{1 + k % 3}",
-                    "text": "Person 0, can you check the nightly build?",
+                    "text": "Guest0, can you check the nightly build?",
                     "start": 2.0 * k,
                     "end": 2.0 * k + 1.5,
                 }

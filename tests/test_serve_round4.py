@@ -515,3 +515,50 @@ def test_redis_store_messages_are_json(tmp_path: Path) -> None:
         assert r.status_code == 503 and json.loads(r.text)["retry_after"] == 1
     finally:
         srv.stop()
+
+
+# ----------------------------------------------------------------------------- large rosters
+
+
+def test_a_large_roster_is_stored_apart_and_only_when_it_changes(tmp_path: Path) -> None:
+    import sqlite3
+
+    state = tmp_path / "s.sqlite"
+    roster = [{"id": f"p{i}", "name": f"Guest{i}"} for i in range(3000)]
+    line = {"type": "utterance", "speaker": "p1", "text": "Guest0, can you check the build?"}
+
+    def stored(sid: str) -> tuple[int, int, str]:
+        with sqlite3.connect(state) as con:
+            row = con.execute(
+                "SELECT length(snapshot), length(roster), roster FROM sessions WHERE id=?", (sid,)
+            ).fetchone()
+        return int(row[0]), int(row[1]), str(row[2])
+
+    # --flush-interval 0: every snapshot is on disk when its event is answered.
+    with polylogue_serve("--state", str(state), "--flush-interval", "0") as url:
+        body = {"agent": "p0", "participants": roster, "session_id": "big"}
+        assert httpx.post(f"{url}/v1/sessions", json=body, timeout=60).status_code == 201
+        first = stored("big")
+        assert first[0] < 20_000 < first[1]  # the snapshot is small; the roster apart
+        for k in range(5):
+            event = {**line, "start": 2.0 * k, "end": 2.0 * k + 1}
+            assert _post(url, "big", event).status_code == 200
+        after = stored("big")
+        assert after[2] == first[2] and after[0] < 20_000  # the roster was not rewritten
+        # A change of roster is written: a join, and a speaker nobody listed.
+        join = {"type": "join", "participants": [{"id": "zoe", "name": "Zoe"}]}
+        assert _post(url, "big", join).status_code == 200
+        new = {**line, "speaker": "yann", "start": 20.0, "end": 21.0}
+        assert _post(url, "big", new).status_code == 200
+        assert '"zoe"' in stored("big")[2] and '"yann"' in stored("big")[2]
+        before = httpx.get(f"{url}/v1/sessions/big", timeout=60).json()
+        event = {**line, "start": 30.0, "end": 31.0}
+        decided = _post(url, "big", event).json()["results"][0]["decision"]
+    # A restart reads the roster back: the same people, the same present set.
+    with polylogue_serve("--state", str(state), "--flush-interval", "0") as url:
+        after = httpx.get(f"{url}/v1/sessions/big", timeout=60).json()
+        assert len(after["participants"]) == 3002 and "zoe" in after["present"]
+        assert {k: after[k] for k in ("participants", "present")} == {
+            k: before[k] for k in ("participants", "present")
+        }
+    assert decided["p_speak"] is not None
