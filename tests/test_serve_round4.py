@@ -504,6 +504,22 @@ def test_port_out_of_range_and_token_bits(tmp_path: Path) -> None:
     )
     assert done.returncode == 2 and "(0 bits < 64)" in done.stderr, done.stderr
     assert "-0" not in done.stderr
+    # --port 0: a free port, announced as bound, and requests naming it pass the Host check.
+    proc = subprocess.Popen(
+        [POLYLOGUE, "serve", "--port", "0", "--state", str(tmp_path / "z.sqlite")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        banner = proc.stdout.readline()
+        url = banner.split(" on ", 1)[1].split(" ", 1)[0]
+        assert not url.endswith(":0"), banner
+        assert httpx.get(f"{url}/healthz", timeout=30).status_code == 200
+    finally:
+        proc.terminate()
+        proc.wait(30)
 
 
 def test_redis_store_messages_are_json(tmp_path: Path) -> None:

@@ -118,6 +118,11 @@ def serve(
         asyncio.run(store.close())
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(code=3) from None  # uvicorn's start-up failure code, as before
+    if port == 0:  # a free port, picked by the kernel: announced and checked in Host as bound
+        import dataclasses
+
+        port = int(sock.getsockname()[1])
+        settings = dataclasses.replace(settings, port=port)
     banner = (
         f"polylogue serve on http://{host}:{port} (state: {state or 'sqlite default'}, "
         f"{workers} process{'es' if workers > 1 else ''})"
