@@ -282,8 +282,9 @@ def test_redis_out_of_memory_is_503_and_loses_nothing(tmp_path: Path, ami: Conve
         srv = Server("--state", rurl)
         try:
             sid = _new(srv.url, ami)
-            r = redis.Redis.from_url(rurl)
-            r.config_set("maxmemory", str(int(r.info("memory")["used_memory"]) + 150_000))
+            rc = redis.Redis.from_url(rurl)
+            rc.config_set("maxmemory", str(int(rc.info("memory")["used_memory"]) + 150_000))
+            rc.close()
             created, codes = [sid], set()
             for _ in range(2000):
                 body = session_body("B", ami.participants)
