@@ -415,10 +415,21 @@ class SQLiteStore:
             self._retry = asyncio.get_running_loop().create_task(self._retry_until_written())
 
     async def _retry_until_written(self) -> None:
-        """While a queue waits on a failing store: write it again every ``retry_s``."""
+        """While a queue waits on a failing store: write it again every ``retry_s``.
+
+        Each try first checkpoints the write-ahead log into the database and truncates it:
+        on a small disk the log itself can fill it (SQLite checkpoints on its own only past
+        1,000 pages), and the space it gives back is what the queue needs.
+        """
+        loop = asyncio.get_running_loop()
         while self._pending and self.failing is not None:
             await asyncio.sleep(self.retry_s)
+            with contextlib.suppress(sqlite3.Error):
+                await loop.run_in_executor(self._executor, self._checkpoint)
             await self.flush()
+
+    def _checkpoint(self) -> None:
+        self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
     def _write(self, rows: list[tuple[str, int, str, float, str | None]]) -> None:
         """One transaction; a row's roster only where it changed (COALESCE keeps the old)."""
