@@ -226,6 +226,11 @@ class SQLiteStore:
         db.execute("PRAGMA busy_timeout=10000")  # other processes' short write transactions
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
+        # A write-ahead log of at most ~1 MB (checkpointed every 256 pages, truncated back
+        # to 1 MB after): on a small disk the log alone must not take all the space the
+        # checkpoint needs to move it into the database (SQLite's 4 MB default can).
+        db.execute("PRAGMA wal_autocheckpoint=256")
+        db.execute("PRAGMA journal_size_limit=1048576")
         return db
 
     def _queued(self, sid: str) -> _Entry | None:
