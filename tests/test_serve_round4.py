@@ -67,10 +67,12 @@ def _metric(url: str, line_start: str) -> float:
 class Server:
     """`polylogue serve` as a child process that a test stops or kills itself."""
 
-    def __init__(self, *args: str, port: int | None = None, nofile: int | None = None) -> None:
+    def __init__(
+        self, *args: str, logs: Path, port: int | None = None, nofile: int | None = None
+    ) -> None:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.log = Path(os.environ.get("TMPDIR", "/tmp")) / f"serve-{self.port}-{time.time()}.log"
+        self.log = logs / f"serve-{self.port}-{time.monotonic_ns()}.log"
         env = {k: v for k, v in os.environ.items() if k != "POLYLOGUE_SERVE_TOKEN"}
 
         def limit() -> None:
@@ -116,7 +118,7 @@ def test_full_disk_refuses_what_it_cannot_write_and_recovers_by_itself(
     disk: Path, ami: Conversation
 ) -> None:
     state = disk / "s.sqlite"
-    srv = Server("--state", str(state))
+    srv = Server("--state", str(state), logs=disk.parent)
     try:
         url = srv.url
         sid = _new(url, ami, session_id="full")
@@ -169,7 +171,7 @@ def test_full_disk_refuses_what_it_cannot_write_and_recovers_by_itself(
         assert srv.stop(signal.SIGKILL) == -signal.SIGKILL
     finally:
         srv.stop(signal.SIGKILL)
-    again = Server("--state", str(state))
+    again = Server("--state", str(state), logs=disk.parent)
     try:
         summary = httpx.get(f"{again.url}/v1/sessions/{sid}", timeout=30).json()
         assert summary["utterances"] == acked and summary["last_seq"] == acked
@@ -181,7 +183,7 @@ def test_full_disk_refuses_what_it_cannot_write_and_recovers_by_itself(
 
 def test_stop_with_a_full_disk_is_not_a_clean_stop(disk: Path, ami: Conversation) -> None:
     # A wide flush window: the event is answered and queued when the disk fills.
-    srv = Server("--state", str(disk / "s.sqlite"), "--flush-interval", "30")
+    srv = Server("--state", str(disk / "s.sqlite"), "--flush-interval", "30", logs=disk.parent)
     sid = _new(srv.url, ami)
     filler = fill_disk(disk)
     try:
@@ -199,7 +201,15 @@ def test_stop_with_a_full_disk_is_not_a_clean_stop(disk: Path, ami: Conversation
 def test_sweeper_survives_a_full_disk_and_expires_sessions_again(
     disk: Path, ami: Conversation
 ) -> None:
-    srv = Server("--state", str(disk / "s.sqlite"), "--idle-ttl", "1", "--sweep-interval", "0.2")
+    srv = Server(
+        "--state",
+        str(disk / "s.sqlite"),
+        "--idle-ttl",
+        "1",
+        "--sweep-interval",
+        "0.2",
+        logs=disk.parent,
+    )
     try:
         sid = _new(srv.url, ami)
         filler = fill_disk(disk)
@@ -231,7 +241,7 @@ def test_redis_killed_stalled_and_restarted(tmp_path: Path, ami: Conversation) -
     persist = ("--appendonly", "yes", "--appendfsync", "always")
     events = _events(ami, 40)
     with redis_server(tmp_path, args=persist, pids=pids, port=port) as rurl:
-        srv = Server("--state", rurl)
+        srv = Server("--state", rurl, logs=tmp_path)
         try:
             sid = _new(srv.url, ami)
             for e in events[:5]:
@@ -279,7 +289,7 @@ def test_redis_out_of_memory_is_503_and_loses_nothing(tmp_path: Path, ami: Conve
     import redis
 
     with redis_server(tmp_path, args=("--maxmemory-policy", "noeviction")) as rurl:
-        srv = Server("--state", rurl)
+        srv = Server("--state", rurl, logs=tmp_path)
         try:
             sid = _new(srv.url, ami)
             rc = redis.Redis.from_url(rurl)
@@ -320,7 +330,7 @@ def test_redis_that_may_evict_is_refused_and_an_evicted_session_is_410(
         assert done.returncode == 2, done.stderr
         assert "maxmemory-policy 'allkeys-lru'" in done.stderr and "noeviction" in done.stderr
     with redis_server(tmp_path) as rurl:
-        srv = Server("--state", rurl)
+        srv = Server("--state", rurl, logs=tmp_path)
         try:
             sid = _new(srv.url, ami)
             assert _post(srv.url, sid, _events(ami, 1)[0]).status_code == 200
@@ -344,7 +354,7 @@ def test_redis_that_may_evict_is_refused_and_an_evicted_session_is_410(
 
 
 def test_descriptor_exhaustion_is_counted_and_logged_once_per_interval(tmp_path: Path) -> None:
-    srv = Server("--state", str(tmp_path / "s.sqlite"), nofile=64)
+    srv = Server("--state", str(tmp_path / "s.sqlite"), nofile=64, logs=tmp_path)
     socks: list[socket.socket] = []
     try:
         for _ in range(120):
@@ -526,7 +536,7 @@ def test_port_out_of_range_and_token_bits(tmp_path: Path) -> None:
 def test_redis_store_messages_are_json(tmp_path: Path) -> None:
     """A store refusal is a JSON body naming the store, like every other answer."""
     with redis_server(tmp_path) as rurl:
-        srv = Server("--state", rurl)
+        srv = Server("--state", rurl, logs=tmp_path)
     try:  # redis stopped: the service is up, its store is not
         r = httpx.get(f"{srv.url}/v1/sessions/nope", timeout=30)
         assert r.status_code == 503 and json.loads(r.text)["retry_after"] == 1
