@@ -25,7 +25,27 @@ what its client had been answered:
 
 At the end: **events lost** (a session whose utterance count or ``last_seq`` is not what its
 client sent) and **fed twice** (a count above it). Everything is printed; ``--json`` writes
-it. The baseline is the previous code's server (``PYTHONPATH`` at its ``src``) with
+it.
+
+Two more modes put the store at fault instead of the server (no kills during the run; one
+SIGKILL at the end, once ``/healthz`` shows nothing queued, so the final check reads what
+reached the store):
+
+* ``disk``: the SQLite file on a small tmpfs (``--disk-kb``, 3 MiB: smaller than the size at
+  which SQLite checkpoints its write-ahead log on its own, so the log fills the disk too) that
+  is also filled to the last byte once a third of the events are answered and freed
+  ``--fault-s`` seconds later (needs root to mount; skipped with a message otherwise);
+* ``redis-stop``: redis-server (append-only file, fsync always) stopped with SIGSTOP for
+  ``--fault-s`` seconds, then killed and started again on its port from its file.
+
+Clients then follow the protocol for a refused event: an answer with ``retry_after`` (503)
+means not applied, and the same event is sent again after that many seconds (capped at
+0.5 s here); a ``duplicate`` answer to such a resend means an earlier attempt did land (a
+Redis write that timed out on the client but ran later). Counted: **refused (503)**,
+**internal errors** (500 or any other failure), and, after the final SIGKILL and restart,
+**acknowledged events lost**.
+
+The baseline is the previous code's server (``PYTHONPATH`` at its ``src``) with
 ``--roles-only --modes sqlite redis`` (it has no audience or focus control, and its workers
 outlive their supervisor).
 """
@@ -50,7 +70,14 @@ import httpx
 
 from polylogue.corpora import load_corpus
 from polylogue.serve.client import session_body, utterance_events
-from polylogue.serve.local import POLYLOGUE, free_port, redis_server
+from polylogue.serve.local import (
+    POLYLOGUE,
+    NoTmpfsError,
+    fill_disk,
+    free_port,
+    redis_server,
+    small_tmpfs,
+)
 
 #: The run-time controls sent in turn, one every ``CONTROL_EVERY`` events (``{ignored}``:
 #: a participant other than the agent).
@@ -195,6 +222,10 @@ class Soak:
         self.kill_due = False
         self.resent = 0
         self.errors: list[str] = []
+        #: answers with ``retry_after`` (the store refused: not applied, sent again)
+        self.refused = 0
+        #: failures that are not a refusal (500, "internal error", anything unexpected)
+        self.internal = 0
 
     async def client(self, sid: str) -> None:
         import websockets
@@ -207,11 +238,23 @@ class Soak:
                 await self.up.wait()
                 try:
                     async with websockets.connect(ws_url, open_timeout=30) as ws:
+                        retried = False
                         while pos < len(events):
                             e = events[pos]
                             await ws.send(json.dumps(e))
                             r = json.loads(await ws.recv())
-                            if not r.get("ok") or r.get("duplicate") or r.get("seq_gap"):
+                            if not r.get("ok") and "retry_after" in r:
+                                self.refused += 1  # not applied: send it again
+                                retried = True
+                                await asyncio.sleep(min(0.5, float(r["retry_after"])))
+                                continue
+                            if str(r.get("error", "")).startswith("internal error"):
+                                self.internal += 1
+                            landed = retried and r.get("duplicate")  # an earlier try ran
+                            retried = False
+                            if (
+                                not r.get("ok") or r.get("duplicate") or r.get("seq_gap")
+                            ) and not landed:
                                 self.errors.append(f"{sid} seq {e['seq']}: {r}")
                             self.acked[sid] = e["seq"]
                             if e["type"] != "utterance":
@@ -273,15 +316,70 @@ class Soak:
         return rounds
 
 
+def _drained(server: Server, limit_s: float = 30.0) -> float:
+    """Seconds until ``/healthz`` shows nothing queued for the store (at most ``limit_s``)."""
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < limit_s:
+        store = httpx.get(f"{server.url}/healthz", timeout=30).json()["store"]
+        if store["state"] == "ok" and not store.get("queued"):
+            break
+        time.sleep(0.05)
+    return round(time.perf_counter() - t0, 2)
+
+
+class StoreFault:
+    """Puts the store at fault once, mid-run, and gives it back: a disk filled then freed, or
+    Redis stopped then restarted from its append-only file."""
+
+    def __init__(self, kind: str, folder: Path, redis_pid: list[int] | None = None) -> None:
+        self.kind, self.folder, self.redis_pid = kind, folder, redis_pid
+        self.report: dict[str, Any] = {"kind": kind}
+
+    async def run(self, soak: Soak, total: int, fault_s: float, restart: Any) -> None:
+        while soak.answered < total / 3:
+            await asyncio.sleep(0.05)
+        t0 = time.perf_counter()
+        if self.kind == "disk":
+            filler = await asyncio.to_thread(fill_disk, self.folder)
+            await asyncio.sleep(fault_s)
+            filler.unlink()
+        else:
+            assert self.redis_pid
+            os.kill(self.redis_pid[0], signal.SIGSTOP)
+            await asyncio.sleep(fault_s)
+            os.kill(self.redis_pid[0], signal.SIGKILL)
+            os.kill(self.redis_pid[0], signal.SIGCONT)
+            await asyncio.to_thread(restart)
+        self.report["answered_at_fault"] = soak.answered
+        self.report["fault_seconds"] = round(time.perf_counter() - t0, 1)
+
+
 async def run_mode(
-    server: Server, sessions: dict[str, list[dict[str, Any]]], kills: int
+    server: Server,
+    sessions: dict[str, list[dict[str, Any]]],
+    kills: int,
+    fault: StoreFault | None = None,
+    fault_s: float = 3.0,
+    restart_store: Any = None,
 ) -> dict[str, Any]:
     soak = Soak(server, sessions)
     total = sum(len(e) for e in sessions.values())
     t0 = time.perf_counter()
-    killer = asyncio.create_task(soak.killer(kills, total))
+    if fault is None:
+        killer = asyncio.create_task(soak.killer(kills, total))
+    else:
+        killer = asyncio.create_task(asyncio.sleep(0, result=[]))
+        faulting = asyncio.create_task(fault.run(soak, total, fault_s, restart_store))
     await asyncio.gather(*(soak.client(sid) for sid in sessions))
     rounds = await killer
+    if fault is not None:
+        await faulting
+        # What reached the store: kill the server once its queue is written (the write-behind
+        # window, however long the loaded machine makes it) and read it back, so anything
+        # missing was lost to the fault.
+        fault.report["seconds_until_queue_written"] = await asyncio.to_thread(_drained, server)
+        await asyncio.to_thread(server.kill)
+        await asyncio.to_thread(server.start)
     lost = twice = wrong_role = 0
     async with httpx.AsyncClient(timeout=30) as http:
         for sid, events in sessions.items():
@@ -303,6 +401,9 @@ async def run_mode(
         "fed_twice": twice,
         "unexpected_results": len(soak.errors),
         "first_unexpected": soak.errors[:3],
+        "refused_503": soak.refused,
+        "internal_errors": soak.internal,
+        **({"fault": fault.report} if fault is not None else {}),
         "seconds": round(time.perf_counter() - t0, 1),
     }
 
@@ -312,7 +413,19 @@ def main() -> None:
     ap.add_argument("--sessions", type=int, default=100)
     ap.add_argument("--events", type=int, default=200)
     ap.add_argument("--kills", type=int, default=2)
-    ap.add_argument("--modes", nargs="+", default=["sqlite", "redis", "workers"])
+    ap.add_argument(
+        "--modes",
+        nargs="+",
+        default=["sqlite", "redis", "workers", "disk", "redis-stop"],
+        choices=["sqlite", "redis", "workers", "disk", "redis-stop"],
+    )
+    ap.add_argument("--fault-s", type=float, default=3.0, help="how long a store fault lasts")
+    ap.add_argument(
+        "--disk-kb",
+        type=int,
+        default=3072,
+        help="tmpfs size of the disk mode (under SQLite's 4 MB log: the log fills it too)",
+    )
     ap.add_argument(
         "--roles-only",
         action="store_true",
@@ -326,9 +439,40 @@ def main() -> None:
         tmp = Path(d)
         for mode in args.modes:
             with ExitStack() as stack:
+                fault: StoreFault | None = None
+                restart: Any = None
                 if mode == "redis":
                     state = stack.enter_context(redis_server(tmp))
                     extra: list[str] = ["--state", state]
+                elif mode == "redis-stop":
+                    pids: list[int] = []
+                    rport = free_port()
+                    aof = ("--appendonly", "yes", "--appendfsync", "always")
+                    rdir = tmp / "redis-stop"
+                    rdir.mkdir()
+                    state = stack.enter_context(redis_server(rdir, pids=pids, port=rport, args=aof))
+                    extra = ["--state", state]
+                    fault = StoreFault("redis", rdir, pids)
+
+                    def restart(
+                        rdir: Path = rdir,
+                        rport: int = rport,
+                        pids: list[int] = pids,
+                        aof: tuple[str, ...] = aof,
+                    ) -> None:
+                        # The first server is dead; a second one on its port, from its file.
+                        again = redis_server(rdir, pids=pids, port=rport, args=aof)
+                        stack.enter_context(again)
+
+                elif mode == "disk":
+                    try:
+                        disk = stack.enter_context(small_tmpfs(tmp / "disk", args.disk_kb))
+                    except NoTmpfsError as e:
+                        print(f"disk: skipped ({e})")
+                        results["modes"][mode] = {"skipped": str(e)}
+                        continue
+                    extra = ["--state", str(disk / "disk.sqlite")]
+                    fault = StoreFault("disk", disk)
                 else:
                     extra = ["--state", str(tmp / f"{mode}.sqlite")]
                 if mode == "workers":
@@ -347,7 +491,9 @@ def main() -> None:
                     sessions[sid] = session_events(
                         list(conv.utterances), args.events, ignored, args.roles_only, 10 + i
                     )
-                res = asyncio.run(run_mode(server, sessions, args.kills))
+                res = asyncio.run(
+                    run_mode(server, sessions, args.kills, fault, args.fault_s, restart)
+                )
                 res["server_tracebacks_logged"] = server.log.read_text(errors="replace").count(
                     "Traceback"
                 )

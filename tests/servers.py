@@ -92,10 +92,13 @@ def require_redis() -> None:
 
 
 @contextmanager
-def redis_server(tmp: Path) -> Iterator[str]:
-    """A throw-away redis-server on a free loopback port (no persistence); yields its URL."""
+def redis_server(
+    tmp: Path, args: tuple[str, ...] = (), pids: list[int] | None = None, port: int | None = None
+) -> Iterator[str]:
+    """A throw-away redis-server on a free loopback port (no persistence unless ``args`` turn
+    it on); yields its URL. ``pids`` receives its process id (to stop or kill it)."""
     require_redis()
-    with local_redis_server(tmp, port=free_port()) as url:
+    with local_redis_server(tmp, pids=pids, port=port or free_port(), args=args) as url:
         yield url
 
 

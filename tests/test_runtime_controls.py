@@ -424,7 +424,7 @@ def test_serve_audience_and_focus_events_persist_and_refuse_bad_values(tmp_path:
             ({"type": "focus", "only": ["zoe"]}, ["'zoe'", "alice", "tv"]),
             ({"type": "focus", "ignored": "tv"}, ["ignored"]),
             ({"type": "audience", "audience": "crowd"}, ["'crowd'", "group, adaptive"]),
-            ({"type": "audience"}, ["None", "group, adaptive"]),
+            ({"type": "audience"}, ["missing", "group, adaptive"]),
             ({"type": "role", "role": "boss"}, ["'boss'", "observer, assistant, facilitator"]),
         ):
             bad = send(event)

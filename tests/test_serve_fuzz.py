@@ -19,7 +19,7 @@ from polylogue.serve.probe import make_cases, run_cases
 
 pytestmark = pytest.mark.slow
 
-N_CASES = 380  # 20 of each class; a few seconds against one server
+N_CASES = 480  # 20 of each class; a few seconds against one server
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +42,7 @@ def test_fuzzed_frames_and_requests_end_in_clear_errors(tmp_path: Path, ami: Con
             assert counts["clear"] > 0 and counts["correct"] > 0
             # Every class was exercised, and resends were skipped: the valid events were fed
             # once.
-            assert len(counts["by_kind"]) == 19
+            assert len(counts["by_kind"]) == 24
             valid = counts["by_kind"]["valid"]["correct"]
             assert summary["last_seq"] == valid - 1
     assert "Traceback" not in log.read_text()

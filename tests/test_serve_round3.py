@@ -262,7 +262,7 @@ def test_an_acknowledged_control_survives_sigkill_redis(
 # ----------------------------------------------------------------------------- item 3
 
 
-def test_seq_jump_is_flagged_and_later_duplicates_carry_last_seq(
+def test_seq_jump_is_flagged_and_skipped_numbers_are_refused(
     server: str, ami: Conversation
 ) -> None:
     sid = _new(server, ami)
@@ -270,7 +270,12 @@ def test_seq_jump_is_flagged_and_later_duplicates_carry_last_seq(
     events[2] = {**events[2], "seq": 1000}  # a client bug: far ahead
     r = httpx.post(f"{server}/v1/sessions/{sid}/events", json=events).json()["results"]
     assert [x.get("seq_gap", 0) for x in r[:3]] == [0, 0, 998]
-    assert r[3] == {"ok": True, "seq": 3, "duplicate": True, "last_seq": 1000}
+    # seq 3 lies in the range the jump skipped: never applied, so refused, not a duplicate.
+    assert r[3]["ok"] is False and r[3]["last_seq"] == 1000
+    assert "next event needs seq 1001" in r[3]["error"]
+    # A seq applied before the jump is a duplicate, with the session's last_seq.
+    again = httpx.post(f"{server}/v1/sessions/{sid}/events", json=events[1]).json()["results"]
+    assert again[0] == {"ok": True, "seq": 1, "duplicate": True, "last_seq": 1000}
 
 
 def _run_client(url: str, sid: str, events: list[dict]) -> list[dict]:

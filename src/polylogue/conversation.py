@@ -287,6 +287,30 @@ class Participant:
         )
 
 
+class RosterDicts:
+    """:meth:`Participant.to_dict` of a roster, rebuilt only when the roster changed.
+
+    A live snapshot is taken after every event; with a 5,000-person roster, rebuilding every
+    participant's dict each time cost more than the decision. Participants are immutable, so
+    an unchanged roster is the same objects in the same order (checked by identity). The
+    dicts returned are shared between calls: read them, do not change them.
+    """
+
+    __slots__ = ("_dicts", "_people")
+
+    def __init__(self) -> None:
+        self._people: tuple[Participant, ...] = ()
+        self._dicts: list[dict[str, Any]] = []
+
+    def __call__(self, participants: dict[str, Participant]) -> list[dict[str, Any]]:
+        people = tuple(participants.values())
+        if len(people) != len(self._people) or any(
+            a is not b for a, b in zip(people, self._people, strict=True)
+        ):
+            self._people, self._dicts = people, [p.to_dict() for p in people]
+        return list(self._dicts)
+
+
 @dataclass(frozen=True, slots=True)
 class Utterance:
     """One unit of talk: a dialogue act, a speaker turn, or a transcript line."""

@@ -13,7 +13,7 @@ def register(app: typer.Typer) -> None:
 
 def serve(
     host: Annotated[str, typer.Option(help="Address to bind (loopback by default).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port.")] = 8765,
+    port: Annotated[int, typer.Option(min=0, max=65535, help="TCP port (0: any free one).")] = 8765,
     token: Annotated[
         str | None,
         typer.Option(
@@ -80,6 +80,7 @@ def serve(
 
     require_extra("serve", "starlette", "uvicorn", "websockets", what="polylogue serve")
     import asyncio
+    import signal
 
     import uvicorn
 
@@ -117,6 +118,11 @@ def serve(
         asyncio.run(store.close())
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(code=3) from None  # uvicorn's start-up failure code, as before
+    if port == 0:  # a free port, picked by the kernel: announced and checked in Host as bound
+        import dataclasses
+
+        port = int(sock.getsockname()[1])
+        settings = dataclasses.replace(settings, port=port)
     banner = (
         f"polylogue serve on http://{host}:{port} (state: {state or 'sqlite default'}, "
         f"{workers} process{'es' if workers > 1 else ''})"
@@ -124,10 +130,28 @@ def serve(
     # No access log: a WebSocket URL may carry ?token=.
     options = {"log_level": "warning", "access_log": False, "ws_max_size": MAX_WS_FRAME}
     if workers == 1:
-        config = uvicorn.Config(settings.app(store), **options)  # type: ignore[arg-type]
+        service = settings.app(store)
+        config = uvicorn.Config(service, **options)  # type: ignore[arg-type]
         typer.echo(banner)
+
+        def unclean() -> None:
+            if service.state.unclean_stop:  # answered events that never reached the store
+                lost = service.state.unclean_stop
+                typer.echo(f"error: stopped with unwritten state: {lost}", err=True)
+                raise typer.Exit(code=1)
+
+        def after_stop(sig: int, frame: object) -> None:
+            # uvicorn raises the stop signal again once it has shut down: a clean stop ends
+            # by that signal as before; one that left state unwritten exits 1 instead.
+            unclean()
+            signal.signal(sig, signal.SIG_DFL)
+            signal.raise_signal(sig)
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, after_stop)
         with sock:
             uvicorn.Server(config).run(sockets=[sock])
+        unclean()
         return
     import os
 

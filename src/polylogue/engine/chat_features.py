@@ -25,7 +25,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from polylogue.conversation import Participant, Utterance
+from polylogue.conversation import Participant, RosterDicts, Utterance
 from polylogue.engine.blocks import FeatureBlock, Present, Scorer
 
 CHAT_FEATURE_NAMES: tuple[str, ...] = (
@@ -104,6 +104,8 @@ class ChatState:
     """Streaming nick-address state of a channel (see the module docstring)."""
 
     participants: dict[str, Participant] = field(default_factory=dict)
+    #: the participants' dicts of the last snapshot (rebuilt when the roster changes)
+    _roster_dicts: RosterDicts = field(default_factory=RosterDicts, repr=False, compare=False)
     n: int = 0
     _keys: dict[str, set[str]] = field(default_factory=dict)
     _sorted_keys: list[str] = field(default_factory=list)
@@ -350,7 +352,7 @@ def chat_state_to_dict(state: ChatState) -> dict[str, object]:
     """A JSON-able snapshot of a :class:`ChatState` (bounded like the state; a copy, as
     :func:`~polylogue.engine.features.state_to_dict`)."""
     return {
-        "participants": [p.to_dict() for p in state.participants.values()],
+        "participants": state._roster_dicts(state.participants),
         "n": state.n,
         "window": [_msg_to_list(m) for m in state.window],
         "last_msg": [_msg_to_list(m) for m in state.last_msg.values()],

@@ -28,7 +28,7 @@ from typing import Any, Literal, cast
 
 import numpy as np
 
-from polylogue.conversation import GROUP_ROLE, Participant, Utterance
+from polylogue.conversation import GROUP_ROLE, Participant, RosterDicts, Utterance
 from polylogue.engine.blocks import FeatureBlock
 from polylogue.engine.names import NameIndex
 from polylogue.engine.punctuation import PunctuationModel, has_punctuation, load_punctuation_model
@@ -296,6 +296,8 @@ class ConversationState:
     #: Judges the names the address rules leave open (:mod:`polylogue.turntaking.address_model`):
     #: the shipped model, or None for the rulebook alone (kept to compare the two).
     address_model: AddressModel | Literal["shipped"] | None = "shipped"
+    #: the participants' dicts of the last snapshot (rebuilt when the roster changes)
+    _roster_dicts: RosterDicts = field(default_factory=RosterDicts, repr=False, compare=False)
 
     def fork(self) -> ConversationState:
         """A copy that observing more utterances does not share with this one (a live probe).
@@ -815,7 +817,7 @@ def state_to_dict(state: ConversationState) -> dict[str, object]:
     Nothing in it is the state's own: observing more does not change a snapshot already taken.
     """
     return {
-        "participants": [p.to_dict() for p in state.participants.values()],
+        "participants": state._roster_dicts(state.participants),
         "n_utterances": state.n_utterances,
         "window": [_utt_to_list(u) for u in state.window],
         "last_utt": [_utt_to_list(u) for u in state.last_utt.values()],

@@ -29,6 +29,7 @@ See docs/serve.md for the resume protocol and the status codes.
 from __future__ import annotations
 
 import asyncio
+import errno
 import gc
 import hmac
 import json
@@ -43,7 +44,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -53,16 +62,19 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from polylogue.conversation import BadNameError, Participant, Utterance, clean_name
 from polylogue.engine.deployment import Deployment, DeploymentError
-from polylogue.engine.live import LiveConversation, Policy, snapshot_deployment
+from polylogue.engine.live import AUDIENCES, LiveConversation, Policy, snapshot_deployment
 from polylogue.engine.model import TurnTakingModel, load_model, model_dir_for
 from polylogue.errors import PolylogueInputError
 from polylogue.serve.guard import RequestGuard, bound_hosts, is_loopback, token_problem
 from polylogue.serve.metrics import Metrics
 from polylogue.serve.store import (
+    ROSTER_KEY,
     SessionExistsError,
+    SessionGoneError,
     SessionLimitError,
     SessionStore,
     StaleSessionError,
+    StoreUnavailableError,
 )
 
 MAX_TEXT = 10_000
@@ -169,15 +181,18 @@ class _Strict(BaseModel):
 
 
 def _usable_name(v: str | None) -> str | None:
-    """A name or id that prints as itself: no control characters (NUL, newline), no bidi."""
+    """A name or id that prints as itself: no control characters (NUL, newline), no bidi,
+    and something visible once normalised (zero-width spaces, variation selectors and other
+    invisible characters alone are one empty name: two of them would be one person)."""
     if v is None:
         return v
     try:
-        clean_name(v)
+        cleaned = clean_name(v)
     except BadNameError as e:
         raise ValueError(str(e)) from None
-    if not v.strip():
-        raise ValueError("name is blank")
+    if not cleaned:
+        shown = "blank" if not v.strip() else f"{v!a}: only invisible characters"
+        raise ValueError(f"name is {shown}")
     return v
 
 
@@ -195,6 +210,15 @@ class ParticipantIn(_Strict):
 
     _names = field_validator("id", "name")(_usable_name)
     _aliases = field_validator("aliases")(_usable_names)
+
+    @field_validator("role")
+    @classmethod
+    def _role_text(cls, v: str | None) -> str | None:
+        """A participant's role prints in summaries and logs: checked like a name."""
+        try:
+            return _usable_name(v)
+        except ValueError as e:
+            raise ValueError("role text" + str(e).removeprefix("name")) from None
 
     def to_participant(self) -> Participant:
         return Participant(self.id, self.name, self.role, tuple(self.aliases))
@@ -261,12 +285,29 @@ class SilenceEvent(_Strict):
     _times = field_validator("time")(_finite)
 
 
+def _required(field: str, choices: str) -> Any:
+    """A before-validator: ``field`` must be present (an event without its value is a
+    mistake, never a silent default); the error names the valid values."""
+
+    def check(cls: Any, data: Any) -> Any:
+        if isinstance(data, dict) and field not in data:
+            raise ValueError(f"missing; choose one of {choices}")
+        return data
+
+    return model_validator(mode="before")(classmethod(check))  # type: ignore[arg-type]
+
+
 class RoleEvent(_Strict):
-    """Switch the session's role at run time (``observer``: decisions logged, never spoken)."""
+    """Switch the session's role at run time (``observer``: decisions logged, never spoken;
+    ``null``: back to the session's own point). The ``role`` field is required."""
 
     type: Literal["role"]
     seq: Seq | None = None
-    role: str | None = None
+    role: str | None
+
+    _present = _required(
+        "role", "observer, assistant, facilitator, or null (the session's own point)"
+    )
 
 
 class AudienceEvent(_Strict):
@@ -274,7 +315,9 @@ class AudienceEvent(_Strict):
 
     type: Literal["audience"]
     seq: Seq | None = None
-    audience: Any = None
+    audience: Any
+
+    _present = _required("audience", ", ".join(AUDIENCES))
 
 
 class FocusIn(_Strict):
@@ -314,8 +357,9 @@ def seq_gap(last_seq: int | None, seq: int | None) -> int:
     """How many ``seq`` numbers an event skips after ``last_seq`` (0: the next one, or none).
 
     A jump is applied (a client may number only some events) but flagged in the result
-    (``"seq_gap"``): a client that numbers every event treats it as its own bug, since every
-    later event numbered below the jump would be answered as a duplicate.
+    (``"seq_gap"``), and the numbers it skipped are remembered (:data:`MAX_SKIPPED` jumps):
+    an event numbered inside them later is refused (409, naming the next ``seq`` the session
+    takes), never answered as a duplicate of an event that was not applied.
     """
     if seq is None or last_seq is None or seq <= last_seq:
         return 0
@@ -337,6 +381,14 @@ class SessionIn(_Strict):
     focus: FocusIn | None = None
     session_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{1,64}$")
 
+    @field_validator("session_id")
+    @classmethod
+    def _reachable(cls, v: str | None) -> str | None:
+        # URLs resolve "." and ".." segments: /v1/sessions/../events is another path.
+        if v in (".", ".."):
+            raise ValueError(f"{v!r} is a path segment, not an id (URLs could not reach it)")
+        return v
+
 
 def _validation_message(e: ValidationError) -> str:
     parts = []
@@ -355,8 +407,64 @@ def parse_event(raw: Any) -> Event:
 
 # ----------------------------------------------------------------------------- sessions
 
-#: Key of the service's own fields in a stored snapshot (next to the live conversation's).
+#: Keys of the service's own fields in a stored snapshot (next to the live conversation's).
 _LAST_SEQ = "serve_last_seq"
+_SKIPPED = "serve_seq_skipped"
+_TIME_OFFSET = "serve_time_offset"
+#: ``seq`` ranges skipped by jumps that a session remembers (the latest ones).
+MAX_SKIPPED = 16
+#: A time this much before the session's clock is a clock reset, not overlapping speech.
+MAX_TIME_BACK_S = 60.0
+#: A time this much after the session's clock is a clock fault (epoch seconds among
+#: conversation seconds), not a pause: a live session without events that long has expired
+#: (the limit is the larger of this and ``--idle-ttl``).
+MAX_TIME_JUMP_S = 3600.0
+
+
+def in_skipped(skipped: list[tuple[int, int]], seq: int) -> tuple[int, int] | None:
+    """The skipped range (first, last) holding ``seq``, if any."""
+    return next(((lo, hi) for lo, hi in skipped if lo <= seq <= hi), None)
+
+
+class SeqSkippedError(PolylogueInputError):
+    """An event numbered inside a range a ``seq`` jump skipped: answered 409."""
+
+
+#: Who takes part (the participant objects, immutable) and who is present, to tell cheaply
+#: whether the roster changed since it was stored.
+RosterSig = tuple[tuple[Participant, ...], tuple[str, ...]]
+
+
+def roster_sig(live: LiveConversation) -> RosterSig:
+    return tuple(live.engine.participants.values()), tuple(live.present)
+
+
+def same_roster(a: RosterSig | None, b: RosterSig) -> bool:
+    return (
+        a is not None
+        and a[1] == b[1]
+        and len(a[0]) == len(b[0])
+        and all(x is y for x, y in zip(a[0], b[0], strict=True))
+    )
+
+
+def split_roster(snapshot: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A snapshot without its roster (each engine block's participants, who is present),
+    and the roster: stored apart, and only when it changed (see :data:`ROSTER_KEY`)."""
+    blocks = {
+        key: value.pop("participants")
+        for key, value in snapshot.items()
+        if isinstance(value, dict) and "participants" in value
+    }
+    return snapshot, {"present": snapshot.pop("present"), "blocks": blocks}
+
+
+def join_roster(snapshot: dict[str, Any], roster: dict[str, Any]) -> dict[str, Any]:
+    """:func:`split_roster` undone."""
+    snapshot["present"] = roster["present"]
+    for key, people in roster["blocks"].items():
+        snapshot[key]["participants"] = people
+    return snapshot
 
 
 @dataclass
@@ -366,6 +474,12 @@ class _Cached:
     #: the highest ``seq`` applied so far (stored with the snapshot): resends are skipped
     last_seq: int | None = None
     used: float = field(default_factory=time.monotonic)
+    #: ``seq`` ranges jumped over (never applied): events numbered there are refused
+    skipped: list[tuple[int, int]] = field(default_factory=list)
+    #: added to the client's times after a clock jump, so the session's clock runs on
+    time_offset: float = 0.0
+    #: the roster as the store holds it (None: unknown, written with the next snapshot)
+    roster_sig: RosterSig | None = None
 
 
 class SessionNotFound(PolylogueInputError):
@@ -410,6 +524,7 @@ class Sessions:
         self.max_sessions = max_sessions
         self.max_cached = max_cached
         self.cache: OrderedDict[str, _Cached] = OrderedDict()
+        self.max_time_jump_s = max(MAX_TIME_JUMP_S, idle_s)
 
     def _model_for(self, domain: Any) -> TurnTakingModel:
         """The loaded model a session of ``domain`` runs on (each folder loaded once)."""
@@ -444,8 +559,20 @@ class Sessions:
         return live
 
     @staticmethod
-    def _snapshot(c: _Cached) -> dict[str, Any]:
-        return {**c.live.to_dict(), _LAST_SEQ: c.last_seq}
+    def _snapshot(c: _Cached) -> tuple[dict[str, Any], str | None, RosterSig]:
+        """The state to store: the snapshot without its roster, the roster's JSON if it
+        changed since it was stored (else None), and the roster's signature."""
+        snapshot, roster = split_roster(
+            {
+                **c.live.to_dict(),
+                _LAST_SEQ: c.last_seq,
+                _SKIPPED: [list(r) for r in c.skipped],
+                _TIME_OFFSET: c.time_offset,
+            }
+        )
+        sig = roster_sig(c.live)
+        text = None if same_roster(c.roster_sig, sig) else json.dumps(roster, separators=(",", ":"))
+        return snapshot, text, sig
 
     async def create(self, spec: SessionIn) -> tuple[str, LiveConversation]:
         """A new session, written to the store before this returns (the 201 is durable)."""
@@ -453,7 +580,8 @@ class Sessions:
         if len(self.cache) >= self.max_sessions:
             raise SessionLimitError(f"too many sessions (limit {self.max_sessions})")
         c = _Cached(0, self._start(spec))
-        await self.store.create(sid, self._snapshot(c), self.max_sessions)
+        snapshot, roster, c.roster_sig = self._snapshot(c)
+        await self.store.create(sid, snapshot, self.max_sessions, roster)
         self._remember(sid, c)
         return sid, c.live
 
@@ -479,10 +607,21 @@ class Sessions:
             self.cache.pop(sid, None)
             raise SessionNotFound(f"no session {sid!r} (never created, deleted or expired)")
         version, snap = loaded
+        roster = snap.pop(ROSTER_KEY, None)
+        if roster is not None:
+            join_roster(snap, roster)
+        elif "present" not in snap:  # stored apart, and that part is gone (evicted)
+            raise SessionGoneError(f"session {sid!r} lost its roster in the store; start a new one")
         last_seq = snap.pop(_LAST_SEQ, None)
+        skipped = [(int(lo), int(hi)) for lo, hi in snap.pop(_SKIPPED, None) or []]
+        offset = float(snap.pop(_TIME_OFFSET, None) or 0.0)
         domain = (snap.get("deployment") or {}).get("domain")
         deployment = snapshot_deployment(snap, self._model_for(domain))
-        c = _Cached(version, LiveConversation.from_dict(snap, deployment), last_seq)
+        live = LiveConversation.from_dict(snap, deployment)
+        c = _Cached(version, live, last_seq, skipped=skipped, time_offset=offset)
+        # What the store holds; a snapshot with its roster inside (an older file) is written
+        # apart at the next event.
+        c.roster_sig = None if roster is None else roster_sig(live)
         self._remember(sid, c)
         return c
 
@@ -520,22 +659,33 @@ class Sessions:
                         trace["locked"] = time.perf_counter()
                     seen = c.last_seq
                     if event.seq is not None and seen is not None and event.seq <= seen:
+                        jumped = in_skipped(c.skipped, event.seq)
+                        if jumped is not None:
+                            raise SeqSkippedError(
+                                f"seq {event.seq} was skipped by a jump (seq {jumped[0] - 1} "
+                                f"was followed by {jumped[1] + 1}) and cannot be applied now; "
+                                f"the session's last_seq is {seen}: the next event needs seq "
+                                f"{seen + 1} or more"
+                            )
                         duplicate = True  # a resend: applied before, not again
                         break
                     gap = seq_gap(seen, event.seq)
                     touched = True
                     try:
-                        result = _apply(c.live, event)
+                        result = _apply(c, event, self.max_time_jump_s)
                         c.version += 1
                         if event.seq is not None:
+                            if gap and seen is not None:
+                                c.skipped = [*c.skipped, (seen + 1, event.seq - 1)][-MAX_SKIPPED:]
                             c.last_seq = event.seq
                         c.used = time.monotonic()
                         if trace is not None:
                             trace["decided"] = time.perf_counter()
-                        snapshot = self._snapshot(c)
+                        snapshot, roster, sig = self._snapshot(c)
                         if trace is not None:
                             trace["snapshot"] = time.perf_counter()
-                        await self.commit(sid, c.version, snapshot, event)
+                        await self.commit(sid, c.version, snapshot, event, roster)
+                        c.roster_sig = sig
                     except PolylogueInputError:
                         self.cache.pop(sid, None)  # maybe half applied: reload it
                         if attempt or self.store.exclusive:
@@ -547,6 +697,20 @@ class Sessions:
         except SessionNotFound as e:
             self.metrics.errors.inc(kind="SessionNotFound")
             return EventOutcome(404, {"ok": False, "seq": seq, "error": str(e)})
+        except SeqSkippedError as e:
+            self.metrics.errors.inc(kind="SeqSkipped")
+            last = {"last_seq": c.last_seq}
+            return EventOutcome(409, {"ok": False, "seq": seq, "error": str(e), **last})
+        except SessionGoneError as e:
+            self.cache.pop(sid, None)
+            self.metrics.errors.inc(kind="SessionGone")
+            return EventOutcome(410, {"ok": False, "seq": seq, "error": str(e)})
+        except StoreUnavailableError as e:
+            # Not stored, so not applied: the cached copy may hold the event; the store's
+            # state (its queue first) is the truth. The client sends the event again.
+            self.cache.pop(sid, None)
+            self.metrics.errors.inc(kind="StoreUnavailable")
+            return EventOutcome(503, store_refusal(seq, e))
         except StaleSessionError as e:
             self.cache.pop(sid, None)
             self.metrics.errors.inc(kind="StaleSession")
@@ -575,6 +739,8 @@ class Sessions:
             last = {"last_seq": c.last_seq}
             return EventOutcome(200, {"ok": True, "seq": seq, "duplicate": True, **last})
         self.metrics.events.inc(type=event.type)
+        for w in result.get("warnings", ()):
+            logger.warning("session %s: %s", sid, w)
         if gap:
             self.metrics.errors.inc(kind="SeqGap")
             result = {**result, "seq_gap": gap}
@@ -586,16 +752,23 @@ class Sessions:
             200, {"ok": True, "seq": seq, **result, "server_ms": round(dt * 1000, 3)}
         )
 
-    async def commit(self, sid: str, version: int, snapshot: dict[str, Any], event: Event) -> None:
-        """Store the state after ``event``: the one write path of every event.
+    async def commit(
+        self,
+        sid: str,
+        version: int,
+        snapshot: dict[str, Any],
+        event: Event,
+        roster: str | None = None,
+    ) -> None:
+        """Store the state after ``event``: the one write path of every event (``roster``:
+        the roster's JSON when it changed).
 
         A control event (:data:`CONTROL_EVENTS`: what the agent may do) is written through
         before it is answered, whatever the write-behind interval: an acknowledged switch to
         ``observer`` must survive a crash, like session creation.
         """
-        await self.store.save(sid, version, snapshot)
-        if isinstance(event, CONTROL_EVENTS):
-            await self.store.persist(sid)
+        durable = isinstance(event, CONTROL_EVENTS)
+        await self.store.save(sid, version, snapshot, durable=durable, roster=roster)
 
     async def summary(self, sid: str) -> dict[str, Any]:
         c = await self._current(sid)
@@ -632,6 +805,18 @@ class Sessions:
         return len(set(stale) | set(gone))
 
 
+def not_reached(raw: Any, refused: dict[str, Any]) -> dict[str, Any]:
+    """The result of a batch's event after one the store refused: not applied either (it
+    must not overtake the refused one); the batch is sent again from the first refusal."""
+    error = f"not applied: an earlier event of this batch was refused ({refused.get('error')})"
+    return {"ok": False, "seq": _echo_seq(raw), "error": error, "retry_after": 1}
+
+
+def store_refusal(seq: int | None, e: StoreUnavailableError) -> dict[str, Any]:
+    """The result of an event the store did not take: not applied, send it again later."""
+    return {"ok": False, "seq": seq, "error": str(e), "retry_after": e.retry_after_s}
+
+
 def public_deployment(deployment: Deployment) -> dict[str, Any]:
     """A deployment as clients see it: model folders by name, never the server's paths."""
     out = deployment.to_dict()
@@ -641,7 +826,52 @@ def public_deployment(deployment: Deployment) -> dict[str, Any]:
     return out
 
 
-def _apply(live: LiveConversation, e: Event) -> dict[str, Any]:
+def session_times(
+    c: _Cached, what: str, times: tuple[float | None, ...], max_jump_s: float
+) -> tuple[float | None, ...]:
+    """An event's times on the session's clock, checked as ``decide`` checks a transcript's.
+
+    A time more than :data:`MAX_TIME_BACK_S` before the session's clock (a clock reset) or
+    more than ``max_jump_s`` after it (epoch seconds among conversation seconds) is a clock
+    jump: a warning says so (result and log), and the jump is not applied: the event's times
+    are shifted onto the session's clock, and later times by the same amount
+    (``time_offset``), so silences, "just spoke" and cooldowns keep their meaning. A client
+    whose clock comes back (times fitting without the shift) drops the shift.
+    """
+    clock = c.live.clock
+    given = next((t for t in times if t is not None), None)
+    if given is None or clock is None:
+        return tuple(None if t is None else t + c.time_offset for t in times)
+
+    def fits(offset: float) -> bool:
+        return clock - MAX_TIME_BACK_S <= given + offset <= clock + max_jump_s
+
+    if not fits(c.time_offset):
+        if c.time_offset and fits(0.0):
+            c.time_offset = 0.0
+        else:
+            shifted = given + c.time_offset
+            way = "after" if shifted > clock else "before"
+            c.time_offset = clock - given
+            c.live.warnings.append(
+                f"{what} time {given:g} s is {abs(shifted - clock):g} s {way} the session's "
+                f"clock ({clock:g} s): a clock jump, not applied to silence and recency "
+                f"(this and later times are read {c.time_offset:+g} s)"
+            )
+    return tuple(None if t is None else t + c.time_offset for t in times)
+
+
+def _apply(c: _Cached, e: Event, max_jump_s: float) -> dict[str, Any]:
+    """Apply one parsed event to a cached session; its result fields (warnings drained)."""
+    out = _apply_event(c, e, max_jump_s)
+    if c.live.warnings:
+        out = {**out, "warnings": list(c.live.warnings)}
+        c.live.warnings.clear()
+    return out
+
+
+def _apply_event(c: _Cached, e: Event, max_jump_s: float) -> dict[str, Any]:
+    live = c.live
     if isinstance(e, UtteranceEvent):
         # Someone the roster does not list is added as they speak (late dial-ins are common);
         # the result says so, since a typo in a speaker id would do the same.
@@ -651,18 +881,16 @@ def _apply(live: LiveConversation, e: Event) -> dict[str, Any]:
                 "(a join event also marks them present)"
             )
         out: dict[str, Any] = {}
+        start, end = session_times(c, "utterance", (e.start, e.end), max_jump_s)
         if not e.final:
-            b = live.interim_utterance(e.speaker, e.text, e.end or e.start)
+            b = live.interim_utterance(e.speaker, e.text, end if end is not None else start)
             if b is not None:
                 out["barge_in"] = b.to_dict()
         else:
-            d = live.utterance(Utterance(e.speaker, e.text, e.start, e.end))
+            d = live.utterance(Utterance(e.speaker, e.text, start, end))
             out["decision"] = d.to_dict()
             if d.barge_in is not None:
                 out["barge_in"] = d.barge_in.to_dict()
-        if live.warnings:
-            out["warnings"] = list(live.warnings)
-            live.warnings.clear()
         return out
     if isinstance(e, JoinEvent):
         if len(live.engine.participants) + len(e.participants) > MAX_PARTICIPANTS:
@@ -671,9 +899,12 @@ def _apply(live: LiveConversation, e: Event) -> dict[str, Any]:
     elif isinstance(e, LeaveEvent):
         live.leave(e.participant)
     elif isinstance(e, AgentSpeechEvent):
-        live.agent_speech(e.speaking, e.time, e.text)
+        (t,) = session_times(c, "agent_speech", (e.time,), max_jump_s)
+        live.agent_speech(e.speaking, t, e.text)
     elif isinstance(e, SilenceEvent):
-        stepped_in = live.silence(e.time)
+        (t,) = session_times(c, "silence", (e.time,), max_jump_s)
+        assert t is not None
+        stepped_in = live.silence(t)
         return {} if stepped_in is None else {"decision": stepped_in.to_dict()}
     elif isinstance(e, RoleEvent):
         live.set_role(e.role)
@@ -860,6 +1091,14 @@ def create_app(
     def error(status: int, msg: str) -> JSONResponse:
         return JSONResponse({"ok": False, "error": msg}, status_code=status)
 
+    def unavailable(e: StoreUnavailableError) -> JSONResponse:
+        metrics.errors.inc(kind="StoreUnavailable")
+        return JSONResponse(
+            {"ok": False, "error": str(e), "retry_after": e.retry_after_s},
+            status_code=503,
+            headers={"Retry-After": str(e.retry_after_s)},
+        )
+
     async def body(request: Request) -> Any:
         raw = await read_body(request)
         try:
@@ -882,6 +1121,10 @@ def create_app(
                 return await handler(request)
             except SessionNotFound as e:
                 return error(404, str(e))
+            except SessionGoneError as e:
+                return error(410, str(e))
+            except StoreUnavailableError as e:
+                return unavailable(e)
             except SessionExistsError as e:
                 return error(409, str(e))
             except SessionLimitError as e:
@@ -917,16 +1160,26 @@ def create_app(
         if isinstance(payload, list):
             if len(payload) > 1000:
                 raise PolylogueInputError("at most 1000 events per request")
-            outcomes = [await sessions.apply_event(sid, e) for e in payload]
+            outcomes: list[EventOutcome] = []
+            for e in payload:
+                if outcomes and outcomes[-1].status == 503:
+                    # Not stored (or busy): a later event must not overtake it.
+                    outcomes.append(EventOutcome(503, not_reached(e, outcomes[-1].result)))
+                else:
+                    outcomes.append(await sessions.apply_event(sid, e))
             # A batch is applied in order, a bad event does not stop the rest: 200 with one
-            # result per event, unless the session does not exist.
-            status = 404 if any(o.status == 404 for o in outcomes) else 200
+            # result per event, unless the session does not exist or the store refused.
+            codes = {o.status for o in outcomes}
+            status = 404 if 404 in codes else 410 if 410 in codes else 503 if 503 in codes else 200
         else:
             outcomes = [await sessions.apply_event(sid, payload)]
             status = outcomes[0].status  # a lone event: its own status (400 when refused)
-        if status == 404:
-            return error(404, next(o.result["error"] for o in outcomes if o.status == 404))
-        return JSONResponse({"results": [o.result for o in outcomes]}, status_code=status)
+        if status in (404, 410):
+            return error(status, next(o.result["error"] for o in outcomes if o.status == status))
+        headers = {"Retry-After": str(StoreUnavailableError.retry_after_s)} if status == 503 else {}
+        return JSONResponse(
+            {"results": [o.result for o in outcomes]}, status_code=status, headers=headers
+        )
 
     async def show(request: Request) -> Response:
         return JSONResponse(await sessions.summary(request.path_params["sid"]))
@@ -935,11 +1188,23 @@ def create_app(
         await sessions.delete(request.path_params["sid"])
         return JSONResponse({"ok": True})
 
+    async def store_health() -> dict[str, Any]:
+        found = store.health()
+        report: dict[str, Any] = await found if asyncio.iscoroutine(found) else found
+        metrics.store_up.set(1.0 if report.get("state") == "ok" else 0.0)
+        return report
+
     async def healthz(request: Request) -> Response:
-        return JSONResponse({"ok": True, "sessions_cached": len(sessions.cache)})
+        """200 while the store takes writes; 503 (with the store's error) while it does not."""
+        report = await store_health()
+        ok = report.get("state") == "ok"
+        body = {"ok": ok, "sessions_cached": len(sessions.cache), "store": report}
+        body["tasks"] = {name: t.state() for name, t in background.items()}
+        return JSONResponse(body, status_code=200 if ok else 503)
 
     async def metrics_route(request: Request) -> Response:
         metrics.sessions.set(len(sessions.cache))
+        await store_health()
         return PlainTextResponse(metrics.render(), media_type="text/plain; version=0.0.4")
 
     async def frame_result(ws: WebSocket, message: Any) -> dict[str, Any]:
@@ -1013,16 +1278,20 @@ def create_app(
         finally:
             metrics.sockets.dec()
 
-    async def sweeper() -> None:
-        while True:
-            await asyncio.sleep(sweep_s)
-            metrics.expired.inc(n=await sessions.expire())
+    async def sweep_once() -> None:
+        await asyncio.sleep(sweep_s)
+        metrics.expired.inc(n=await sessions.expire())
+
+    background = {"sweeper": Supervised("sweeper", sweep_once, metrics)}
+    refusals = AcceptRefusals(metrics)
 
     from contextlib import asynccontextmanager
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> Any:
-        task = asyncio.create_task(sweeper())
+        refusals.install(asyncio.get_running_loop())
+        for t in background.values():
+            t.start()
         # Everything loaded so far (the model, the libraries) lives as long as the process:
         # moving it out of the collector's generations keeps full collections short (they
         # paused every session for tens of ms, see benchmarks/serve_load.py's "gc" split).
@@ -1033,8 +1302,14 @@ def create_app(
             yield
         finally:
             metrics.gc.stop()
-            task.cancel()
-            await store.close()
+            for t in background.values():
+                t.stop()
+            try:
+                await store.close()
+            except StoreUnavailableError as e:
+                # Read by `polylogue serve`, which then exits 1: answered events are lost.
+                app.state.unclean_stop = str(e)
+                logger.error("stopped with unwritten state: %s", e)
 
     hosts = bound_hosts("127.0.0.1") if allowed_hosts is None else allowed_hosts
     app = Starlette(
@@ -1053,4 +1328,89 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.sessions = sessions
+    app.state.unclean_stop = None
     return app
+
+
+class Supervised:
+    """A background task that runs ``step`` over and over: an exception in a step is logged
+    (with its traceback, once per kind in a row), counted in ``polylogue_task_restarts_total``
+    and the loop starts again after a pause; it never ends silently."""
+
+    def __init__(self, name: str, step: Any, metrics: Metrics, pause_s: float = 1.0) -> None:
+        self.name, self.step, self.metrics, self.pause_s = name, step, metrics, pause_s
+        self.task: asyncio.Task[None] | None = None
+        self.restarts = 0
+        self.last_error: str | None = None
+
+    def start(self) -> None:
+        self.task = asyncio.get_running_loop().create_task(self._run(), name=self.name)
+
+    def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+
+    def state(self) -> dict[str, Any]:
+        running = self.task is not None and not self.task.done()
+        return {"running": running, "restarts": self.restarts, "last_error": self.last_error}
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.step()
+                self.last_error = None
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                error = f"{type(e).__name__}: {e}"
+                self.restarts += 1
+                self.metrics.restarts.inc(task=self.name)
+                if error != self.last_error:  # not a traceback per retry of one fault
+                    logger.error("background task %s failed; restarting", self.name, exc_info=e)
+                self.last_error = error
+                await asyncio.sleep(self.pause_s)
+
+
+#: ``accept()`` errors that mean the process is out of descriptors or memory.
+_RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+
+
+class AcceptRefusals:
+    """The event loop's handler for ``accept()`` failing for lack of descriptors or memory.
+
+    asyncio reports every failed ``accept()`` with a traceback, as many as the listen backlog
+    per wake-up (megabytes a second while descriptors are exhausted). Here each is counted
+    (``polylogue_connections_refused_total``) and one line per ``interval_s`` says how many;
+    other errors go to the loop's default handler.
+    """
+
+    def __init__(self, metrics: Metrics, interval_s: float = 10.0) -> None:
+        self.metrics, self.interval_s = metrics, interval_s
+        self._since_log = 0
+        self._logged_at = -math.inf
+
+    def install(self, loop: asyncio.AbstractEventLoop) -> None:
+        loop.set_exception_handler(self)
+
+    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        if isinstance(exc, ValueError) and "_start_serving" in repr(context.get("handle")):
+            # asyncio schedules an accept retry per failed accept() (up to the backlog per
+            # wake-up); those still due when the server stops find the socket closed.
+            return
+        if not (isinstance(exc, OSError) and exc.errno in _RESOURCE_ERRNOS):
+            loop.default_exception_handler(context)
+            return
+        kind = errno.errorcode.get(exc.errno or 0, str(exc.errno))
+        self.metrics.refused.inc(reason=kind)
+        self._since_log += 1
+        now = time.monotonic()
+        if now - self._logged_at >= self.interval_s:
+            logger.error(
+                "cannot accept connections: %s (%s); %d refusals since the last report "
+                "(polylogue_connections_refused_total); raise the descriptor limit (ulimit -n)",
+                exc.strerror,
+                kind,
+                self._since_log,
+            )
+            self._logged_at, self._since_log = now, 0

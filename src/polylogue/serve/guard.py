@@ -40,9 +40,11 @@ def token_problem(token: str) -> str | None:
     if len(token) < 16:
         return f"has {len(token)} characters (needs at least 16 characters)"
     counts = Counter(token)
-    per_char = -sum(c / len(token) * math.log2(c / len(token)) for c in counts.values())
-    if per_char * len(token) < MIN_TOKEN_BITS:
-        return f"is not random enough ({per_char * len(token):.0f} bits < {MIN_TOKEN_BITS:.0f})"
+    # One repeated character: the sum is -0.0, printed "-0" unless clamped.
+    per_char = max(0.0, -sum(c / len(token) * math.log2(c / len(token)) for c in counts.values()))
+    bits = per_char * len(token)
+    if bits < MIN_TOKEN_BITS:
+        return f"is not random enough ({bits:.0f} bits < {MIN_TOKEN_BITS:.0f})"
     return None
 
 

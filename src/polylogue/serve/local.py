@@ -99,11 +99,15 @@ def redis_available() -> bool:
 
 @contextmanager
 def redis_server(
-    workdir: Path, pids: list[int] | None = None, port: int | None = None
+    workdir: Path,
+    pids: list[int] | None = None,
+    port: int | None = None,
+    args: tuple[str, ...] = (),
 ) -> Iterator[str]:
     """A throw-away ``redis-server`` on a free loopback port (or ``port``), without persistence.
 
     ``workdir`` is its working directory (nothing is written there with persistence off).
+    ``args``: more options, after the defaults (``--appendonly yes`` turns persistence on).
     Yields ``redis://127.0.0.1:PORT/0``.
     """
     if not redis_available():
@@ -112,7 +116,7 @@ def redis_server(
         )
     port = port or free_port()
     cmd = [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--save", ""]
-    cmd += ["--appendonly", "no", "--dir", str(workdir)]
+    cmd += ["--appendonly", "no", "--dir", str(workdir), *args]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         for _ in range(200):
@@ -130,3 +134,45 @@ def redis_server(
         yield f"redis://127.0.0.1:{port}/0"
     finally:
         _stop(proc)
+
+
+class NoTmpfsError(LocalServerError):
+    """A tmpfs cannot be mounted here (not root, or no mount permission in a container)."""
+
+
+@contextmanager
+def small_tmpfs(path: Path, size_kb: int) -> Iterator[Path]:
+    """A tmpfs of ``size_kb`` KiB mounted on ``path`` (created), unmounted on exit: a disk
+    that really fills (ENOSPC), for the full-disk tests and ``benchmarks/serve_soak.py``.
+
+    Needs root (or CAP_SYS_ADMIN); raises :class:`NoTmpfsError` with the reason otherwise.
+    """
+    path.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() != 0:
+        raise NoTmpfsError("mounting a tmpfs needs root")
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size_kb}k", "tmpfs", str(path)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise NoTmpfsError(f"mount -t tmpfs failed: {done.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        # Lazy: a server still holding a file there must not keep the mount alive.
+        subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+def fill_disk(folder: Path) -> Path:
+    """Write a file in ``folder`` until its filesystem is full (ENOSPC); returns the file
+    (delete it to free the space)."""
+    filler = folder / "filler.bin"
+    with open(filler, "ab", buffering=0) as f:  # unbuffered: nothing left to flush later
+        for size in (1 << 20, 65536, 4096, 512, 1):
+            try:
+                while f.write(b"\0" * size):
+                    pass
+            except OSError:
+                pass  # this size no longer fits: try a smaller one
+    return filler

@@ -67,6 +67,9 @@ ERROR_KINDS = (
     "SessionNotFound",
     "StaleSession",
     "LockTimeout",
+    "StoreUnavailable",
+    "SessionGone",
+    "SeqSkipped",
     "InternalError",
 )
 
@@ -142,11 +145,26 @@ class Metrics:
         self.sessions = CounterMetric("polylogue_sessions", "Sessions held in memory", "gauge")
         self.sockets = CounterMetric("polylogue_websockets", "Open WebSocket streams", "gauge")
         self.expired = CounterMetric("polylogue_sessions_expired_total", "Idle sessions dropped")
+        self.store_up = CounterMetric(
+            "polylogue_store_up", "1 while the session store takes writes, else 0", "gauge"
+        )
+        self.store_up.set(1.0)
+        self.restarts = CounterMetric(
+            "polylogue_task_restarts_total",
+            "Background tasks restarted after an error",
+            seed=("task", ("sweeper",)),
+        )
+        self.refused = CounterMetric(
+            "polylogue_connections_refused_total",
+            "Connections not accepted for lack of descriptors or memory (accept() errors)",
+            seed=("reason", ("EMFILE", "ENFILE")),
+        )
 
     def render(self) -> str:
         parts: list[CounterMetric | Histogram] = [self.decisions, self.events, self.errors]
         parts.append(self.duplicates)
         parts += [self.latency, self.sessions, self.sockets, self.expired]
+        parts += [self.store_up, self.restarts, self.refused]
         gc_pause = CounterMetric(
             "polylogue_gc_pause_seconds_total", "Time spent in Python's garbage collector"
         )

@@ -9,7 +9,10 @@ valid events (which must be answered correctly) and resends (which must be skipp
 then values a lax parser would coerce (``"5"`` as a time, ``1`` as a bool),
 names holding control, bidi or lone-surrogate characters, session bodies with bad policy or
 deployment fields (NaN among them), and run-time controls (role, audience and focus changes,
-answered with what they set).
+answered with what they set); and then names made only of invisible characters (as speaker,
+agent, participant id or alias), participant roles holding a newline, NUL or bidi control,
+session ids ``.`` and ``..``, ``role``/``audience`` events without their value, and clock
+jumps (an utterance stamped in epoch seconds: answered, with a "clock jump" warning).
 
 Each case ends as one of: ``clear`` (a refusal with a message: an error result, or a 4xx with
 one), ``correct`` (a valid input answered normally), ``silent`` (bad input answered as if it
@@ -39,8 +42,9 @@ class ProbeCase:
     payload: str | bytes
     #: ``error``: must be refused; ``ok``: must be answered; ``either``: a damaged copy
     #: that may still be a valid event; ``duplicate``: a resend, to be skipped;
-    #: ``control``: a run-time control, answered with what it sets
-    expect: Literal["error", "ok", "either", "duplicate", "control"]
+    #: ``control``: a run-time control, answered with what it sets; ``warned``: applied,
+    #: with a warning saying what was not taken as given
+    expect: Literal["error", "ok", "either", "duplicate", "control", "warned"]
     headers: dict[str, str] = field(default_factory=dict)
 
 
@@ -121,6 +125,14 @@ _BAD_BODIES = [
     '{"agent": "B", "participants": "A,B"}',
 ]
 _ROLES = ["observer", "assistant", "facilitator", None]
+#: Round four: names that are nothing once normalised (zero-width, joiners, BOM, variation
+#: selector, Hangul filler, soft hyphen), alone or repeated.
+_INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\ufe0f", "\u3164", "\u00ad"]
+_BAD_ROLE_TEXT = ["PM\nadmin", "PM\u0000", "\u202eMP", "\u2066PM", "\r"]
+
+
+def _invisible(rng: random.Random) -> str:
+    return "".join(rng.choice(_INVISIBLE) for _ in range(rng.randint(1, 4)))
 
 
 def _big_int(rng: random.Random) -> str:
@@ -184,6 +196,11 @@ def make_cases(
         "bad_name",
         "bad_session_body",
         "control",
+        "invisible_name",
+        "bad_role_text",
+        "dot_session_id",
+        "control_no_value",
+        "clock_jump",
     ]
     for k in range(n):
         kind = makers[k % len(makers)]
@@ -274,6 +291,39 @@ def make_cases(
                 ]
             )
             cases.append(ProbeCase(kind, "ws", json.dumps(event), "control"))
+        elif kind == "invisible_name":
+            name = _invisible(rng)
+            where = rng.choice(["speaker", "leave", "agent", "participant", "alias"])
+            if where == "speaker":
+                cases.append(ProbeCase(kind, "ws", json.dumps({**e, "speaker": name}), "error"))
+            elif where == "leave":
+                frame = json.dumps({"type": "leave", "participant": name})
+                cases.append(ProbeCase(kind, "ws", frame, "error"))
+            else:
+                person = {"id": name} if where == "participant" else {"id": "A", "aliases": [name]}
+                spec: dict[str, Any] = {"agent": name}
+                if where != "agent":
+                    spec = {"agent": "B", "participants": [person]}
+                cases.append(ProbeCase(kind, "create", json.dumps(spec), "error"))
+        elif kind == "bad_role_text":
+            person = {"id": "A", "role": rng.choice(_BAD_ROLE_TEXT)}
+            if rng.random() < 0.5:
+                body = json.dumps({"agent": "B", "participants": [person]})
+                cases.append(ProbeCase(kind, "create", body, "error"))
+            else:
+                frame = json.dumps({"type": "join", "participants": [person]})
+                cases.append(ProbeCase(kind, "ws", frame, "error"))
+        elif kind == "dot_session_id":
+            body = json.dumps({"agent": "B", "session_id": rng.choice([".", ".."])})
+            cases.append(ProbeCase(kind, "create", body, "error"))
+        elif kind == "control_no_value":
+            frame = json.dumps({"type": rng.choice(["role", "audience"])})
+            cases.append(ProbeCase(kind, "ws", frame, "error"))
+        elif kind == "clock_jump":
+            # Epoch seconds among conversation seconds (the session's clock is the meeting's).
+            t = rng.choice([1.7e9, 1_764_000_000.0, 4.0e9]) + rng.random()
+            frame = json.dumps({**e, "start": t, "end": t + 2.0})
+            cases.append(ProbeCase(kind, "ws", frame, "warned"))
         elif kind == "http_unknown_session":
             cases.append(
                 ProbeCase(kind, "http", json.dumps(e), "error", {"X-Probe-Session": "none"})
@@ -299,6 +349,9 @@ def _ws_outcome(case: ProbeCase, reply: dict[str, Any]) -> tuple[str, str]:
         return ("correct" if shown else "silent"), detail
     if case.expect == "either":
         return "correct", detail  # a damaged copy that is still a valid event
+    if case.expect == "warned":
+        warned = any("clock jump" in w for w in reply.get("warnings", ()))
+        return ("correct" if warned else "silent"), detail
     return "silent", detail
 
 
