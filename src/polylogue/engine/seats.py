@@ -389,7 +389,9 @@ class AgentRoom:
         ids = [s.id for s in specs]
         dup = sorted({i for i in ids if ids.count(i) > 1})
         if dup:
-            raise SeatError(f"seat id(s) {', '.join(dup)} given twice; seat ids: {', '.join(ids)}")
+            raise SeatError(
+                f"seat id(s) {', '.join(map(repr, dup))} given twice; seat ids: {', '.join(ids)}"
+            )
         for spec in specs:
             room.add_seat(spec)
         return room

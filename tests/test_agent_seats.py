@@ -1,0 +1,221 @@
+"""Agent seats: several agents in one room with one floor, over a real AMI meeting replayed
+with two of its participants played as agent seats (their real lines are what they say).
+
+The arbitration invariants (never two agents at once, an addressed agent wins, the loop
+brake), a one-seat room deciding exactly as one agent alone, run-time seat changes, one
+clear error for bad input with the room unchanged, and the snapshot round trip."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from polylogue.conversation import Conversation, Participant, Utterance
+from polylogue.corpora import load_corpus
+from polylogue.engine.deployment import Action, Deployment
+from polylogue.engine.live import LiveConversation
+from polylogue.engine.seats import (
+    AgentRoom,
+    Bid,
+    RoomDecision,
+    SeatError,
+    SeatSpec,
+    arbitrate,
+)
+
+N = 400  # utterances of the meeting replayed
+SEATS = ("B", "C")
+
+
+@pytest.fixture(scope="module")
+def meeting() -> Conversation:
+    return next(iter(load_corpus("ami")))
+
+
+@pytest.fixture(scope="module")
+def dep() -> Deployment:
+    return Deployment.resolve()
+
+
+def _lines(conv: Conversation) -> list[Utterance]:
+    return [Utterance(u.speaker, u.text, u.start, u.end) for u in conv.utterances[:N]]
+
+
+def _room(conv: Conversation, dep: Deployment, **kw: Any) -> AgentRoom:
+    people = [p for p in conv.participants if p.id not in SEATS]
+    seats = [
+        SeatSpec(p.id, p.name, p.aliases, role=kw.pop(f"role_{p.id}", None))
+        for p in conv.participants
+        if p.id in SEATS
+    ]
+    return AgentRoom.start(people, seats, model=dep.model, **kw)
+
+
+def _replay(room: AgentRoom, lines: list[Utterance]) -> list[RoomDecision]:
+    return [room.utterance(u) for u in lines]
+
+
+@pytest.fixture(scope="module")
+def replayed(meeting: Conversation, dep: Deployment) -> list[RoomDecision]:
+    room = _room(meeting, dep, role_B="facilitator")
+    return _replay(room, _lines(meeting))
+
+
+def test_never_two_agents_at_once(replayed: list[RoomDecision]) -> None:
+    wanted_together = 0
+    for rd in replayed:
+        speaking = [s for s, a in rd.arbitration.actions.items() if a is Action.SPEAK]
+        assert len(speaking) <= 1, rd.to_dict()
+        assert speaking == ([rd.arbitration.granted] if rd.arbitration.granted else [])
+        own = [s for s, d in rd.decisions.items() if d.action is Action.SPEAK]
+        wanted_together += len(own) >= 2
+        # every arbitration says who wanted the floor and why each seat does what it does
+        assert set(rd.arbitration.reasons) == set(SEATS) and rd.arbitration.reason
+    # the meeting has pauses where both gates alone would speak: the floor rule mattered
+    assert wanted_together > 0
+
+
+def test_an_addressed_agent_wins(replayed: list[RoomDecision]) -> None:
+    checked = 0
+    for rd in replayed:
+        if rd.speaker in SEATS or rd.arbitration.blocked:
+            continue
+        addressed = [
+            s for s, d in rd.decisions.items() if d.engine is not None and d.engine.addressed
+        ]
+        if addressed and rd.arbitration.granted is not None:
+            assert rd.arbitration.granted in addressed, rd.to_dict()
+            checked += 1
+    assert checked > 0
+
+
+def test_agents_hear_each_other_and_the_brake_holds(meeting: Conversation, dep: Deployment) -> None:
+    room = _room(meeting, dep, brake=2)
+    seen_brake = 0
+    for u in _lines(meeting):
+        before = room.agent_run
+        rd = room.utterance(u)
+        if u.speaker in SEATS:
+            # the agent's line is in the other seat's conversation as that agent's
+            other = next(s for s in SEATS if s != u.speaker)
+            assert room.seats[other].live.engine.state.last.speaker == u.speaker
+            assert room.agent_run >= before
+        if room.agent_run >= 2 and u.speaker in SEATS:
+            assert rd.arbitration.granted is None and rd.arbitration.reason == "loop brake"
+            seen_brake += 1
+    assert seen_brake > 0
+
+
+def test_one_seat_decides_as_one_agent(meeting: Conversation, dep: Deployment) -> None:
+    people = [p for p in meeting.participants if p.id != "B"]
+    me = next(p for p in meeting.participants if p.id == "B")
+    room = AgentRoom.start(people, [SeatSpec("B", me.name, me.aliases)], model=dep.model)
+    alone = LiveConversation.start("B", [*people, me], deployment=dep)
+    for u in _lines(meeting)[:150]:
+        got = room.utterance(u)
+        if u.speaker == "B":
+            alone.agent_speech(True, u.start)
+            alone.agent_speech(False, u.end, u.text)
+            continue
+        d = alone.utterance(u)
+        mine = got.decisions["B"]
+        assert (mine.action, mine.reason, mine.p_speak) == (d.action, d.reason, d.p_speak)
+        if d.action is Action.SPEAK:
+            assert got.arbitration.granted == "B"
+
+
+def _bid(seat: str, **kw: Any) -> Bid:
+    base: dict[str, Any] = {
+        "action": Action.SPEAK,
+        "suggested": Action.SPEAK,
+        "p_speak": 0.5,
+        "addressed": False,
+        "named_at": None,
+        "role": None,
+    }
+    return Bid(seat, **(base | kw))
+
+
+def test_policies_for_several_named_agents() -> None:
+    bids = [
+        _bid("a", addressed=True, named_at=1),
+        _bid("b", addressed=True, named_at=0),
+        _bid("c", p_speak=0.9),
+    ]
+    first = arbitrate(bids, "first-named")
+    assert first.granted == "b" and first.queued == ()
+    assert first.actions == {"a": Action.SILENT, "b": Action.SPEAK, "c": Action.SILENT}
+    turn = arbitrate(bids, "in-turn")
+    assert turn.granted == "b" and turn.queued == ("a",)
+    held = arbitrate(bids, "in-turn", floor_holder="A")
+    assert held.granted is None and "A holds the floor" in held.reason
+    # a group question: the strongest claim, lowered by the seat's share of recent floors
+    group = [_bid("x", p_speak=0.6, share=1.0), _bid("y", p_speak=0.5)]
+    assert arbitrate(group).granted == "y"
+    assert arbitrate([_bid("x", p_speak=0.6), _bid("y", p_speak=0.5)]).granted == "x"
+    # an observer's "would speak" is logged as wanted, never granted
+    obs = arbitrate([_bid("o", action=Action.SILENT, p_speak=0.99)])
+    assert obs.granted is None and obs.wanted == ("o",)
+
+
+def test_in_turn_answers_follow(meeting: Conversation, dep: Deployment) -> None:
+    people = [p for p in meeting.participants if p.id not in SEATS]
+    room = AgentRoom.start(
+        people, [SeatSpec("B", "Nova"), SeatSpec("C", "Quill")], dep.model, policy="in-turn"
+    )
+    for u in _lines(meeting)[:20]:
+        if u.speaker not in SEATS:
+            room.utterance(u)
+    rd = room.utterance(Utterance("A", "Quill, Nova, any thoughts on the design?"))
+    assert rd.arbitration.granted == "C" and rd.arbitration.queued == ("B",), rd.to_dict()
+    after = room.agent_said("C", "I like the rounded case.")
+    assert after.arbitration.granted == "B" and after.arbitration.reason == "B answers in turn"
+    room.set_policy("first-named")
+    rd = room.utterance(Utterance("A", "Quill, Nova, any thoughts on the design?"))
+    assert rd.arbitration.granted == "C" and rd.arbitration.queued == ()
+
+
+def test_bad_input_names_the_value(meeting: Conversation, dep: Deployment) -> None:
+    people = [p for p in meeting.participants if p.id not in SEATS]
+    with pytest.raises(SeatError, match="'x' given twice"):
+        AgentRoom.start(people, [SeatSpec("x"), SeatSpec("x")], dep.model)
+    with pytest.raises(SeatError, match="names 'A', a person"):
+        AgentRoom.start(people, [SeatSpec("A")], dep.model)
+    with pytest.raises(SeatError, match="unknown value 'loudest'.*first-named, in-turn"):
+        AgentRoom.start(people, [SeatSpec("x")], dep.model, policy="loudest")
+    room = AgentRoom.start(people, [SeatSpec("B"), SeatSpec("C", role="observer")], dep.model)
+    before = json.dumps(room.to_dict(), sort_keys=True)
+    with pytest.raises(SeatError, match="role 'boss' is unknown"):
+        room.change_seat("B", role="boss")
+    with pytest.raises(SeatError, match="focus.ignored: 'Zed' is not a participant"):
+        room.change_seat("B", ignored=["Zed"])
+    with pytest.raises(SeatError, match="seat 'B' exists already"):
+        room.add_seat(SeatSpec("B"))
+    with pytest.raises(SeatError, match="'Q' is not in the room; seats: B, C"):
+        room.remove_seat("Q")
+    assert json.dumps(room.to_dict(), sort_keys=True) == before
+    room.agent_speech("B", True)
+    with pytest.raises(SeatError, match="'B' holds the floor"):
+        room.remove_seat("B")
+    assert "B" in room.seats
+
+
+def test_seats_at_run_time_and_snapshot(meeting: Conversation, dep: Deployment) -> None:
+    lines = _lines(meeting)
+    room = _room(meeting, dep)
+    for u in lines[:100]:
+        room.utterance(u)
+    room.add_seat(SeatSpec("Nova", role="observer"))
+    # the new seat heard the meeting so far
+    assert room.seats["Nova"].live.engine.state.n_utterances == 100
+    room.change_seat("C", role="assistant")
+    room.change_seat("B", role="observer")
+    copy = AgentRoom.from_dict(json.loads(json.dumps(room.to_dict())), dep.model)
+    for u in lines[100:200]:
+        a, b = room.utterance(u), copy.utterance(u)
+        assert a.arbitration.to_dict() == b.arbitration.to_dict()
+    assert room.log and room.log == copy.log  # the observer's "would speak" decisions
+    room.remove_seat("Nova")
+    assert list(room.seats) == ["B", "C"]
