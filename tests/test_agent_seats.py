@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from polylogue.conversation import Conversation, Participant, Utterance
+from polylogue.conversation import Conversation, Utterance
 from polylogue.corpora import load_corpus
 from polylogue.engine.deployment import Action, Deployment
 from polylogue.engine.live import LiveConversation
@@ -183,13 +183,13 @@ def test_bad_input_names_the_value(meeting: Conversation, dep: Deployment) -> No
         AgentRoom.start(people, [SeatSpec("x"), SeatSpec("x")], dep.model)
     with pytest.raises(SeatError, match="names 'A', a person"):
         AgentRoom.start(people, [SeatSpec("A")], dep.model)
-    with pytest.raises(SeatError, match="unknown value 'loudest'.*first-named, in-turn"):
+    with pytest.raises(SeatError, match=r"unknown value 'loudest'.*first-named, in-turn"):
         AgentRoom.start(people, [SeatSpec("x")], dep.model, policy="loudest")
     room = AgentRoom.start(people, [SeatSpec("B"), SeatSpec("C", role="observer")], dep.model)
     before = json.dumps(room.to_dict(), sort_keys=True)
     with pytest.raises(SeatError, match="role 'boss' is unknown"):
         room.change_seat("B", role="boss")
-    with pytest.raises(SeatError, match="focus.ignored: 'Zed' is not a participant"):
+    with pytest.raises(SeatError, match=r"focus.ignored: 'Zed' is not a participant"):
         room.change_seat("B", ignored=["Zed"])
     with pytest.raises(SeatError, match="seat 'B' exists already"):
         room.add_seat(SeatSpec("B"))
