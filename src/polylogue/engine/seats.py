@@ -349,6 +349,8 @@ class AgentRoom:
     people: list[Participant]
     policy: str = DEFAULT_FLOOR_POLICY
     brake: int = DEFAULT_BRAKE
+    #: The deployment domain every seat's thresholds are read for (None: the default).
+    domain: str | None = None
     seats: dict[str, _Seat] = field(default_factory=dict)
     #: consecutive agent turns since the last human turn
     agent_run: int = 0
@@ -380,11 +382,12 @@ class AgentRoom:
         model: TurnTakingModel | None = None,
         policy: str = DEFAULT_FLOOR_POLICY,
         brake: int = DEFAULT_BRAKE,
+        domain: str | None = None,
     ) -> AgentRoom:
         """A room with ``people`` present and ``seats``; one error and no room for a bad one."""
         if model is None:
-            model = Deployment.resolve().model
-        room = cls(model, list(people), check_floor_policy(policy), check_brake(brake))
+            model = Deployment.resolve(domain=domain).model
+        room = cls(model, list(people), check_floor_policy(policy), check_brake(brake), domain)
         specs = list(seats)
         ids = [s.id for s in specs]
         dup = sorted({i for i in ids if ids.count(i) > 1})
@@ -423,7 +426,10 @@ class AgentRoom:
     def _deployment(self, spec: SeatSpec) -> Deployment:
         try:
             return Deployment.resolve(
-                model=self.model, role=spec.role, operating_point=spec.operating_point
+                model=self.model,
+                domain=self.domain,
+                role=spec.role,
+                operating_point=spec.operating_point,
             )
         except PolylogueInputError as e:
             raise SeatError(f"seat {spec.id!r}: {e}") from None
@@ -611,6 +617,7 @@ class AgentRoom:
             "people": [_participant_dict(p) for p in self.people],
             "policy": self.policy,
             "brake": self.brake,
+            "domain": self.domain,
             "agent_run": self.agent_run,
             "last_agent": self.last_agent,
             "floor": self.floor,
@@ -631,10 +638,11 @@ class AgentRoom:
         try:
             people = [Participant(**p) for p in d["people"]]
             room = cls(
-                model or Deployment.resolve().model,
+                model or Deployment.resolve(domain=d["domain"]).model,
                 people,
                 check_floor_policy(d["policy"]),
                 check_brake(d["brake"]),
+                d["domain"],
             )
             room.agent_run = int(d["agent_run"])
             room.last_agent = d["last_agent"]
