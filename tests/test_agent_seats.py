@@ -8,9 +8,12 @@ clear error for bad input with the room unchanged, and the snapshot round trip."
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+from servers import polylogue_serve
 
 from polylogue.conversation import Conversation, Utterance
 from polylogue.corpora import load_corpus
@@ -219,3 +222,86 @@ def test_seats_at_run_time_and_snapshot(meeting: Conversation, dep: Deployment) 
     assert room.log and room.log == copy.log  # the observer's "would speak" decisions
     room.remove_seat("Nova")
     assert list(room.seats) == ["B", "C"]
+
+
+# ----------------------------------------------------------------------------- serve
+
+
+def test_serve_rooms_decide_as_the_library_and_persist(
+    meeting: Conversation, dep: Deployment, tmp_path: Path
+) -> None:
+    """A real ``polylogue serve`` process: a room with seats gives the library's
+    arbitrations, seats change at run time, bad input is a 400 naming the value with the room
+    unchanged, and a restarted server continues the stored room."""
+    lines = _lines(meeting)[:120]
+    people = [
+        {"id": p.id, "name": p.name, "aliases": list(p.aliases)}
+        for p in meeting.participants
+        if p.id not in SEATS
+    ]
+    seats = [{"id": s} for s in SEATS]
+    want = [rd.arbitration.to_dict() for rd in _replay(_room(meeting, dep), lines)]
+    state = str(tmp_path / "s.sqlite")
+    with polylogue_serve("--state", state) as url:
+        bad: list[tuple[dict[str, Any], list[str]]] = [
+            ({"seats": [{"id": "x"}, {"id": "x"}]}, ["'x' given twice"]),
+            ({"seats": [{"id": "A"}]}, ["'A'", "a person", "people: A, D"]),
+            ({"seats": seats, "policy": "loudest"}, ["'loudest'", "first-named, in-turn"]),
+            ({"seats": [{"id": "x", "role": "boss"}]}, ["'boss'", "observer"]),
+        ]
+        for extra, words in bad:
+            r = httpx.post(f"{url}/v1/rooms", json={"people": people, **extra})
+            assert r.status_code == 400 and all(w in r.json()["error"] for w in words), r.text
+        r = httpx.post(f"{url}/v1/rooms", json={"people": people, "seats": seats})
+        assert r.status_code == 201, r.text
+        rid = r.json()["room_id"]
+        events = [
+            {
+                "type": "utterance",
+                "speaker": u.speaker,
+                "text": u.text,
+                "start": u.start,
+                "end": u.end,
+            }
+            for u in lines
+        ]
+        got = httpx.post(f"{url}/v1/rooms/{rid}/events", json=events, timeout=60).json()
+        assert [g["decision"]["arbitration"] for g in got["results"]] == want
+
+        def send(e: dict[str, Any]) -> httpx.Response:
+            return httpx.post(f"{url}/v1/rooms/{rid}/events", json=e)
+
+        before = httpx.get(f"{url}/v1/rooms/{rid}").json()
+        for e, words in (
+            ({"type": "add_seat", "seat": {"id": "B"}}, ["'B' exists already"]),
+            ({"type": "add_seat", "seat": {"id": "Zed", "name": "A"}}, ["names 'A'"]),
+            ({"type": "floor_policy", "policy": "loudest"}, ["'loudest'", "in-turn"]),
+            ({"type": "remove_seat", "seat": "Q"}, ["'Q'", "seats: B, C"]),
+            ({"type": "change_seat", "seat": "B", "role": "boss"}, ["'boss'"]),
+            ({"type": "shout"}, ["'shout'", "utterance"]),
+        ):
+            r = send(e)
+            assert r.status_code == 400 and all(
+                w in r.json()["results"][0]["error"] for w in words
+            ), r.text
+        assert httpx.get(f"{url}/v1/rooms/{rid}").json() == before
+        assert send({"type": "agent_speech", "seat": "B", "speaking": True}).status_code == 200
+        r = send({"type": "remove_seat", "seat": "B"})
+        assert r.status_code == 400 and "'B' holds the floor" in r.text
+        assert send({"type": "agent_said", "seat": "B", "text": "That is all from me."}).is_success
+        r = send({"type": "add_seat", "seat": {"id": "Nova", "role": "observer"}})
+        assert [s["id"] for s in r.json()["results"][0]["room"]["seats"]] == ["B", "C", "Nova"]
+        assert send({"type": "floor_policy", "policy": "in-turn"}).is_success
+    with polylogue_serve("--state", state) as url:
+        shown = httpx.get(f"{url}/v1/rooms/{rid}").json()
+        assert shown["policy"] == "in-turn"
+        assert [s["role"] for s in shown["seats"]] == [None, None, "observer"]
+        r = httpx.post(
+            f"{url}/v1/rooms/{rid}/events",
+            json={"type": "utterance", "speaker": "A", "text": "Okay, what do we do next?"},
+        )
+        assert r.status_code == 200 and set(r.json()["results"][0]["decision"]["seats"]) == {
+            "B",
+            "C",
+            "Nova",
+        }
