@@ -129,6 +129,36 @@ def test_one_seat_decides_as_one_agent(meeting: Conversation, dep: Deployment) -
             assert got.arbitration.granted == "B"
 
 
+def test_a_follow_up_to_an_agent_is_that_agents(meeting: Conversation, dep: Deployment) -> None:
+    people = [p for p in meeting.participants if p.id not in SEATS]
+    room = AgentRoom.start(people, [SeatSpec("B", "Nova"), SeatSpec("C", "Quill")], dep.model)
+    for u in _lines(meeting)[:30]:
+        if u.speaker not in SEATS:
+            room.utterance(u)
+    assert (
+        room.utterance(
+            Utterance("A", "Nova, can you summarise the budget for us?")
+        ).arbitration.granted
+        == "B"
+    )
+    said = room.agent_said("B", "The budget is twelve euros fifty per unit, and we are at eleven.")
+    # Quill heard Nova: the line is Nova's in Quill's conversation
+    assert room.seats["C"].live.engine.state.last.speaker == "B"
+    assert said.arbitration.granted is None and room.agent_run == 1
+    follow = room.utterance(Utterance("A", "Why eleven and not twelve?"))
+    assert follow.arbitration.granted == "B" and room.agent_run == 0
+    room.agent_said("B", "Because the case is cheaper than planned.")
+    thanks = room.utterance(Utterance("A", "Okay, thanks Nova."))
+    assert thanks.arbitration.actions["C"] is not Action.SPEAK
+    # agent to agent: Nova asks Quill (allowed), Quill asks Nova back (the brake: two agent
+    # turns with no person between them)
+    ask = room.agent_said("B", "You are welcome. Quill, what do you think?")
+    assert ask.arbitration.granted == "C"
+    back = room.agent_said("C", "I agree with Nova. Nova, anything else?")
+    assert back.arbitration.granted is None and back.arbitration.reason == "loop brake"
+    assert back.decisions["B"].action is Action.SPEAK  # B's own gate alone would answer
+
+
 def _bid(seat: str, **kw: Any) -> Bid:
     base: dict[str, Any] = {
         "action": Action.SPEAK,
