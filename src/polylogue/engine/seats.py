@@ -63,6 +63,8 @@ ROLE_PRIORITY: dict[str | None, float] = {
 FAIRNESS_WEIGHT = 0.2
 FAIRNESS_WINDOW = 10
 SNAPSHOT_VERSION = 1
+#: How many observer decisions a room keeps (the latest ones).
+OBSERVER_LOG = 1000
 
 
 class SeatError(PolylogueInputError):
@@ -98,7 +100,10 @@ class SeatSpec:
     only: tuple[str, ...] = ()
 
     def participant(self) -> Participant:
-        return Participant(id=self.id, name=self.name, aliases=self.aliases)
+        # An id that is a name ("Ada") is what people call the agent, as for one agent's
+        # placeholder; a one-letter id (a corpus speaker label) is not.
+        name = self.name or (self.id if len(self.id) > 1 else None)
+        return Participant(id=self.id, name=name, aliases=self.aliases)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -363,8 +368,9 @@ class AgentRoom:
     recent: deque[str] = field(default_factory=lambda: deque(maxlen=FAIRNESS_WINDOW))
     #: people speaking now (an interim transcript not yet final)
     speaking: dict[str, str] = field(default_factory=dict)
-    #: what the observers would have done (seat, index, action, reason)
-    log: list[dict[str, Any]] = field(default_factory=list)
+    #: what the observers would have done at each of their decision points (seat, index,
+    #: the action their rule gives, reason), the latest :data:`OBSERVER_LOG` of them
+    log: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=OBSERVER_LOG))
 
     def __post_init__(self) -> None:
         check_floor_policy(self.policy)
@@ -577,9 +583,9 @@ class AgentRoom:
         index = next(iter(decisions.values())).index if decisions else -1
         for sid, d in decisions.items():
             observer = not self.seats[sid].live.deployment.speaks
-            if observer and d.action is not None and d.suggested is Action.SPEAK:
+            if observer and d.suggested is not None:
                 self.log.append(
-                    {"seat": sid, "index": d.index, "would": "speak", "reason": d.reason}
+                    {"seat": sid, "index": d.index, "would": d.suggested.value, "reason": d.reason}
                 )
         return RoomDecision(index, speaker, decisions, arb, t1 - t0, t2 - t1)
 
@@ -650,7 +656,7 @@ class AgentRoom:
             room.queue = list(d["queue"])
             room.recent.extend(d["recent"])
             room.speaking = dict(d["speaking"])
-            room.log = list(d["log"])
+            room.log.extend(d["log"])
             for seat in d["seats"]:
                 spec = SeatSpec.from_dict(seat["spec"])
                 dep = snapshot_deployment(seat["live"], room.model)

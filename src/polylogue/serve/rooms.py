@@ -255,7 +255,7 @@ class Rooms:
 
     async def summary(self, rid: str) -> dict[str, Any]:
         version, room = await self._current(rid)
-        return {"room_id": rid, "version": version, **room_controls(room), "log": room.log}
+        return {"room_id": rid, "version": version, **room_controls(room), "log": list(room.log)}
 
     async def delete(self, rid: str) -> None:
         async with self.store.lock(KEY_PREFIX + rid):
