@@ -100,9 +100,11 @@ class SeatSpec:
     only: tuple[str, ...] = ()
 
     def participant(self) -> Participant:
-        # An id that is a name ("Ada") is what people call the agent, as for one agent's
-        # placeholder; a one-letter id (a corpus speaker label) is not.
-        name = self.name or (self.id if len(self.id) > 1 else None)
+        # An id that is one word ("Ada") is what people call the agent, as for one agent's
+        # placeholder; a one-letter id or a label of several words (a corpus's "B", "Grad C")
+        # is not a name.
+        word = len(self.id) > 1 and self.id.isalpha()
+        name = self.name or (self.id if word else None)
         return Participant(id=self.id, name=name, aliases=self.aliases)
 
     def to_dict(self) -> dict[str, Any]:
