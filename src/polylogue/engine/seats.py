@@ -527,14 +527,9 @@ class AgentRoom:
         seat = self._seat_of(u.speaker)
         if seat is not None:
             return self.agent_said(seat, u.text, u.start, u.end)
-        self.speaking.pop(u.speaker, None)
         t0 = _time.perf_counter()
         decisions = {sid: s.live.utterance(u) for sid, s in self.seats.items()}
-        t1 = _time.perf_counter()
-        if boundary_is_decision_point(u, _point_options(self)):
-            self.agent_run, self.last_agent = 0, None
-        self.floor, self.queue = None, []
-        return self._arbitrate(u.speaker, decisions, t0, t1)
+        return self._after_person(u, decisions, t0, _time.perf_counter())
 
     def agent_said(
         self, seat: str, text: str, start: float | None = None, end: float | None = None
@@ -546,14 +541,57 @@ class AgentRoom:
         if s.live.agent.state is not AgentState.SPEAKING:
             s.live.agent_speech(True, start)
         s.live.agent_speech(False, end, text)
-        pid = s.live.agent.pid
-        heard = Utterance(pid, text, None, end)
+        heard = Utterance(s.live.agent.pid, text, None, end)
         decisions = {sid: o.live.utterance(heard) for sid, o in self.seats.items() if sid != seat}
+        return self._after_agent(seat, decisions, t0, _time.perf_counter())
+
+    def heard(self, u: Utterance, decisions: Mapping[str, LiveDecision | None]) -> RoomDecision:
+        """The floor over decisions each seat's own conversation made elsewhere: for seats
+        whose ``LiveConversation`` a front end feeds itself (an adapter's gate, attached
+        with :meth:`attach`). ``u`` is the line just heard (a person's, or a seat's agent's);
+        ``decisions`` maps each seat to its decision on it (None or absent: none, as for a
+        seat's own line). The room's floor state moves on exactly as in :meth:`utterance`."""
+        t = _time.perf_counter()
+        seat = self._seat_of(u.speaker)
+        index = next((d.index for d in decisions.values() if d is not None), -1)
+        full = {
+            sid: decisions.get(sid)
+            or LiveDecision(index, u.speaker, None, "no decision", s.live.agent.state)
+            for sid, s in self.seats.items()
+            if sid != seat
+        }
+        if seat is not None:
+            return self._after_agent(seat, full, t, t)
+        return self._after_person(u, full, t, t)
+
+    def attach(self, spec: SeatSpec, live: LiveConversation) -> None:
+        """A seat whose conversation a front end feeds (an adapter's gate): the room only
+        arbitrates over its decisions (:meth:`heard`); the same checks as :meth:`add_seat`."""
+        self._check_new(spec)
+        if live.agent.pid != spec.participant().id:
+            raise SeatError(
+                f"seat {spec.id!r}: the conversation decides for {live.agent.pid!r}, not for it"
+            )
+        self.seats[spec.id] = _Seat(spec, live)
+
+    def _after_person(
+        self, u: Utterance, decisions: dict[str, LiveDecision], t0: float, t1: float
+    ) -> RoomDecision:
+        self.speaking.pop(u.speaker, None)
+        if boundary_is_decision_point(u, _point_options(self)):
+            self.agent_run, self.last_agent = 0, None
+        self.floor, self.queue = None, []
+        return self._arbitrate(u.speaker, decisions, t0, t1)
+
+    def _after_agent(
+        self, seat: str, decisions: dict[str, LiveDecision], t0: float, t1: float
+    ) -> RoomDecision:
+        s = self.seats[seat]
+        pid = s.live.agent.pid
         # The speaking seat decides nothing on its own words.
         decisions[seat] = LiveDecision(
             s.live.index - 1, pid, None, "target is speaking", s.live.agent.state
         )
-        t1 = _time.perf_counter()
         if self.last_agent != seat:
             self.agent_run += 1
             self.last_agent = seat
