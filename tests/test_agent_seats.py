@@ -7,6 +7,7 @@ clear error for bad input with the room unchanged, and the snapshot round trip."
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -358,3 +359,28 @@ def test_the_worked_example_runs_offline(tmp_path: Path) -> None:
     both = blocks.index("Priya: Mo, Ada, any ideas before we wrap up?")
     assert blocks[both + 1] == "    wanted: Ada, Mo; granted: Mo"
     assert "[Scribe]" not in out and '"seat": "Scribe"' in out
+
+
+# ----------------------------------------------------------------------------- adapters
+
+
+def test_pipecat_pipelines_sharing_one_room_arbitrate_as_the_library(
+    meeting: Conversation, dep: Deployment
+) -> None:
+    """Two real Pipecat pipelines (one gate per agent seat) sharing one room: the same
+    arbitration at every line as the library's room (untimed lines: Pipecat's bot-speaking
+    frames carry no times of their own)."""
+    from polylogue.adapters.pipecat import replay_room
+
+    lines = [Utterance(u.speaker, u.text) for u in meeting.utterances[:80]]
+    people = [p for p in meeting.participants if p.id not in SEATS]
+    specs = [
+        SeatSpec(p.id, p.name, p.aliases, role="facilitator" if p.id == "B" else None)
+        for p in meeting.participants
+        if p.id in SEATS
+    ]
+    room = AgentRoom.start(people, specs, dep.model)
+    want = [room.utterance(u).arbitration.to_dict() for u in lines]
+    got = asyncio.run(replay_room(lines, specs, people, model=dep.model))
+    assert [g["arbitration"] for g in got] == want
+    assert sum(w["granted"] is not None for w in want) > 5

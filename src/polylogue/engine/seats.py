@@ -403,8 +403,14 @@ class AgentRoom:
             raise SeatError(
                 f"seat id(s) {', '.join(map(repr, dup))} given twice; seat ids: {', '.join(ids)}"
             )
+        # Seats known up front all start on the whole roster (as each agent's own session
+        # would); a seat added later hears the talk so far from a copy of another's.
+        everyone = [*room.people, *(spec.participant() for spec in specs)]
         for spec in specs:
-            room.add_seat(spec)
+            room._check_new(spec)
+            live = LiveConversation.start(spec.id, everyone, deployment=room._deployment(spec))
+            _set_seat_options(live, spec)
+            room.seats[spec.id] = _Seat(spec, live)
         return room
 
     # ----------------------------------------------------------------- seats
@@ -541,7 +547,7 @@ class AgentRoom:
         if s.live.agent.state is not AgentState.SPEAKING:
             s.live.agent_speech(True, start)
         s.live.agent_speech(False, end, text)
-        heard = Utterance(s.live.agent.pid, text, None, end)
+        heard = Utterance(s.live.agent.pid, text, start, end)
         decisions = {sid: o.live.utterance(heard) for sid, o in self.seats.items() if sid != seat}
         return self._after_agent(seat, decisions, t0, _time.perf_counter())
 
