@@ -364,12 +364,12 @@ def test_the_worked_example_runs_offline(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------- adapters
 
 
-def test_pipecat_pipelines_sharing_one_room_arbitrate_as_the_library(
+def test_pipecat_and_livekit_sharing_one_room_arbitrate_as_the_library(
     meeting: Conversation, dep: Deployment
 ) -> None:
-    """Two real Pipecat pipelines (one gate per agent seat) sharing one room: the same
-    arbitration at every line as the library's room (untimed lines: Pipecat's bot-speaking
-    frames carry no times of their own)."""
+    """Two real Pipecat pipelines (one gate per agent seat), and two LiveKit turn detectors,
+    each sharing one room: the same arbitration at every line as the library's room (untimed
+    lines: Pipecat's bot-speaking frames carry no times of their own)."""
     from polylogue.adapters.pipecat import replay_room
 
     lines = [Utterance(u.speaker, u.text) for u in meeting.utterances[:80]]
@@ -384,3 +384,8 @@ def test_pipecat_pipelines_sharing_one_room_arbitrate_as_the_library(
     got = asyncio.run(replay_room(lines, specs, people, model=dep.model))
     assert [g["arbitration"] for g in got] == want
     assert sum(w["granted"] is not None for w in want) > 5
+    # and LiveKit: one turn detector per agent seat, each with its own chat context
+    from polylogue.adapters.livekit import replay_room as livekit_room
+
+    got = livekit_room(lines, specs, people, model=dep.model)
+    assert [g["arbitration"] for g in got] == want
