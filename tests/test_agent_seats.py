@@ -211,6 +211,14 @@ def test_in_turn_answers_follow(meeting: Conversation, dep: Deployment) -> None:
     room.set_policy("first-named")
     rd = room.utterance(Utterance("A", "Quill, Nova, any thoughts on the design?"))
     assert rd.arbitration.granted == "C" and rd.arbitration.queued == ()
+    # while a person is still speaking, or an agent is, no agent starts
+    room.interim("D", "well I think")
+    rd = room.utterance(Utterance("A", "Quill, Nova, any thoughts on the design?"))
+    assert rd.arbitration.granted is None and rd.arbitration.reason == "D holds the floor"
+    room.utterance(Utterance("D", "well I think we should wait for the prototype."))
+    room.agent_speech("B", True)
+    rd = room.utterance(Utterance("A", "Quill, what do you think?"))
+    assert rd.arbitration.granted is None and rd.arbitration.reason == "B holds the floor"
 
 
 def test_bad_input_names_the_value(meeting: Conversation, dep: Deployment) -> None:

@@ -216,9 +216,9 @@ class Rooms:
 
     async def _current(self, rid: str) -> tuple[int, AgentRoom]:
         cached = self.cache.get(rid)
-        if cached is not None and (
-            self.store.exclusive or await self.store.version(KEY_PREFIX + rid) == cached[0]
-        ):
+        # Always asked of the store (one read): a room the sweeper expired, or another
+        # process moved on, is not served from the cache.
+        if cached is not None and await self.store.version(KEY_PREFIX + rid) == cached[0]:
             return cached
         loaded = await self.store.load(KEY_PREFIX + rid)
         if loaded is None:
