@@ -15,6 +15,8 @@ room gives every seat's own decision (**independent gates**, the baseline: each 
 * group questions: a person's line with a question mark in the original text that addresses
   nobody; the share answered by exactly one agent (and by two or more), against the real
   room (the next line by another speaker is a seat's participant's);
+* ``wrong agent (labels)``: the same, where the corpus's own addressee label (AMI's dialogue
+  annotation, a few Friends lines) names exactly one seat's participant;
 * ``past brake``: pauses after an agent's line that ends a run of ``brake`` or more agent
   turns with no person between them (real lines), where an agent still takes the floor;
 * time: all seats' decisions at one pause, and the arbitration on top (p50, ms).
@@ -100,6 +102,12 @@ def replay(
             tally["addr_one"] += 1
             tally["wrong_indep"] += any(s != addressed[0] for s in indep)
             tally["wrong_arb"] += any(s != addressed[0] for s in arb)
+        gold = o.addressees or ()
+        if len(gold) == 1 and gold[0] in seat_ids and u.speaker not in seat_ids:
+            # the corpus's own addressee label: a line to exactly one seat's participant
+            tally["gold_one"] += 1
+            tally["gold_wrong_indep"] += any(s != gold[0] for s in indep)
+            tally["gold_wrong_arb"] += any(s != gold[0] for s in arb)
         if u.speaker in seat_ids and room.agent_run >= brake:
             tally["at_brake"] += 1
             tally["past_brake_indep"] += bool(indep)
@@ -170,9 +178,10 @@ def markdown(results: list[dict[str, Any]], brake: int) -> str:
     head = (
         "| corpus | seats | rendering | convs | pauses | 2+ at once: gates / floor "
         "| wrong agent: gates / floor | group q | one agent: real / gates / floor "
-        "| 2+ agents: gates | past brake: gates / floor | decide ms p50 | arbitrate ms p50 |"
+        "| 2+ agents: gates | past brake: gates / floor | wrong agent (labels): gates / floor "
+        "| decide ms p50 | arbitrate ms p50 |"
     )
-    lines = [head, "|" + "---|" * 13]
+    lines = [head, "|" + "---|" * 14]
     for r in results:
         c = Counter(r["counts"])
         lines.append(
@@ -184,6 +193,8 @@ def markdown(results: list[dict[str, Any]], brake: int) -> str:
             f"{_pct(c['group_indep_one'], c['group_q'])} / {_pct(c['group_arb_one'], c['group_q'])}"
             f" | {_pct(c['group_indep_many'], c['group_q'])} "
             f"| {c['past_brake_indep']} / {c['past_brake_arb']} (of {c['at_brake']}) "
+            f"| {_pct(c['gold_wrong_indep'], c['gold_one'])} / "
+            f"{_pct(c['gold_wrong_arb'], c['gold_one'])} (of {c['gold_one']}) "
             f"| {r['decide_ms_p50']} | {r['arbitrate_ms_p50']} |"
         )
     return "\n".join(lines) + f"\n\nLoop brake after {brake} agent turns.\n"
