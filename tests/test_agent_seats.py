@@ -237,6 +237,8 @@ def test_bad_input_names_the_value(meeting: Conversation, dep: Deployment) -> No
         room.change_seat("B", ignored=["Zed"])
     with pytest.raises(SeatError, match="seat 'B' exists already"):
         room.add_seat(SeatSpec("B"))
+    with pytest.raises(SeatError, match=r"focus.only: 'Zed' is not a participant"):
+        room.add_seat(SeatSpec("Lex", only=("Zed",)))
     with pytest.raises(SeatError, match="'Q' is not in the room; seats: B, C"):
         room.remove_seat("Q")
     assert json.dumps(room.to_dict(), sort_keys=True) == before

@@ -455,14 +455,12 @@ class AgentRoom:
         dep = self._deployment(spec)
         me = spec.participant()
         if self.seats:
-            live = next(iter(self.seats.values())).live.fork()
-            live = _rebind(live, dep, spec)
-            for s in self.seats.values():
-                s.live.join([me])
+            live = _rebind(next(iter(self.seats.values())).live.fork(), dep, spec)
         else:
-            known = [*self.people, me]
-            live = LiveConversation.start(spec.id, known, deployment=dep)
-        _set_seat_options(live, spec)
+            live = LiveConversation.start(spec.id, [*self.people, me], deployment=dep)
+        _set_seat_options(live, spec)  # may refuse the seat: nothing else has changed yet
+        for s in self.seats.values():
+            s.live.join([me])
         self.seats[spec.id] = _Seat(spec, live)
 
     def change_seat(self, seat: str, **changes: Any) -> SeatSpec:
