@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from livekit.agents import StopResponse, llm, stt
@@ -51,6 +51,7 @@ from polylogue.conversation import Participant, Utterance
 from polylogue.engine.deployment import Deployment
 from polylogue.engine.live import Action, LiveDecision, Policy
 from polylogue.engine.model import TurnTakingModel
+from polylogue.engine.seats import DEFAULT_BRAKE, DEFAULT_FLOOR_POLICY, AgentRoom, SeatSpec
 
 SPEAKER_KEYS = ("speaker", "speaker_id", "participant_identity")
 #: LiveKit's languages polylogue's English model is meant for.
@@ -521,4 +522,48 @@ async def replay_transcript(
         stream.end_input()
         await stream.aclose()
         mp.room.close()
+    return rows
+
+
+def replay_room(
+    utterances: Iterable[Utterance],
+    seats: Sequence[SeatSpec],
+    people: Iterable[Participant] = (),
+    *,
+    model: TurnTakingModel | None = None,
+    policy: str = DEFAULT_FLOOR_POLICY,
+    brake: int = DEFAULT_BRAKE,
+) -> list[dict[str, Any]]:
+    """Several agents in one LiveKit room: one :class:`PolylogueTurnDetector` per agent seat,
+    each with its own chat context, sharing one :class:`~polylogue.engine.seats.AgentRoom`
+    that arbitrates the floor.
+
+    A seat's own line is an assistant message in its context; any other line (a person's,
+    another agent's) a user message with the speaker in ``extra``. Returns one row per line:
+    ``{"index", "speaker", "arbitration"}`` (:meth:`Arbitration.to_dict`).
+    """
+    people = list(people)
+    room = AgentRoom(model or Deployment.resolve().model, people, policy, brake)
+    everyone = [*people, *(s.participant() for s in seats)]
+    detectors: dict[str, tuple[PolylogueTurnDetector, llm.ChatContext]] = {}
+    for spec in seats:
+        dep = Deployment.resolve(
+            model=room.model, role=spec.role, operating_point=spec.operating_point
+        )
+        det = PolylogueTurnDetector(spec.id, everyone, deployment=dep, audience=spec.audience)
+        if spec.ignored or spec.only:
+            det.live.set_focus(spec.ignored, spec.only)
+        room.attach(spec, det.live)
+        detectors[spec.id] = (det, llm.ChatContext())
+    rows = []
+    for i, u in enumerate(utterances):
+        decisions: dict[str, LiveDecision | None] = {}
+        for sid, (det, ctx) in detectors.items():
+            if det.live.speaker_id(u.speaker) == det.live.agent.pid:
+                ctx.add_message(role="assistant", content=u.text)
+                continue
+            msg = ctx.add_message(role="user", content=u.text, extra={"speaker": u.speaker})
+            decisions[sid] = det.decide(ctx, msg)
+        rd = room.heard(Utterance(u.speaker, u.text, u.start, u.end), decisions)
+        rows.append({"index": i, "speaker": u.speaker, "arbitration": rd.arbitration.to_dict()})
     return rows

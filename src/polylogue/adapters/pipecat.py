@@ -68,10 +68,11 @@ from polylogue.adapters.room import (
     RoomTracker,
     log,
 )
-from polylogue.conversation import Participant
+from polylogue.conversation import Participant, Utterance
 from polylogue.engine.deployment import Deployment
 from polylogue.engine.live import Action, LiveDecision, Policy
 from polylogue.engine.model import TurnTakingModel
+from polylogue.engine.seats import DEFAULT_BRAKE, DEFAULT_FLOOR_POLICY, AgentRoom, SeatSpec
 
 #: ``text_type`` of the TTS text of a spoken backchannel (never observed as the agent's words).
 BACKCHANNEL_TEXT_TYPE = "polylogue-backchannel"
@@ -384,4 +385,90 @@ async def replay_transcript(
     await task.queue_frames([EndFrame()])
     await runner
     gate.room.close()
+    return rows
+
+
+async def replay_room(
+    utterances: Iterable[Any],
+    seats: Sequence[SeatSpec],
+    people: Iterable[Participant] = (),
+    *,
+    model: TurnTakingModel | None = None,
+    policy: str = DEFAULT_FLOOR_POLICY,
+    brake: int = DEFAULT_BRAKE,
+) -> list[dict[str, Any]]:
+    """Several agents in one room on Pipecat: one real pipeline (gate, tap) per agent seat,
+    sharing one :class:`~polylogue.engine.seats.AgentRoom` that arbitrates the floor.
+
+    Every line goes to every pipeline: a seat's own line as bot-speaking frames around its
+    TTS text, any other line (a person's, another agent's) as an interim and a final
+    ``TranscriptionFrame``, as in :func:`replay_transcript`. After each line the gates'
+    decisions are arbitrated; returns one row per line: ``{"index", "speaker",
+    "arbitration"}`` (:meth:`Arbitration.to_dict`).
+    """
+    import asyncio
+
+    from pipecat.pipeline.pipeline import Pipeline
+    from pipecat.pipeline.worker import PipelineWorker
+    from pipecat.workers.runner import WorkerRunner
+
+    people = list(people)
+    room = AgentRoom(model or Deployment.resolve().model, people, policy, brake)
+    everyone = [*people, *(s.participant() for s in seats)]
+    gates: dict[str, tuple[PolylogueGate, _Seen, PipelineWorker]] = {}
+    readies: list[asyncio.Event] = []
+    pipeline_runner = WorkerRunner(handle_sigint=False)
+    for spec in seats:
+        dep = Deployment.resolve(
+            model=room.model, role=spec.role, operating_point=spec.operating_point
+        )
+        gate = PolylogueGate(spec.id, everyone, deployment=dep, audience=spec.audience)
+        if spec.ignored or spec.only:
+            gate.live.set_focus(spec.ignored, spec.only)
+        room.attach(spec, gate.live)
+        seen = _Seen()
+        task = PipelineWorker(Pipeline([gate, gate.agent_speech_tap(), seen]))
+        ready = asyncio.Event()
+
+        async def _ready(_worker: Any, _frame: Frame, ready: asyncio.Event = ready) -> None:
+            ready.set()
+
+        task.event_handler("on_pipeline_started")(_ready)
+        readies.append(ready)
+        await pipeline_runner.add_workers(task)
+        gates[spec.id] = (gate, seen, task)
+    runner = asyncio.create_task(pipeline_runner.run())
+    # processors drop frames that arrive before the StartFrame
+    await asyncio.gather(*(ready.wait() for ready in readies))
+    rows = []
+    for i, u in enumerate(utterances):
+        decisions: dict[str, LiveDecision | None] = {}
+        for sid, (gate, seen, task) in gates.items():
+            if gate.live.speaker_id(u.speaker) == gate.room.agent_id:
+                started, stopped = BotStartedSpeakingFrame(), BotStoppedSpeakingFrame()
+                started.metadata["time"], stopped.metadata["time"] = u.start, u.end
+                await task.queue_frames([started, TTSTextFrame(u.text, text_type="sentence")])
+                await seen.wait_for(BotStartedSpeakingFrame, TTSTextFrame)
+                await task.queue_frames([stopped])
+                await seen.wait_for(BotStoppedSpeakingFrame)
+                continue
+            n = len(gate.history)
+            first = u.text.split()[0] if u.text.split() else u.text
+            await task.queue_frames(
+                [
+                    InterimTranscriptionFrame(first, u.speaker, iso_time(u.start)),
+                    TranscriptionFrame(u.text, u.speaker, iso_time(u.end)),
+                ]
+            )
+            await seen.wait_for(
+                InterimTranscriptionFrame, TranscriptionFrame | LLMMessagesAppendFrame
+            )
+            decisions[sid] = gate.history[-1] if len(gate.history) > n else None
+        rd = room.heard(Utterance(u.speaker, u.text, u.start, u.end), decisions)
+        rows.append({"index": i, "speaker": u.speaker, "arbitration": rd.arbitration.to_dict()})
+    for _, _, task in gates.values():
+        await task.queue_frames([EndFrame()])
+    await runner
+    for gate, _, _ in gates.values():
+        gate.room.close()
     return rows

@@ -67,6 +67,7 @@ from polylogue.engine.model import TurnTakingModel, load_model, model_dir_for
 from polylogue.errors import PolylogueInputError
 from polylogue.serve.guard import RequestGuard, bound_hosts, is_loopback, token_problem
 from polylogue.serve.metrics import Metrics
+from polylogue.serve.rooms import Rooms, room_routes
 from polylogue.serve.store import (
     ROSTER_KEY,
     SessionExistsError,
@@ -1079,6 +1080,7 @@ def create_app(
     metrics = Metrics()
     pid = os.getpid()  # in traces: which process answered (--workers)
     sessions = Sessions(store, model, metrics, idle_s, max_sessions)
+    rooms = Rooms(store, sessions._model_for, max_sessions)
 
     def offered_token(headers: Any) -> str:
         auth = str(headers.get("authorization", ""))
@@ -1321,6 +1323,7 @@ def create_app(
             Route("/v1/sessions/{sid}", guarded(delete), methods=["DELETE"]),
             Route("/v1/sessions/{sid}/events", guarded(events), methods=["POST"]),
             WebSocketRoute("/v1/sessions/{sid}/stream", stream),
+            *room_routes(rooms, guarded, body),
         ],
         middleware=[
             Middleware(RequestGuard, allowed_hosts=hosts, port=port, allowed_origins=allow_origins)
