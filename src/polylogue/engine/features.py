@@ -54,6 +54,8 @@ HashedScorer = Callable[[tuple[int, ...]], float]
 
 _RECENT = 20
 _RECENT_TURNS = 8
+#: A sentence mark at the end of a word: the utterance was written with punctuation.
+_WORD_END_MARK = re.compile(r"[.?!,;:](?=\s|$)")
 _CAP = 50.0
 
 
@@ -398,7 +400,8 @@ class ConversationState:
             return hit[1]
         if utt is not self.window[-1]:
             return NO_ADDRESS  # an older utterance is only looked up, never recomputed
-        prior = replace(self._prior_turn(), recognizer=not self.punctuated)
+        # Written as a recognizer writes: no mark ends a word (a decimal point does not count).
+        prior = replace(self._prior_turn(), recognizer=not _WORD_END_MARK.search(utt.text))
         v = address_verdict(
             utt.heard or utt.text,
             utt.speaker,
