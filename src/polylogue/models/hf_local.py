@@ -249,6 +249,6 @@ class HFLocalPredictor:
 
 def make_hf_predictor(spec: ModelSpec, **options: Any) -> HFLocalPredictor:
     """Factory for ``hf:PATH_OR_ALIAS``. Options: prompt, adapter, batch_size, threshold,
-    max_new_tokens, cache_path, device."""
+    max_new_tokens, cache_path, device, precision, prefix_cache."""
     kwargs = {k: v for k, v in options.items() if v is not None}
     return HFLocalPredictor(model_id=spec.target, **kwargs)
