@@ -150,7 +150,7 @@ def predictor(mode: str, precision: str, cache: bool, args: argparse.Namespace) 
 
     return HFLocalPredictor(
         "smollm2",
-        prompt=PromptOptions(mode=mode, max_prompt_tokens=args.tokens),
+        prompt=PromptOptions(mode=mode, max_prompt_tokens=args.tokens),  # type: ignore[arg-type]
         batch_size=8,
         max_new_tokens=args.new_tokens,
         precision=precision,
@@ -206,7 +206,7 @@ def converge_section(args: argparse.Namespace) -> dict[str, Any]:
     root = Path(tempfile.gettempdir()) / "polylogue-lora-speed"
     data = (str(friends_benchmark(root / "friends", 40)), str(ami_benchmark(root / "ami", 6)))
     out: dict[str, Any] = {}
-    for precision in ("fp32", "bf16"):
+    for precision in args.converge_precisions.split(","):
         with tempfile.TemporaryDirectory() as run, Clock() as clock:
             result = train(
                 TrainConfig(
@@ -224,7 +224,7 @@ def converge_section(args: argparse.Namespace) -> dict[str, Any]:
                     eval_batch_size=8,
                     warmup_steps=2,
                     logging_steps=1,
-                    precision=precision,  # type: ignore[arg-type]
+                    precision=precision,
                     gradient_checkpointing=True,
                 )
             )
@@ -239,6 +239,11 @@ def converge_section(args: argparse.Namespace) -> dict[str, Any]:
             "load": clock.load,
         }
         print(f"converge {precision}: {out[precision]['losses']} {result.validations[-1]}")
+    return compare_converge(out) if {"fp32", "bf16"} <= set(out) else out
+
+
+def compare_converge(out: dict[str, Any]) -> dict[str, Any]:
+    """How close the bf16 run's losses and validation decisions are to the fp32 run's."""
     a, b = out["fp32"], out["bf16"]
     out["max_abs_loss_diff"] = max(
         abs(x - y) for x, y in zip(a["losses"], b["losses"], strict=True)
@@ -265,12 +270,35 @@ def main() -> None:
     ap.add_argument("--score-points", type=int, default=48)
     ap.add_argument("--generate-points", type=int, default=16)
     ap.add_argument("--new-tokens", type=int, default=64)
-    ap.add_argument("--steps", type=int, default=12, help="converge: optimizer steps")
-    ap.add_argument("--converge-accum", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=10, help="converge: optimizer steps")
+    ap.add_argument("--converge-accum", type=int, default=1)
+    ap.add_argument(
+        "--converge-precisions",
+        default="fp32,bf16",
+        help="converge: the runs to make (one each in two processes, then --compare-converge)",
+    )
+    ap.add_argument(
+        "--compare-converge",
+        nargs=2,
+        type=Path,
+        default=None,
+        metavar="JSON",
+        help="compare the converge results of two --json files (fp32 and bf16) and exit",
+    )
     ap.add_argument("--converge-val-points", type=int, default=48)
     ap.add_argument("--equality-points", type=int, default=200)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
+    if args.compare_converge:
+        merged: dict[str, Any] = {}
+        for path in args.compare_converge:
+            merged |= json.loads(path.read_text(encoding="utf-8"))["converge"]
+        print(
+            json.dumps(
+                {k: v for k, v in compare_converge(merged).items() if k not in ("fp32", "bf16")}
+            )
+        )
+        return
     torch.set_num_threads(args.threads)
     sections = args.sections.split(",")
     print(f"torch {torch.__version__}, {args.threads} threads, {load()}", flush=True)

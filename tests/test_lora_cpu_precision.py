@@ -31,7 +31,9 @@ from polylogue.models.hf_local import HFLocalPredictor
 from polylogue.prompts.builder import PromptOptions
 from polylogue.turntaking.dataset import load_benchmark
 
-CPUINFO = Path("/proc/cpuinfo").read_text(encoding="utf-8") if Path("/proc/cpuinfo").is_file() else ""
+CPUINFO = (
+    Path("/proc/cpuinfo").read_text(encoding="utf-8") if Path("/proc/cpuinfo").is_file() else ""
+)
 HAS_BF16 = bool(cpu_bf16_flags())
 
 
@@ -84,7 +86,7 @@ def friends_inputs(tmp_path_factory: pytest.TempPathFactory) -> list:
 def predict(inputs: list, *, cache: bool, mode: str = "decision", **options: object) -> list:
     predictor = HFLocalPredictor(
         "smollm2",
-        prompt=PromptOptions(mode=mode, max_prompt_tokens=256),
+        prompt=PromptOptions(mode=mode, max_prompt_tokens=256),  # type: ignore[arg-type]
         batch_size=8,
         prefix_cache=cache,
         **options,  # type: ignore[arg-type]
