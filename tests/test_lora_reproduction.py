@@ -125,7 +125,7 @@ def test_cheap_rows_report_resume_and_publish(tmp_path: Path) -> None:
     block = text.split(BEGIN, 1)[1].split(END, 1)[0]
     assert "stale-block-text" not in block and "| previous-speaker rule | 40 |" in block
     # No machine paths in the block: the run folder is a placeholder, the command relative.
-    assert str(tmp_path) not in block and sys.executable not in block
+    assert str(out) not in block and sys.executable not in block
     assert "--out RUN_FOLDER" in block and "PYTHONPATH=src " in block
     assert json.loads(prefix.with_suffix(".json").read_text())["tables"] == results["tables"]
     assert run_script(*publish).returncode == 0
