@@ -107,6 +107,11 @@ TRAIN_S_PER_TOKEN = 0.030
 CHECKPOINTING_FACTOR = 1.45
 SCORE_S_PER_TOKEN = 0.009
 DECODE_S_PER_NEW_TOKEN = 0.15
+# bf16 on a CPU with bf16 units and the prefix cache, per CPU-second on the same machine
+# (benchmarks/lora_cpu_speed.py, docs/training.md "bf16 and the prefix cache on a CPU").
+BF16_TRAIN_SPEEDUP = 1.1
+BF16_SCORE_SPEEDUP = 1.5
+PREFIX_SCORE_SPEEDUP = 1.3
 
 
 @dataclass(frozen=True)
@@ -301,7 +306,7 @@ def train_command(
         "--eval-max-points",
         str(val_points),
         "--precision",
-        args.precision,
+        train_precision(args),
         "--lr",
         str(args.lr),
         "--set",
@@ -338,6 +343,11 @@ def train(
         return run
     stages.run(f"train/{mode}", train_command(args, benches, mode, rationales))
     return run
+
+
+def train_precision(args: argparse.Namespace) -> str:
+    """The training precision: ``--train-precision``, else ``--precision``."""
+    return str(getattr(args, "train_precision", None) or args.precision)
 
 
 def points_flag(flag: str, n: int) -> list[str]:
@@ -518,11 +528,21 @@ def planned_stages(args: argparse.Namespace) -> list[str]:
 
 def estimate(args: argparse.Namespace) -> dict[str, float]:
     """Estimated CPU seconds of each LM stage (from the measured rates above)."""
+    from polylogue.llm.hf import PrecisionError, resolve_precision
+
+    try:
+        bf16 = resolve_precision(str(args.precision), "cpu").name == "bf16"
+        bf16_train = resolve_precision(train_precision(args), "cpu").name == "bf16"
+    except PrecisionError:
+        bf16 = bf16_train = False
+    score_speedup = PREFIX_SCORE_SPEEDUP * (BF16_SCORE_SPEEDUP if bf16 else 1.0)
     tokens = int(args.max_prompt_tokens)
-    per_point = SCORE_S_PER_TOKEN * tokens
+    per_point = SCORE_S_PER_TOKEN * tokens / score_speedup
     decode = per_point + DECODE_S_PER_NEW_TOKEN * int(args.max_new_tokens)
-    train_factor = TRAIN_S_PER_TOKEN * (
-        CHECKPOINTING_FACTOR if args.gradient_checkpointing else 1.0
+    train_factor = (
+        TRAIN_S_PER_TOKEN
+        * (CHECKPOINTING_FACTOR if args.gradient_checkpointing else 1.0)
+        / (BF16_TRAIN_SPEEDUP if bf16_train else 1.0)
     )
     out: dict[str, float] = {}
     for mode in ("decision", "reasoning"):
@@ -767,7 +787,8 @@ def report(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, Any]:
         f"reasoning: {mode_points(args, 'reasoning')} of the same points), "
         f"{args.max_prompt_tokens}-token prompts (oldest turns dropped first), "
         + (f"{args.max_steps} steps" if args.max_steps else f"{args.epochs} epoch(s)")
-        + f" of {args.batch_size} x {args.grad_accum}, lr {args.lr}.",
+        + f" of {args.batch_size} x {args.grad_accum}, lr {args.lr}; precision: training "
+        f"{train_precision(args)}, LM rows {args.precision}.",
         "",
         PAPER_NOTE,
         "",
@@ -1034,6 +1055,12 @@ def parser() -> argparse.ArgumentParser:
         default="fp32",
         help="training and LM-row precision: fp32, bf16 (a GPU, or a CPU with AMX or AVX-512 "
         "BF16; fp32 with a note elsewhere), auto",
+    )
+    ap.add_argument(
+        "--train-precision",
+        default=None,
+        help="training precision when it differs from --precision (e.g. fp32 training, bf16 "
+        "scoring)",
     )
     ap.add_argument("--logging-steps", type=int, default=1)
     ap.add_argument("--max-new-tokens", type=int, default=64, help="reasoning decode budget")

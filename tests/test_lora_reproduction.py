@@ -126,6 +126,8 @@ def test_cheap_rows_report_resume_and_publish(tmp_path: Path) -> None:
     assert "stale-block-text" not in block and "| previous-speaker rule | 40 |" in block
     # No machine paths in the block: the run folder is a placeholder, the command relative.
     assert str(out) not in block and sys.executable not in block
+    published = prefix.with_suffix(".json").read_text() + prefix.with_suffix(".md").read_text()
+    assert str(out) not in published and sys.executable not in published
     assert "--out RUN_FOLDER" in block and "PYTHONPATH=src " in block
     assert json.loads(prefix.with_suffix(".json").read_text())["tables"] == results["tables"]
     assert run_script(*publish).returncode == 0
