@@ -568,7 +568,8 @@ def estimate(args: argparse.Namespace) -> dict[str, float]:
         for key, cost in (("zero-shot", per_point), ("sft-decision", per_point)):
             out[f"eval/{view}/{key}"] = 2 * n * cost
         if view == "balanced" or args.reasoning_natural:
-            out[f"eval/{view}/sft-reasoning"] = 2 * n * decode
+            cut = getattr(args, "reasoning_test_points", None)
+            out[f"eval/{view}/sft-reasoning"] = 2 * (int(cut) if cut else n) * decode
     return {k: round(v) for k, v in out.items()}
 
 
