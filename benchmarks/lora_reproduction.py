@@ -1,14 +1,15 @@
 """The paper's comparison, zero-shot vs LoRA SFT with and without reasoning (docs/training.md).
 
     # CPU scale (SmolLM2-135M, 384-token prompts, 1,000 training and 1,000 test points):
-    nice -n 19 python benchmarks/lora_reproduction.py --out /work/lora-run --train-points 1000 \\
-        --max-prompt-tokens 384 --epochs 1 --gradient-checkpointing --threads 2
+    PYTHONPATH=src nice -n 19 python benchmarks/lora_reproduction.py --out RUN_FOLDER \\
+        --train-points 1000 --max-prompt-tokens 384 --epochs 1 --gradient-checkpointing \\
+        --threads 2 --precision bf16
     # a GPU user: any local model folder, any OpenAI-compatible teacher, the paper's length
     python benchmarks/lora_reproduction.py --out runs/qwen-repro \\
         --model hf:/models/Qwen2.5-7B-Instruct --teacher openai:MODEL@http://HOST:8000/v1 \\
         --max-prompt-tokens 2048
     # the results of a run (possibly still running) into docs/results/ and docs/training.md
-    python benchmarks/lora_reproduction.py --out /work/lora-run \\
+    python benchmarks/lora_reproduction.py --out RUN_FOLDER \\
         --publish docs/results/lora_reproduction_1k
 
 Every stage is one of the CLI's own commands, run as a subprocess, and skipped when its output
@@ -19,8 +20,7 @@ first and keeps a complete comparison at every point a run may be stopped:
 
 1. ``polylogue build --corpus friends|ami`` (default protocol, benchmark v2.1);
 2. ``polylogue eval`` of the previous-speaker rule, the explicit-address rule and the shipped
-   default model (both views), then zero-shot ``--model`` (the paper's prompt, decision mode) on
-   the balanced view;
+   default model, then zero-shot ``--model`` (the paper's prompt, decision mode), both views;
 3. ``polylogue train`` in decision mode on the combined Friends + AMI training splits (the
    paper's combined-corpora row of Table 5): ``--train-points`` points drawn with equal
    I1/I2/S1/S2 shares (``train_subset=four_way``), the four-way balanced sampler; then its
@@ -29,7 +29,13 @@ first and keeps a complete comparison at every point a run may be stopped:
    sentences written by rule from the shipped default model's cue explanations,
    ``polylogue.training.lora.cue_teacher``; **not the paper's teacher**, a large LLM, which these
    machines cannot run), ``polylogue train`` in reasoning mode on them, and its evaluation;
-5. the natural-ratio view of the LM rows.
+5. the reasoning rows' natural-ratio view (with ``--reasoning-natural``).
+
+``--precision bf16`` trains and scores in bfloat16 where the processor computes it (a GPU, or a
+CPU with AMX or AVX-512 BF16; elsewhere fp32, said in the log). The LM rows encode the prompt's
+shared beginning once (the predictor's prefix cache). ``--reasoning-test-points`` cuts the
+reasoning rows' test sample (it may change between sessions of one run folder; every other
+option that changes results must match the folder's ``run_args.json``, or the run is refused).
 
 Test points: a class-balanced view (the paper's Table 2 protocol: majority class subsampled within
 each category) and the natural class ratio, each a seeded category-stratified sample
@@ -72,6 +78,23 @@ HF = ("--batch-size", "32", "-O", "batch_size=8")
 #: Model keys that need no language model (cheap rows, evaluated first).
 CHEAP = ("previous-speaker", "explicit-address", "default")
 RUN_ARGS = "run_args.json"
+#: What published reports write for the run folder (no machine paths in docs).
+RUN_FOLDER = "RUN_FOLDER"
+#: Options that do not change what a run computes: they may differ between sessions of one run
+#: folder. Every other option must match the folder's recorded configuration.
+UNLOCKED = (
+    "out",
+    "publish",
+    "docs",
+    "stages",
+    "dry_run",
+    "eval_models",
+    "eval_corpora",
+    "modes",
+    "threads",
+    "device",
+    "reasoning_test_points",
+)
 #: The docs block ``--publish`` rewrites (between these two lines of docs/training.md).
 DOCS_BEGIN = "<!-- lora-reproduction-results:begin -->"
 DOCS_END = "<!-- lora-reproduction-results:end -->"
@@ -84,6 +107,11 @@ TRAIN_S_PER_TOKEN = 0.030
 CHECKPOINTING_FACTOR = 1.45
 SCORE_S_PER_TOKEN = 0.009
 DECODE_S_PER_NEW_TOKEN = 0.15
+# bf16 on a CPU with bf16 units and the prefix cache, per CPU-second on the same machine
+# (benchmarks/lora_cpu_speed.py, docs/training.md "bf16 and the prefix cache on a CPU").
+BF16_TRAIN_SPEEDUP = 1.1
+BF16_SCORE_SPEEDUP = 1.5
+PREFIX_SCORE_SPEEDUP = 1.3
 
 
 @dataclass(frozen=True)
@@ -278,7 +306,7 @@ def train_command(
         "--eval-max-points",
         str(val_points),
         "--precision",
-        args.precision,
+        train_precision(args),
         "--lr",
         str(args.lr),
         "--set",
@@ -317,6 +345,11 @@ def train(
     return run
 
 
+def train_precision(args: argparse.Namespace) -> str:
+    """The training precision: ``--train-precision``, else ``--precision``."""
+    return str(getattr(args, "train_precision", None) or args.precision)
+
+
 def points_flag(flag: str, n: int) -> list[str]:
     """``flag N``, or nothing for 0 (every point of the split, as the paper trains)."""
     return [flag, str(n)] if n else []
@@ -330,9 +363,15 @@ def mode_points(args: argparse.Namespace, mode: str) -> int:
 
 
 def lm_options(args: argparse.Namespace) -> tuple[str, ...]:
-    """Evaluation options of a local LM row: chunking, batching and the device."""
+    """Evaluation options of a local LM row: chunking, batching, device and precision.
+
+    The LM rows score in the training precision (``auto`` on a CPU without bf16 units is
+    fp32); the prefix cache is the predictor's default.
+    """
     device = getattr(args, "device", "cpu")
-    return (*HF, "-O", f"device={device}") if device != "cpu" else HF
+    options = (*HF, "-O", f"device={device}") if device != "cpu" else HF
+    precision = getattr(args, "precision", "fp32")
+    return (*options, "-O", f"precision={precision}") if precision != "fp32" else options
 
 
 def models(args: argparse.Namespace) -> list[Model]:
@@ -381,6 +420,12 @@ def views(args: argparse.Namespace) -> list[tuple[str, int]]:
     return out
 
 
+def view_points(args: argparse.Namespace, model: Model, view: str, n: int) -> int:
+    """Test points of one row: ``--reasoning-test-points`` cuts the reasoning rows' sample."""
+    cut = getattr(args, "reasoning_test_points", None)
+    return int(cut) if model.key == "sft-reasoning" and cut else n
+
+
 def eval_folder(args: argparse.Namespace, corpus: str, view: str, model: Model) -> Path:
     return Path(args.out) / "eval" / f"{corpus}-{view}" / model.key
 
@@ -419,13 +464,14 @@ def evaluate(
             if model.needs and not adapter.exists():
                 stages.skipped(f"eval/{view}/{model.key}", f"no {model.needs} adapter yet")
                 continue
+            m = view_points(args, model, view, n)
             for corpus in CORPORA:
                 if args.eval_corpora and corpus not in args.eval_corpora.split(","):
                     continue
                 name = f"eval/{corpus}-{view}/{model.key}"
                 folder = eval_folder(args, corpus, view, model)
-                if finished_metrics(folder, n) is not None:
-                    stages.skipped(name, f"{n} points scored")
+                if finished_metrics(folder, m) is not None:
+                    stages.skipped(name, f"{m} points scored")
                     continue
                 cmd = [
                     *cli(),
@@ -436,7 +482,7 @@ def evaluate(
                     "test",
                     *model.args,
                     "--limit",
-                    str(n),
+                    str(m),
                     "--sample-seed",
                     str(args.sample_seed),
                     "--out",
@@ -464,15 +510,16 @@ def planned_stages(args: argparse.Namespace) -> list[str]:
             if not args.eval_corpora or c in args.eval_corpora.split(",")
         ]
 
-    names += evals(views(args), CHEAP) + evals(views(args)[:1], ("zero-shot",))
+    names += evals(views(args), CHEAP) + evals(views(args), ("zero-shot",))
     modes = args.modes.split(",")
     if "decision" in modes:
         names += ["train/decision"]
     names += evals(views(args)[:1], ("sft-decision",))
+    names += evals(views(args)[1:], ("sft-decision",))
     if "reasoning" in modes:
         names += [f"distill/{teacher_slug(args.teacher)}", "train/reasoning"]
     names += evals(views(args)[:1], ("sft-reasoning",))
-    names += evals(views(args)[1:], ("zero-shot", "sft-decision", "sft-reasoning"))
+    names += evals(views(args)[1:], ("sft-reasoning",))
     return names
 
 
@@ -481,11 +528,21 @@ def planned_stages(args: argparse.Namespace) -> list[str]:
 
 def estimate(args: argparse.Namespace) -> dict[str, float]:
     """Estimated CPU seconds of each LM stage (from the measured rates above)."""
+    from polylogue.llm.hf import PrecisionError, resolve_precision
+
+    try:
+        bf16 = resolve_precision(str(args.precision), "cpu").name == "bf16"
+        bf16_train = resolve_precision(train_precision(args), "cpu").name == "bf16"
+    except PrecisionError:
+        bf16 = bf16_train = False
+    score_speedup = PREFIX_SCORE_SPEEDUP * (BF16_SCORE_SPEEDUP if bf16 else 1.0)
     tokens = int(args.max_prompt_tokens)
-    per_point = SCORE_S_PER_TOKEN * tokens
+    per_point = SCORE_S_PER_TOKEN * tokens / score_speedup
     decode = per_point + DECODE_S_PER_NEW_TOKEN * int(args.max_new_tokens)
-    train_factor = TRAIN_S_PER_TOKEN * (
-        CHECKPOINTING_FACTOR if args.gradient_checkpointing else 1.0
+    train_factor = (
+        TRAIN_S_PER_TOKEN
+        * (CHECKPOINTING_FACTOR if args.gradient_checkpointing else 1.0)
+        / (BF16_TRAIN_SPEEDUP if bf16_train else 1.0)
     )
     out: dict[str, float] = {}
     for mode in ("decision", "reasoning"):
@@ -511,7 +568,8 @@ def estimate(args: argparse.Namespace) -> dict[str, float]:
         for key, cost in (("zero-shot", per_point), ("sft-decision", per_point)):
             out[f"eval/{view}/{key}"] = 2 * n * cost
         if view == "balanced" or args.reasoning_natural:
-            out[f"eval/{view}/sft-reasoning"] = 2 * n * decode
+            cut = getattr(args, "reasoning_test_points", None)
+            out[f"eval/{view}/sft-reasoning"] = 2 * (int(cut) if cut else n) * decode
     return {k: round(v) for k, v in out.items()}
 
 
@@ -658,7 +716,10 @@ def stage_progress(args: argparse.Namespace, name: str) -> str:
             for path in (out / "eval" / where / key).glob("*/predictions.jsonl")
         )
         view = where.partition("-")[2]
-        return f" ({done} of {dict(views(args)).get(view)} points scored)"
+        n = dict(views(args)).get(view) or 0
+        model = next((m for m in models(args) if m.key == key), None)
+        total = view_points(args, model, view, n) if model else n
+        return f" ({done} of {total} points scored)"
     if kind == "train":
         steps = [
             int(c.name.split("-")[1])
@@ -685,7 +746,10 @@ def has_result(args: argparse.Namespace, name: str) -> bool:
         return (
             n is not None
             and model is not None
-            and finished_run(eval_folder(args, corpus, view, model), n) is not None
+            and finished_run(
+                eval_folder(args, corpus, view, model), view_points(args, model, view, n)
+            )
+            is not None
         )
     return False
 
@@ -703,23 +767,29 @@ def _alive(pid: Any) -> bool:
 def report(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, Any]:
     out = Path(args.out)
     run_args = json.loads((out / RUN_ARGS).read_text()) if (out / RUN_ARGS).is_file() else {}
+    command = portable_command(run_args)
     results: dict[str, Any] = {
-        "config": {k: str(v) for k, v in vars(args).items() if k not in ("publish", "docs")},
-        "command": run_args.get("command"),
+        "config": {
+            k: (RUN_FOLDER if k == "out" else str(v))
+            for k, v in vars(args).items()
+            if k not in ("publish", "docs")
+        },
+        "command": command,
         "tables": {},
         "context": {},
     }
     lines = [
         "## Configuration",
         "",
-        f"Command: `{run_args.get('command', '?')}`",
+        f"Command (from a clone's root, `{RUN_FOLDER}` the run folder): `{command}`",
         "",
         f"Model `{args.model}`, teacher `{args.teacher}`, {mode_points(args, 'decision')} "
         f"training points (four-way balanced subset of the Friends + AMI training splits; "
         f"reasoning: {mode_points(args, 'reasoning')} of the same points), "
         f"{args.max_prompt_tokens}-token prompts (oldest turns dropped first), "
         + (f"{args.max_steps} steps" if args.max_steps else f"{args.epochs} epoch(s)")
-        + f" of {args.batch_size} x {args.grad_accum}, lr {args.lr}.",
+        + f" of {args.batch_size} x {args.grad_accum}, lr {args.lr}; precision: training "
+        f"{train_precision(args)}, LM rows {args.precision}.",
         "",
         PAPER_NOTE,
         "",
@@ -844,7 +914,7 @@ def report(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, Any]:
         lines += [
             "",
             "Unfinished stages continue with the same command (it skips what is done and "
-            f"resumes what was cut): `{run_args.get('command', '?')}` (also `{out}/resume.sh`).",
+            f"resumes what was cut): `{command}` (also `{RUN_FOLDER}/resume.sh`).",
         ]
     results["stages"] = record
     md = "\n".join(lines) + "\n"
@@ -853,13 +923,44 @@ def report(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, Any]:
     return {"json": results, "md": md}
 
 
+def portable_command(run_args: dict[str, Any]) -> str:
+    """The run's command as a clone runs it: relative paths, ``RUN_FOLDER`` for the folder."""
+    if run_args.get("portable_command"):
+        return str(run_args["portable_command"])
+    # A run recorded before portable commands: cut the machine's paths from its command.
+    command = str(run_args.get("command", "?"))
+    out = str((run_args.get("args") or {}).get("out", ""))
+    command = re.sub(r"^cd \S+ && ", "", command)
+    command = re.sub(r"PYTHONPATH=\S+", "PYTHONPATH=src", command)
+    command = re.sub(r"\S*/python3?(?= )", "python", command, count=1)
+    return command.replace(out, RUN_FOLDER) if out else command
+
+
+def portable_paths(text: str, out: Path) -> str:
+    """``text`` with the run folder as ``RUN_FOLDER`` and interpreters as ``python``."""
+    for folder in {str(out), str(out.resolve())}:
+        text = text.replace(folder, RUN_FOLDER)
+    return re.sub(r"(?<![\w.-])/\S*/bin/python3?(?=[\s\"])", "python", text)
+
+
+def config_differences(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """Options whose value differs from the run folder's recorded configuration."""
+    return [
+        f"{k}: folder {recorded.get(k)!r}, now {now.get(k)!r}"
+        for k in sorted(set(recorded) | set(now))
+        if k not in UNLOCKED and k in recorded and recorded.get(k) != now.get(k)
+    ]
+
+
 def publish(args: argparse.Namespace, made: dict[str, Any]) -> None:
     """Copy the report to ``PREFIX.json`` / ``PREFIX.md`` and into the docs block."""
     prefix = Path(args.publish)
     prefix.parent.mkdir(parents=True, exist_ok=True)
     md_path, json_path = prefix.with_suffix(".md"), prefix.with_suffix(".json")
-    json_path.write_text(json.dumps(made["json"], indent=2) + "\n", encoding="utf-8")
-    md_path.write_text("# LoRA reproduction (measured)\n\n" + made["md"], encoding="utf-8")
+    json_text = portable_paths(json.dumps(made["json"], indent=2), Path(args.out))
+    md = portable_paths(made["md"], Path(args.out))
+    json_path.write_text(json_text + "\n", encoding="utf-8")
+    md_path.write_text("# LoRA reproduction (measured)\n\n" + md, encoding="utf-8")
     print(f"wrote {md_path} and {json_path}")
     docs = Path(args.docs) if args.docs else None
     if docs is None or not docs.is_file():
@@ -871,10 +972,10 @@ def publish(args: argparse.Namespace, made: dict[str, Any]) -> None:
     head, rest = text.split(DOCS_BEGIN, 1)
     _, tail = rest.split(DOCS_END, 1)
     # One heading level down: the block sits under a "###" section of the docs.
-    body = re.sub(r"^## ", "#### ", made["md"], flags=re.M)
+    body = re.sub(r"^## ", "#### ", md, flags=re.M)
     block = (
         f"{DOCS_BEGIN}\n<!-- generated by `python benchmarks/lora_reproduction.py --out "
-        f"{args.out} --publish {args.publish}` from {json_path}; do not edit -->\n\n"
+        f"{RUN_FOLDER} --publish {args.publish}` from {json_path}; do not edit -->\n\n"
         f"{body}\n{DOCS_END}"
     )
     docs.write_text(head + block + tail, encoding="utf-8")
@@ -919,6 +1020,13 @@ def parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--test-points", type=int, default=1000, help="balanced-view test sample")
     ap.add_argument(
+        "--reasoning-test-points",
+        type=int,
+        default=None,
+        help="test points of the reasoning rows (default: --test-points/--natural-points); "
+        "may be changed between sessions of a run",
+    )
+    ap.add_argument(
         "--natural-points", type=int, default=1000, help="natural-ratio test sample (0: skip)"
     )
     ap.add_argument("--reasoning-natural", action="store_true", help="also decode reasoning there")
@@ -944,7 +1052,16 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--warmup-steps", type=int, default=10)
     ap.add_argument("--lr", type=float, default=1e-4, help="learning rate (paper: 1e-4)")
     ap.add_argument(
-        "--precision", default="fp32", help="training precision: fp32 (CPU), auto, bf16 (GPU)"
+        "--precision",
+        default="fp32",
+        help="training and LM-row precision: fp32, bf16 (a GPU, or a CPU with AMX or AVX-512 "
+        "BF16; fp32 with a note elsewhere), auto",
+    )
+    ap.add_argument(
+        "--train-precision",
+        default=None,
+        help="training precision when it differs from --precision (e.g. fp32 training, bf16 "
+        "scoring)",
     )
     ap.add_argument("--logging-steps", type=int, default=1)
     ap.add_argument("--max-new-tokens", type=int, default=64, help="reasoning decode budget")
@@ -1011,6 +1128,15 @@ def main() -> None:
                 f"{args.out} is already being run by process {running['pid']} (stage "
                 f"{running.get('stage')}); stop it first, or use --publish to read its results"
             )
+    recorded_args = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
+    if saved.is_file() and not args.dry_run:
+        before = json.loads(saved.read_text()).get("args") or {}
+        differs = config_differences(before, recorded_args)
+        if differs:
+            raise SystemExit(
+                f"{args.out} holds a run of another configuration ({'; '.join(differs)}); "
+                "use a new --out folder, or the folder's own options (its run_args.json)"
+            )
     if not args.dry_run:
         # Resuming needs the same interpreter, source path and thread count.
         env_prefix = "".join(
@@ -1018,14 +1144,30 @@ def main() -> None:
             for k, v in (
                 ("PYTHONPATH", os.environ.get("PYTHONPATH", "")),
                 ("OMP_NUM_THREADS", str(args.threads or "")),
+                ("POLYLOGUE_DATA", os.environ.get("POLYLOGUE_DATA", "")),
             )
             if v
         )
         command = f"cd {shlex.quote(os.getcwd())} && {env_prefix}nohup nice -n 19 " + shlex.join(
             [sys.executable, *sys.argv]
         )
-        recorded_args = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
-        saved.write_text(json.dumps({"args": recorded_args, "command": command}, indent=2) + "\n")
+        argv = list(sys.argv[1:])
+        for i, a in enumerate(argv[:-1]):
+            if a == "--out":
+                argv[i + 1] = RUN_FOLDER
+        argv = [RUN_FOLDER if a.startswith("--out=") else a for a in argv]
+        threads = f"OMP_NUM_THREADS={args.threads} " if args.threads else ""
+        portable = (
+            f"PYTHONPATH=src {threads}nohup nice -n 19 python benchmarks/lora_reproduction.py "
+            + shlex.join(argv)
+        )
+        saved.write_text(
+            json.dumps(
+                {"args": recorded_args, "command": command, "portable_command": portable},
+                indent=2,
+            )
+            + "\n"
+        )
         (args.out / "resume.sh").write_text(
             "#!/bin/sh\n# Continues the run (finished stages are skipped, cut ones resumed).\n"
             f"{command} >> {shlex.quote(str(args.out / 'progress.log'))} 2>&1 &\necho $!\n"
@@ -1063,15 +1205,17 @@ def main() -> None:
     rationales = rationale_folder(args)
     modes = args.modes.split(",")
     do_eval = "eval" in wanted_stages
-    # Cheap rows (both views), then zero-shot on the balanced view: the comparison's reference
-    # rows exist before any training starts.
+    # Cheap rows, then zero-shot (both views): the comparison's reference rows exist before
+    # any training starts.
     if do_eval:
         evaluate(stages, args, benches, views(args), CHEAP)
-        evaluate(stages, args, benches, views(args)[:1], ("zero-shot",))
+        evaluate(stages, args, benches, views(args), ("zero-shot",))
     if "train" in wanted_stages and "decision" in modes:
         train(stages, args, benches, "decision", rationales)
     if do_eval:
+        # The decision rows are complete (both views) before reasoning mode starts.
         evaluate(stages, args, benches, views(args)[:1], ("sft-decision",))
+        evaluate(stages, args, benches, views(args)[1:], ("sft-decision",))
     if "reasoning" in modes:
         if "distill" in wanted_stages:
             rationales = distill(stages, args, benches)
@@ -1079,9 +1223,7 @@ def main() -> None:
             train(stages, args, benches, "reasoning", rationales)
     if do_eval:
         evaluate(stages, args, benches, views(args)[:1], ("sft-reasoning",))
-        evaluate(
-            stages, args, benches, views(args)[1:], ("zero-shot", "sft-decision", "sft-reasoning")
-        )
+        evaluate(stages, args, benches, views(args)[1:], ("sft-reasoning",))
     after()
     if not args.dry_run:
         stages.progress(state="finished", stage=None)

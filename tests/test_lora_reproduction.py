@@ -101,6 +101,16 @@ def test_cheap_rows_report_resume_and_publish(tmp_path: Path) -> None:
     assert "eval/friends-balanced/previous-speaker: skipped (40 points scored)" in again.stdout
     assert json.loads((out / "stages.json").read_text()) == sessions
 
+    # The folder holds this configuration: another one is refused, naming what differs, and
+    # nothing is run or recorded; options that do not change results may differ.
+    other = [*args[:-4], "--max-prompt-tokens", "256", "--device", "cpu"]
+    refused = run_script(*other)
+    assert refused.returncode != 0
+    assert "another configuration" in refused.stderr
+    assert "max_prompt_tokens: folder 384, now 256" in refused.stderr
+    assert json.loads((out / "stages.json").read_text()) == sessions
+    assert json.loads((out / "run_args.json").read_text())["args"]["max_prompt_tokens"] == 384
+
     # --publish: the report into PREFIX.md/.json and between the docs markers, idempotently.
     docs = tmp_path / "training.md"
     docs.write_text(
@@ -114,6 +124,11 @@ def test_cheap_rows_report_resume_and_publish(tmp_path: Path) -> None:
     assert text.startswith("# Training\n\nbefore\n\n") and text.endswith("\n\nafter\n")
     block = text.split(BEGIN, 1)[1].split(END, 1)[0]
     assert "stale-block-text" not in block and "| previous-speaker rule | 40 |" in block
+    # No machine paths in the block: the run folder is a placeholder, the command relative.
+    assert str(out) not in block and sys.executable not in block
+    published = prefix.with_suffix(".json").read_text() + prefix.with_suffix(".md").read_text()
+    assert str(out) not in published and sys.executable not in published
+    assert "--out RUN_FOLDER" in block and "PYTHONPATH=src " in block
     assert json.loads(prefix.with_suffix(".json").read_text())["tables"] == results["tables"]
     assert run_script(*publish).returncode == 0
     assert docs.read_text(encoding="utf-8") == text

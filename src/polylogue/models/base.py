@@ -204,7 +204,15 @@ for _backend in (
     Backend(
         "hf",
         "polylogue.models.hf_local:make_hf_predictor",
-        (*_LLM_OPTIONS, "adapter", "threshold", "max_new_tokens", "device"),
+        (
+            *_LLM_OPTIONS,
+            "adapter",
+            "threshold",
+            "max_new_tokens",
+            "device",
+            "precision",
+            "prefix_cache",
+        ),
         extra="hf",
         extra_modules=("torch", "transformers"),
     ),

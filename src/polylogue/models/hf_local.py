@@ -35,6 +35,7 @@ from polylogue.llm.hf import (
     convert_gguf_to_safetensors,
     load_causal_lm,
     resolve_model_path,
+    resolve_precision,
     smollm2_gguf_path,
 )
 from polylogue.models.base import ModelSpec, Prediction
@@ -68,6 +69,13 @@ class HFLocalPredictor:
     max_new_tokens: int = 128
     cache_path: str | None = None
     device: str = "cpu"
+    #: ``fp32``, ``bf16`` (on a CPU with AMX or AVX-512 BF16, else fp32 with a note), ``auto``
+    #: or ``fp16`` (GPU only); see :func:`~polylogue.llm.hf.resolve_precision`. A model handed
+    #: over in memory keeps its own dtype.
+    precision: str = "fp32"
+    #: Encode the prompt's shared beginning (system prompt, user-turn header) once and run
+    #: every point from a copy of its key/value cache.
+    prefix_cache: bool = True
     #: An already loaded ``(model, tokenizer)``, e.g. a model still being trained; when
     #: given, nothing is read from disk and ``model_id`` only names it.
     loaded: tuple[Any, Any] | None = field(default=None, repr=False, compare=False)
@@ -85,8 +93,14 @@ class HFLocalPredictor:
         if self.loaded is not None:
             model, tok = self.loaded
             self._lm = HFCausalLM(model, tok, self.device)
+            # An fp32 model asked to run in bf16 (trained under autocast) runs under autocast.
+            if self.precision != "fp32" and self._precision_name() == "fp32":
+                name = resolve_precision(self.precision, self.device).name
+                self._lm.autocast_bf16 = name == "bf16"
         else:
-            self._lm = load_causal_lm(self.model_id, adapter=self.adapter, device=self.device)
+            self._lm = load_causal_lm(
+                self.model_id, adapter=self.adapter, device=self.device, precision=self.precision
+            )
         self._model, self._tok = self._lm.model, self._lm.tokenizer
         self._model_hash, self._adapter_hash = self._lm.model_hash, self._lm.adapter_hash
         self._tok.padding_side = "left"
@@ -115,8 +129,16 @@ class HFLocalPredictor:
             "system_repeats": self.prompt.system_repeats,
             "max_prompt_tokens": self.prompt.max_prompt_tokens,
             "threshold": self.threshold,
+            "precision": self._precision_name(),
             "max_new_tokens": self.max_new_tokens if self.prompt.mode == "reasoning" else None,
         }
+
+    def _precision_name(self) -> str:
+        """The arithmetic the model runs in (what ``precision`` resolved to)."""
+        if self._lm.autocast_bf16:
+            return "bf16-autocast"
+        dtype = str(next(self._lm.model.parameters()).dtype)
+        return {"torch.bfloat16": "bf16", "torch.float16": "fp16"}.get(dtype, "fp32")
 
     # ------------------------------------------------------------------ prompt helpers
 
@@ -150,6 +172,8 @@ class HFLocalPredictor:
         put back in input order, so less padding is computed.
         """
         messages = [self.messages(x) for x in inputs]
+        if self.prefix_cache and messages:
+            self._lm.use_prefix_of(messages[0])
         sizes = [sum(len(m["content"]) for m in msgs) for msgs in messages]
         order = sorted(range(len(inputs)), key=lambda i: sizes[i])
         by_index: dict[int, Prediction] = {}
@@ -225,6 +249,6 @@ class HFLocalPredictor:
 
 def make_hf_predictor(spec: ModelSpec, **options: Any) -> HFLocalPredictor:
     """Factory for ``hf:PATH_OR_ALIAS``. Options: prompt, adapter, batch_size, threshold,
-    max_new_tokens, cache_path, device."""
+    max_new_tokens, cache_path, device, precision, prefix_cache."""
     kwargs = {k: v for k, v in options.items() if v is not None}
     return HFLocalPredictor(model_id=spec.target, **kwargs)

@@ -77,6 +77,10 @@ class TrainConfig:
     #: Stop after this many optimizer steps (overrides ``epochs``; for smoke tests).
     max_steps: int | None = None
     precision: Precision = "auto"
+    #: How bf16 trains on a CPU: ``weights`` (frozen base weights stored in bf16, LoRA weights
+    #: and optimizer in fp32) or ``autocast`` (fp32 weights, bf16 arithmetic). GPUs always
+    #: use mixed precision (autocast) for bf16.
+    cpu_bf16: Literal["weights", "autocast"] = "weights"
     gradient_checkpointing: bool = False
     seed: int = 42
 
@@ -134,6 +138,8 @@ class TrainConfig:
             problems.append(f"train_subset must be natural or four_way, not {self.train_subset!r}")
         if self.epoch_size not in ("dataset", "largest"):
             problems.append(f"epoch_size must be dataset or largest, not {self.epoch_size!r}")
+        if self.cpu_bf16 not in ("weights", "autocast"):
+            problems.append(f"cpu_bf16 must be weights or autocast, not {self.cpu_bf16!r}")
         if self.precision not in ("auto", "bf16", "fp16", "fp32"):
             problems.append(f"precision must be auto, bf16, fp16 or fp32, not {self.precision!r}")
         for name in (
