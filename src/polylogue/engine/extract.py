@@ -67,7 +67,9 @@ class FeatureExtractor:
             )
         ):
             states = [b.new_state(self.yield_scorer, self.relation_scorer, ()) for b in self.blocks]
-            cast(ConversationState, states[0]).address_model = self.address_model
+            base_state = cast(ConversationState, states[0])
+            base_state.address_model = self.address_model
+            base_state.roster_known = True  # a decision input lists who is present
             seen = 0
         people = (*inp.present, inp.target)
         for s in states:

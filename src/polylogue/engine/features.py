@@ -298,6 +298,9 @@ class ConversationState:
     #: Judges the names the address rules leave open (:mod:`polylogue.turntaking.address_model`):
     #: the shipped model, or None for the rulebook alone (kept to compare the two).
     address_model: AddressModel | Literal["shipped"] | None = "shipped"
+    #: The roster was given up front (a live layer's ``roster_known``; a benchmark's present
+    #: list): two people on it are a two-person room before both have spoken.
+    roster_known: bool = False
     #: the participants' dicts of the last snapshot (rebuilt when the roster changes)
     _roster_dicts: RosterDicts = field(default_factory=RosterDicts, repr=False, compare=False)
 
@@ -416,6 +419,23 @@ class ConversationState:
                 del self._verdicts[k]
         return v
 
+    def _dyad_listener(self, speaker: str) -> tuple[str, ...]:
+        """The other person of a two-person conversation: on a roster given up front, or once
+        both have spoken (a roster learnt from speech may not yet hold the third person the
+        words call: "Bob, do you want to start?" before Bob spoke); else ()."""
+        if self._n_people > 2:
+            return ()
+        people = [
+            pid
+            for pid, p in self.participants.items()
+            if p.role != GROUP_ROLE and pid not in self.context_only
+        ]
+        others = [pid for pid in people if pid != speaker]
+        both = self.roster_known or all(self.utt_count[p] for p in people)
+        if len(people) == 2 and len(others) == 1 and both:
+            return (others[0],)
+        return ()
+
     def _prior_turn(self) -> PriorTurn:
         """The talk before the last utterance, as the address verdict reads it."""
         cur = self.window[-1]
@@ -423,6 +443,7 @@ class ConversationState:
         before = turns[-2] if len(turns) > 1 else None
         # Third persons' "mm-hmm" or "yeah" between two turns do not take the floor: a "you"
         # question after them still asks whoever spoke before them.
+        just_before = before
         back = 2
         while (
             back < len(turns)
@@ -443,14 +464,9 @@ class ConversationState:
             speaker=before,
             text=self.last_utt[before].text if before in self.last_utt else "",
             earlier=earlier,
+            just_before=just_before,
             people=self._n_people,
-            listeners=tuple(
-                pid
-                for pid, p in self.participants.items()
-                if pid != cur.speaker and p.role != GROUP_ROLE and pid not in self.context_only
-            )
-            if self._n_people <= 3
-            else (),
+            listeners=self._dyad_listener(cur.speaker),
             question_before=prev is not None
             and prev.speaker != cur.speaker
             and prev.speaker not in self.context_only

@@ -738,6 +738,7 @@ class LiveConversation:
         barge = None
         if self.agent.state is AgentState.SPEAKING and pid != self.agent.pid:
             barge = self._barge_in(u.text)
+        self.engine.state.roster_known = self.roster_known
         self.engine.observe(u)
         index = self.index
         self.index += 1

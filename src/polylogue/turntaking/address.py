@@ -342,7 +342,8 @@ NO_ADDRESS = AddressVerdict()
 class PriorTurn:
     """What the verdict needs to know about the talk just before an utterance."""
 
-    #: The speaker of the turn before the current speaker's turn, and their last words.
+    #: The speaker of the turn before the current speaker's turn, and their last words (a
+    #: third person's "mm-hmm" in between skipped).
     speaker: str | None = None
     text: str = ""
     #: The current speaker's previous utterance in this turn was addressed to these.
@@ -353,6 +354,8 @@ class PriorTurn:
     #: The transcript is a recognizer's (no punctuation so far): its marks, if any, were
     #: put back by the engine, so a "you" statement may have been a question.
     recognizer: bool = False
+    #: The speaker of the turn just before, however short it was (a repair request asks them).
+    just_before: str | None = None
     #: People in the room (the speaker included); 0 when unknown.
     people: int = 0
     #: The people present other than the speaker, when the room knows them ("" unknown).
@@ -751,6 +754,17 @@ def address_verdict(
         for pid in prior.earlier:
             if pid != speaker and pid not in mentioned:
                 addressed[pid] = Address(pid, "earlier-in-turn", " ".join(words[:6]))
+    elif (
+        not addressed
+        and you_q
+        and asks_repair(words)
+        and prior.just_before not in (None, speaker)
+        and prior.just_before not in mentioned
+    ):
+        # "could you say it again" asks whoever just spoke, however short their words were
+        asked = prior.just_before
+        assert asked is not None
+        addressed[asked] = Address(asked, "follow-up", " ".join(words[:8]))
     elif (
         not addressed
         and (you_q or you_said)
