@@ -295,8 +295,8 @@ def print_table(results: list[dict[str, Any]]) -> None:
                     continue
                 cells = [f"{_fmt(row['verdict'])} | {_fmt(row['old_gate'])}"]
                 cells += [f"{_fmt(row[p])} | {_fmt(row[f'{p} (old)'])}" for p in POINTS]
-                print(f"{r['corpus']:11} {r['split']:10} {r['address']:6} {rendering:10} {kind:9} {row['n']:5d}  "
-                      + "  ".join(f"{c:>17}" for c in cells))  # fmt: skip
+                head = f"{r['corpus']:11} {r['split']:10} {r['address']:6} {rendering:10}"
+                print(f"{head} {kind:9} {row['n']:5d}  " + "  ".join(f"{c:>17}" for c in cells))
     print()
     print("assistant's false speaking (new | old); matched beside it")
     for r in results:
@@ -311,8 +311,8 @@ def print_table(results: list[dict[str, Any]]) -> None:
                     else ""
                 )
                 new, old = _fmt(row["assistant"]), _fmt(row["assistant (old)"])
-                print(f"{r['corpus']:11} {r['split']:10} {r['address']:6} {rendering:10} {kind:19} {row['n']:6d}  "
-                      f"assistant {new} | {old}{extra}")  # fmt: skip
+                head = f"{r['corpus']:11} {r['split']:10} {r['address']:6} {rendering:10}"
+                print(f"{head} {kind:19} {row['n']:6d}  assistant {new} | {old}{extra}")
     print()
     print("not-addressed behaviour: speak ratio (SPEAK rate / real TAKE_FLOOR rate), precision")
     for r in results:

@@ -300,8 +300,8 @@ def round_four(tmp: Path) -> dict[str, Counter[str]]:
     import os
 
     stolen = tmp / "stolen.wav"
-    for line in (f"-w {stolen} hello", "--version", "-- -q", "-f /etc/hostname"):
-        samples = voice.synthesize(line, "en-us")
+    for spoken in (f"-w {stolen} hello", "--version", "-- -q", "-f /etc/hostname"):
+        samples = voice.synthesize(spoken, "en-us")
         ok = len(samples) > 0.3 * voice.SAMPLE_RATE and not stolen.exists()
         tally("espeak-ng: line starting with -", "correct" if ok else "silent garbage")
     real = voice.espeak_path()

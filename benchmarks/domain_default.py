@@ -155,8 +155,9 @@ def earnings(bench: Path, work: Path) -> None:
     ):
         speak = took = 0
         domain = "?"
-        for f in files:
-            s, t, domain = call_speak_ratio(f[pick], f[2], extra)
+        for with_header, without_header, speakers in files:
+            path = with_header if pick == 0 else without_header
+            s, t, domain = call_speak_ratio(path, speakers, extra)
             speak, took = speak + s, took + t
         print(f"| {label} | {len(files)} | {speak} | {took} | {speak / max(1, took):.2f} | "
               f"{domain} |")  # fmt: skip
