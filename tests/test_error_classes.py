@@ -31,6 +31,11 @@ INTERNAL: dict[str, str] = {
     "llm.openai:ServerUnreachable": "a RetriesExhausted: the task adapters stop the run",
     "serve.local:LocalServerError": "raised only by the launchers that tests and benchmarks use "
     "to start a real local service or redis-server; no CLI path reaches it",
+    "serve.local:NoTmpfsError": "a LocalServerError: the tests' and benchmarks' full-disk set-up",
+    "serve.store:StoreUnavailableError": "a store fault, not the client's: serve answers 503 "
+    "with Retry-After and applies nothing",
+    "tom.records:_Invalid": "private: gathers one record's field problems, turned into one "
+    "ToMRecordError per record",
 }
 
 

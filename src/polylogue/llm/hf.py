@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from polylogue.errors import PolylogueInputError
 from polylogue.llm.base import (
     ChatResult,
     GenerateConfig,
@@ -134,7 +135,7 @@ PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 CPU_BF16_FLAGS = ("amx_bf16", "avx512_bf16")
 
 
-class PrecisionError(ValueError):
+class PrecisionError(PolylogueInputError):
     """A precision this machine cannot run at all (fp16 without a GPU, an unknown name)."""
 
 
@@ -220,7 +221,7 @@ def tokenizer_identity(tokenizer: Any) -> str:
     return f"{getattr(tokenizer, 'name_or_path', '?')}#{len(vocab)}#{h.hexdigest()[:12]}"
 
 
-class PrefixCacheError(ValueError):
+class PrefixCacheError(PolylogueInputError):
     """A prefix cache used with another model, tokenizer or prompt than it was built for."""
 
 
