@@ -346,8 +346,9 @@ def test_the_question_cue_needs_a_real_previous_turn() -> None:
 
 def test_a_backchannel_has_a_reason_of_its_own() -> None:
     """Wherever the shipped model suggests a backchannel on a real meeting, the reason is the
-    listening one, not the floor cues."""
-    conv = next(iter(load_corpus("ami")))
+    listening one, not the floor cues (an ICSI meeting: the meeting rule is precise enough
+    that AMI's first meeting gets none)."""
+    conv = next(iter(load_corpus("icsi")))
     lines = "".join(f"{u.speaker}: {u.text}\n" for u in conv.utterances[:400])
     result = run_polylogue(
         ["decide", "-", "--as", conv.utterances[0].speaker, "--json", "--domain", "meeting"],
