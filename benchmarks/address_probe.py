@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 from collections import defaultdict
@@ -231,22 +232,28 @@ def verdict_latency(scenarios: Sequence[Scenario]) -> dict[str, float]:
     from polylogue.turntaking.address_model import load_address_model
 
     load_address_model()  # loaded once, outside the timing
-    times = []
+    times, cpu = [], []
     for s in scenarios:
         names = NameTerms(s.participants)
         prev: str | None = None
         for u in s.lines:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time()
             address_verdict(
                 u.text, u.speaker, names, PriorTurn(speaker=prev, people=len(s.participants))
             )
             times.append((time.perf_counter() - t0) * 1000)
+            cpu.append((time.thread_time() - c0) * 1000)
             prev = u.speaker
     times.sort()
+    cpu.sort()
+    # CPU time leaves out the waits for a core that inflate wall time on a busy machine.
     return {
         "p50": round(statistics.median(times), 3),
         "p99": round(times[int(0.99 * (len(times) - 1))], 3),
+        "cpu_p50": round(statistics.median(cpu), 3),
+        "cpu_p99": round(cpu[int(0.99 * (len(cpu) - 1))], 3),
         "n": len(times),
+        "load_average": round(os.getloadavg()[0], 2),
     }
 
 

@@ -191,8 +191,11 @@ def test_role_matrix_through_pipecat(dep: Deployment, lines: list[Utterance]) ->
 # ----------------------------------------------------------------------------- audience
 
 ROSTER = [Participant("dave", "Dave"), Participant("alice", "Alice"), Participant("bob", "Bob")]
-#: A completed turn that addresses nobody and that no group rule answers.
-PLAIN = "I moved the release notes to the shared folder this morning."
+#: A completed turn that addresses nobody and that no group rule answers, but that turns to
+#: the one listener of a two-person talk (a question by its words).
+PLAIN = "Should I move the release notes to the shared folder this morning?"
+#: Narration: one-to-one, still no question, request or reply to the agent.
+NARRATION = "I moved the release notes to the shared folder this morning."
 
 
 def _assistant(audience: str = "adaptive") -> LiveConversation:
@@ -224,6 +227,29 @@ def test_adaptive_audience_one_to_one_then_group_then_one_to_one() -> None:
     # The group audience never answers as one-to-one.
     group = _assistant("group")
     assert group.utterance(Utterance("alice", PLAIN)).action.value == "SILENT"  # type: ignore[union-attr]
+
+
+def test_adaptive_audience_answers_talk_turned_to_the_agent_only() -> None:
+    live = _assistant()
+    # Narration, thinking aloud and text read out are not answered one-to-one.
+    for text in (
+        NARRATION,
+        "ugh forty three updates seriously",
+        "it says your parcel will arrive between nine and five",
+        "honey can you get the door",
+    ):
+        d = live.utterance(Utterance("alice", text))
+        assert d.action is not None and d.action.value == "SILENT", text
+        assert not d.reason.startswith("one-to-one"), text
+    # A request, a need and a "you" statement turn to the agent (recognizer text).
+    for text in ("remind me to call the bank at five", "i need a taxi for tomorrow morning"):
+        d = live.utterance(Utterance("alice", text))
+        assert d.action is not None and d.action.value == "SPEAK", text
+        assert d.reason.startswith("one-to-one"), text
+    # A reply to the agent's own question is for the agent, whatever its words.
+    live.utterance(Utterance("dave", "Which day suits you for the dentist?"))
+    d = live.utterance(Utterance("alice", "thursday afternoon probably"))
+    assert d.action is not None and d.action.value == "SPEAK"
 
 
 def test_adaptive_audience_without_a_roster_counts_first_speech() -> None:
@@ -469,6 +495,7 @@ def test_adapters_expose_audience_and_focus() -> None:
         r = room.final("alice", PLAIN)
         assert r is not None and r[1].reason.startswith("one-to-one"), type(front)
         room.join("bob", "Bob")
+        room.final("bob", "Hi all, sorry I'm late.")
         r = room.final("alice", PLAIN)
         assert r is not None and r[1].action is not None and r[1].action.value == "SILENT"
         front.set_focus(ignored=["bob"])  # a note-taking bot: not a person, never answered

@@ -55,6 +55,7 @@ from polylogue.engine.explanation import (
 from polylogue.engine.features import SPOKEN, Spoken
 from polylogue.engine.model import TurnTakingModel
 from polylogue.errors import PolylogueInputError
+from polylogue.turntaking.address import asks_by_words, directed_to_listener
 from polylogue.turntaking.points import PointOptions, boundary_is_decision_point
 
 
@@ -580,8 +581,34 @@ class LiveConversation:
 
     def _one_to_one(self, d: EngineDecision, speaker: str) -> bool:
         """Answer as a one-to-one assistant (``adaptive`` audience, one other person present,
-        words that address nobody else)? False: the role's rules."""
-        return self.audience == "adaptive" and self.alone_with(speaker) and addresses_nobody_else(d)
+        words turned to the agent)? False: the role's rules."""
+        return self.audience == "adaptive" and self.turned_to_agent(d, speaker)
+
+    def turned_to_agent(self, d: EngineDecision, speaker: str) -> bool:
+        """Would a one-to-one assistant answer the utterance just decided on? ``speaker`` is
+        the only other person present, the words address nobody else, and they turn to the
+        agent: addressed or named, or a question, a request, a need, a "you", or a reply to the
+        agent's own question (:func:`polylogue.turntaking.address.directed_to_listener`);
+        not thinking aloud, narration or text read out."""
+        if not (self.alone_with(speaker) and addresses_nobody_else(d)):
+            return False
+        if d.addressed or any(a.pid == self.agent.pid for a in d.address.mentioned):
+            return True  # with two people, the agent's name is said to the agent
+        cs = self.engine.state
+        if not cs.window:
+            return False
+        current = cs.window[-1]
+        agent = cs.last_utt.get(self.agent.pid)
+        turns = list(cs.turn_speakers)
+        # The agent held the turn just before this speaker's: a reply to its question.
+        asked = (
+            agent is not None
+            and len(turns) >= 2
+            and turns[-1] == speaker
+            and turns[-2] == self.agent.pid
+            and asks_by_words(agent.heard or agent.text)
+        )
+        return directed_to_listener(current.heard or current.text, listener_asked=asked)
 
     def _bind_agent(self, spec: str) -> _Agent:
         found = self.names.matches(spec)

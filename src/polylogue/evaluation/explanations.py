@@ -28,7 +28,6 @@ from polylogue.engine.live import (
     AgentState,
     LiveConversation,
     LiveDecision,
-    addresses_nobody_else,
     pause_values,
 )
 from polylogue.rendering import render_utterance
@@ -122,7 +121,7 @@ def _audit_decision(
 ) -> None:
     e = d.engine
     assert e is not None
-    one_to_one = live.alone_with(d.speaker) and addresses_nobody_else(e)
+    one_to_one = live.turned_to_agent(e, d.speaker)
     for name, dep in deps.items():
         for audience in AUDIENCES:
             why = explain(pause_values(e, dep, one_to_one=audience == "adaptive" and one_to_one))

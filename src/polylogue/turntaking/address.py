@@ -803,7 +803,11 @@ ADDRESS_TERMS = frozenset(
      "buddy", "bud", "dude", "pal", "mate", "bro", "sis", "mom", "mum", "mommy", "mummy",
      "mama", "dad", "daddy", "papa", "grandma", "granny", "nana", "grandpa", "grandad",
      "granddad", "kids", "kiddo", "son", "sweetpea", "love", "sir", "ma'am", "madam",
-     "auntie", "aunty", "girls", "boys"}
+     "auntie", "aunty", "girls", "boys", "uncle",
+     # the same in other languages, as a recognizer writes them
+     "nani", "dadi", "dada", "ammi", "amma", "abbu", "appa", "abuela", "abuelo",
+     "abuelita", "abuelito", "mami", "papi", "mamá", "papá", "oma", "opa", "nonna", "nonno",
+     "yaya", "bibi", "babushka", "dedushka", "mamie", "papy", "tia", "tio", "tía", "tío"}
 )  # fmt: skip
 #: Prepositions: the name after one is its object, never a vocative.
 _PREPOSITIONS = frozenset(
@@ -834,12 +838,54 @@ def calls_off_roster(words: Sequence[str]) -> bool:
 
 
 def reads_out(words: Sequence[str]) -> bool:
-    """Do the words read out or quote a text ("it says ...", "says here ...")?"""
+    """Do the words read out or quote a text ("it says ...", "says here ...", a letter's
+    "dear customer ...")?"""
+    if len(words) > 2 and words[0] == "dear" and words[1] not in _AUX | _YOU | _WH:
+        return True
     for k in range(len(words)):
         for pattern in _READING:
             if tuple(words[k : k + len(pattern)]) == pattern:
                 return True
     return False
+
+
+#: Verbs that open a request to a helper ("tell me", "check the logs", "remind me at six").
+_REQUEST_VERBS = frozenset(
+    {"tell", "show", "give", "send", "find", "check", "remind", "help", "book", "call", "play",
+     "set", "add", "remove", "delete", "cancel", "open", "explain", "get", "make", "turn",
+     "stop", "start", "pause", "resume", "write", "search", "order", "schedule", "email", "text",
+     "message", "translate", "spell", "repeat", "list", "pick", "choose", "suggest",
+     "recommend", "read", "summarise", "summarize", "note", "save", "move", "compare",
+     "calculate", "convert", "define", "describe", "draft", "update", "look"}
+)  # fmt: skip
+#: Openings that put a need or a question of one's own to a helper ("i need a taxi",
+#: "can i pay by card", "how do i reset it", "let me know").
+_NEEDS = (
+    ("i", "need"), ("i", "want"), ("i'd", "like"), ("i", "would", "like"), ("can", "i"),
+    ("could", "i"), ("should", "i"), ("do", "i"), ("how", "do", "i"), ("let", "me", "know"),
+    ("any", "idea"), ("any", "ideas"), ("is", "there"), ("are", "there"),
+)  # fmt: skip
+
+
+def directed_to_listener(text: str, listener_asked: bool = False) -> bool:
+    """With only two people talking, do the words turn to the other one? A question (by its
+    words or a mark), a request ("tell me...", "please..."), a need put to a helper ("i need
+    a taxi", "how do i reset it"), a "you" said to them, or a reply to their own question
+    (``listener_asked``). Thinking aloud ("it was in this drawer i swear"), narration, an
+    exclamation, text read out ("it says ...") and a call to someone off the roster ("honey
+    can you get the door") do not."""
+    words = words_of(text)
+    if not words or reads_out(words) or calls_off_roster(words):
+        return False
+    if listener_asked or asks_by_words(text) or says_you(words) or "please" in words:
+        return True
+    i = 0
+    while i < len(words) - 1 and (words[i] in _FILLERS or words[i] in _OPENERS - {"look"}):
+        i += 1
+    if words[i] in _REQUEST_VERBS:
+        return True
+    head = tuple(words[i : i + 3])
+    return any(head[: len(n)] == n for n in _NEEDS)
 
 
 #: "you" that addresses nobody: fillers ("you know", "you see", "mind you") and thanks
