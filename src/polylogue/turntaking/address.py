@@ -78,7 +78,7 @@ from polylogue.turntaking.cues import (
     is_lexical_backchannel,
     participant_terms,
 )
-from polylogue.turntaking.sounds import SoundIndex
+from polylogue.turntaking.sounds import SoundIndex, ascii_fold
 
 #: The kinds of address, in the order the module docstring explains them.
 ADDRESS_KINDS: tuple[str, ...] = (
@@ -428,7 +428,9 @@ def participant_words(p: Participant) -> list[tuple[tuple[str, ...], bool]]:
         words = tuple(_TOKEN.findall(term.lower()))
         if not words or (len(words) == 1 and len(words[0]) < 2):
             continue
-        out.append((words, len(words) == 1 and words[0] in COMMON_WORD_NAMES))
+        # "András" is also called as a recognizer writes it: "andras".
+        for variant in dict.fromkeys((words, tuple(ascii_fold(w) for w in words))):
+            out.append((variant, len(variant) == 1 and variant[0] in COMMON_WORD_NAMES))
     return list(dict.fromkeys(out))
 
 
@@ -968,9 +970,13 @@ def _name_hits(
         by_sound = False
         if not best and w not in names.by_first:
             heard = names.sounds.match(base)
+            span = 1
+            if heard is None and i + 1 < len(words) and words[i + 1] not in names.by_first:
+                # A name the recognizer split in two words ("jula jana").
+                heard, span = names.sounds.match_pair(w, words[i + 1]), 2
             if heard is not None:
-                best = [(1, pid, False) for pid in sorted(names.sounds.owners(heard[0]))]
-                best_len, by_sound = 1, True
+                best = [(span, pid, False) for pid in sorted(names.sounds.owners(heard[0]))]
+                best_len, by_sound = span, True
         if best:
             owners = {pid for _, pid, _ in best} - {speaker}
             if owners:

@@ -20,23 +20,49 @@ for the address model to judge, as for a name spelt right.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import jellyfish
 
-#: A word and a name this close in spelling (Jaro-Winkler) may be the same name heard.
-MIN_SIMILARITY = 0.72
+#: A word and a name of the same sound (Metaphone code) this close in spelling (Jaro-Winkler)
+#: may be the same name heard ("jerrick" for Girik, "illina" for Ileana).
+MIN_SIMILARITY = 0.6
+#: The same for a word whose sound is one edit from the name's ("darius" for Dariusz).
+MIN_SIMILARITY_ONE_EDIT = 0.75
+#: Two words joined into one name must spell this close to it.
+PAIR_SIMILARITY = 0.8
 #: The best name must be this much closer than the next to be taken.
 MARGIN = 0.04
 #: Shortest word and name (letters) that are matched by sound.
 MIN_LETTERS = 4
 
 
+def ascii_fold(text: str) -> str:
+    """``text`` without its accents ("András" -> "Andras", "Gráinne" -> "Grainne"): the
+    spelling an English recognizer writes. Letters with no ASCII base stay as they are."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    folded = "".join(c for c in decomposed if not unicodedata.combining(c))
+    # Letters NFKD does not take apart.
+    return folded.translate(_UNDECOMPOSED)
+
+
+_UNDECOMPOSED = str.maketrans(
+    {"ı": "i", "ł": "l", "Ł": "L", "ø": "o", "Ø": "O", "đ": "d", "Đ": "D", "ß": "ss", "æ": "ae",
+     "Æ": "AE", "œ": "oe", "Œ": "OE", "þ": "th", "ð": "d"}
+)  # fmt: skip
+
+
 def sound_key(word: str) -> str:
-    """The Metaphone code of ``word`` (letters only; "" when it has none)."""
-    letters = "".join(c for c in word.lower() if c.isalpha() and c.isascii())
-    return jellyfish.metaphone(letters) if letters else ""
+    """The Metaphone code of ``word`` (letters only, accents dropped; "" when it has none)."""
+    letters = "".join(c for c in ascii_fold(word.lower()) if c.isalpha() and c.isascii())
+    code = jellyfish.metaphone(letters) if letters else ""
+    # Metaphone keeps a first vowel as written; a recognizer hears "elisha" for Alessia.
+    return "A" + code[1:] if code[:1] in _VOWELS else code
+
+
+_VOWELS = frozenset("AEIOU")
 
 
 def _deletions(code: str) -> set[str]:
@@ -54,7 +80,7 @@ class SoundIndex:
 
     def add(self, word: str, pid: str) -> None:
         """Index one name word (lower case) of participant ``pid``."""
-        if len(word) < MIN_LETTERS or not word.isalpha():
+        if len(word) < MIN_LETTERS - 1 or not word.isalpha():
             return
         code = sound_key(word)
         if len(code) < 2:
@@ -80,30 +106,52 @@ class SoundIndex:
 
     def match(self, word: str) -> tuple[str, float] | None:
         """The roster name word that ``word`` sounds like, and their spelling similarity;
-        None when no name is close, or two are about as close (see the module docstring)."""
-        if len(word) < MIN_LETTERS or not word.isalpha() or word in self.everyday:
+        None when no name is close, or two people's names are about as close (see the
+        module docstring)."""
+        if len(word) < MIN_LETTERS - 1 or not word.isalpha() or word in self.everyday:
             return None
+        # A three-letter word has many neighbours: only the very same sound counts.
+        return self._closest(word, exact_key=len(word) < MIN_LETTERS)
+
+    def match_pair(self, first: str, second: str) -> tuple[str, float] | None:
+        """A name a recognizer split in two ("jula jana" for Julijana, "and ross" for
+        András): the joined words must sound exactly like the name and spell close to it,
+        and one of them must be no everyday word ("has to" is never Hesti)."""
+        if not (first.isalpha() and second.isalpha()):
+            return None
+        if first in self.everyday and second in self.everyday:
+            return None
+        hit = self._closest(first + second, exact_key=True)
+        return hit if hit is not None and hit[1] >= PAIR_SIMILARITY else None
+
+    def _closest(self, word: str, exact_key: bool = False) -> tuple[str, float] | None:
         if not self._by_variant:
             return None
         code = sound_key(word)
         if len(code) < 2:
             return None
+        folded = ascii_fold(word)
         close: dict[str, float] = {}
         for v in _deletions(code):
             for name in self._by_variant.get(v, ()):
                 if name == word or name in close:
                     continue
-                if jellyfish.levenshtein_distance(code, sound_key(name)) > 1:
+                edits = jellyfish.levenshtein_distance(code, sound_key(name))
+                if edits > (0 if exact_key else 1):
                     continue
-                close[name] = jellyfish.jaro_winkler_similarity(word, name)
+                score = jellyfish.jaro_winkler_similarity(folded, ascii_fold(name))
+                # The same sound asks less of the spelling than a sound one edit away.
+                if score >= (MIN_SIMILARITY if edits == 0 else MIN_SIMILARITY_ONE_EDIT):
+                    close[name] = score
         if not close:
             return None
         ranked = sorted(close.items(), key=lambda kv: -kv[1])
         best, score = ranked[0]
-        if score < MIN_SIMILARITY:
-            return None
-        if len(ranked) > 1 and ranked[1][1] > score - MARGIN:
-            return None
+        owners = self.owners(best)
+        for other, other_score in ranked[1:]:
+            # Another person's name about as close: no one is meant, rather than the wrong one.
+            if self.owners(other) != owners and other_score > score - MARGIN:
+                return None
         return best, score
 
     def owners(self, name: str) -> frozenset[str]:

