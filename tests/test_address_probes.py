@@ -1,15 +1,16 @@
-"""The address probes (benchmarks/probes): every record well formed, the test probe frozen.
+"""The address probes (benchmarks/probes): every record well formed, both test probes frozen.
 
 * Every record of both probes follows the format of benchmarks/probes/README.md: the agent and
   every speaker are participants, the last line is not the agent's, the expected addressees
   are participants (or the room), the verdict agrees with the shape, the lines are in
   recognizer style, a misheard spelling is closer to the name it stands for than to any other
   roster name.
-* Ids are unique across both probes and no roster name of one probe appears in the other.
-* The test probe's SHA-256 is the one the README records, so any edit to it shows.
+* Ids are unique across the probes and no roster name of one probe appears in another.
+* Each test probe's SHA-256 is the one the README records, so any edit to it shows.
 * The README's count tables equal the counts of the files, and the distribution they document
-  holds (at least 220 test scenarios, every shape at least 8 times, about half addressed, about
-  a third two-person).
+  holds (at least 220 scenarios in the first test probe and 240 in the second, every shape at
+  least 8 times, about half addressed, about a third two-person; in the second, at least 48
+  misheard names, about half of them beside another close roster name).
 * No roster name is a speaker name of the shared corpora (check_names.py, run on the real
   corpora), and the README quotes no line of the test probe.
 
@@ -35,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PROBES = ROOT / "benchmarks" / "probes"
 TEST_PROBE = PROBES / "address_test.jsonl"
 DEV_PROBE = PROBES / "address_dev.jsonl"
+TEST2_PROBE = PROBES / "address_test2.jsonl"
 README = PROBES / "README.md"
 
 ADDRESSING = frozenset(
@@ -88,7 +90,7 @@ def _load(path: Path) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def probes() -> dict[str, list[dict[str, Any]]]:
-    return {"test": _load(TEST_PROBE), "dev": _load(DEV_PROBE)}
+    return {"test": _load(TEST_PROBE), "dev": _load(DEV_PROBE), "test2": _load(TEST2_PROBE)}
 
 
 def _edit_distance(a: str, b: str) -> int:
@@ -218,7 +220,7 @@ def _misheard_problems(rec: dict[str, Any]) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("probe", ["test", "dev"])
+@pytest.mark.parametrize("probe", ["test", "dev", "test2"])
 def test_every_record_follows_the_format(
     probes: dict[str, list[dict[str, Any]]], probe: str
 ) -> None:
@@ -228,7 +230,7 @@ def test_every_record_follows_the_format(
     assert not bad, f"{probe} probe: {json.dumps(bad, indent=1)}"
 
 
-def test_ids_are_unique_across_both_probes(probes: dict[str, list[dict[str, Any]]]) -> None:
+def test_ids_are_unique_across_the_probes(probes: dict[str, list[dict[str, Any]]]) -> None:
     ids = Counter(r["id"] for recs in probes.values() for r in recs)
     assert [i for i, n in ids.items() if n > 1] == []
     assert all(r["id"].startswith(f"{name}-") for name, recs in probes.items() for r in recs)
@@ -246,21 +248,24 @@ def _roster_words(records: list[dict[str, Any]]) -> set[str]:
 def test_no_roster_name_repeats_across_the_probes(
     probes: dict[str, list[dict[str, Any]]],
 ) -> None:
-    shared = _roster_words(probes["test"]) & _roster_words(probes["dev"])
-    assert shared == set()
+    words = {name: _roster_words(recs) for name, recs in probes.items()}
+    shared = {f"{a}/{b}": sorted(words[a] & words[b]) for a in words for b in words if a < b}
+    assert shared == {pair: [] for pair in shared}
 
 
-def test_the_test_probe_is_frozen() -> None:
-    recorded = re.search(r"SHA-256 of `address_test.jsonl`: `([0-9a-f]{64})`", README.read_text())
-    assert recorded, "the README records the test probe's SHA-256"
-    assert hashlib.sha256(TEST_PROBE.read_bytes()).hexdigest() == recorded.group(1), (
-        "address_test.jsonl changed: the test probe is frozen"
+@pytest.mark.parametrize("probe", [TEST_PROBE, TEST2_PROBE], ids=["test", "test2"])
+def test_the_test_probe_is_frozen(probe: Path) -> None:
+    recorded = re.search(rf"SHA-256 of `{probe.name}`: `([0-9a-f]{{64}})`", README.read_text())
+    assert recorded, f"the README records the SHA-256 of {probe.name}"
+    assert hashlib.sha256(probe.read_bytes()).hexdigest() == recorded.group(1), (
+        f"{probe.name} changed: a test probe is frozen"
     )
 
 
-def _readme_tables() -> dict[str, dict[str, list[str]]]:
-    """The README's count tables (those with a `test` column) by their first header cell:
-    {first cell of a row: the other cells}."""
+def _readme_tables(column: str = "test") -> dict[str, dict[str, list[str]]]:
+    """The README's count tables with a `column` column (`test` for the tables of the first
+    test and development probes, `test2` for the second test probe's) by their first header
+    cell: {first cell of a row: the other cells}."""
     tables: dict[str, dict[str, list[str]]] = {}
     current: dict[str, list[str]] | None = None
     for line in README.read_text(encoding="utf-8").splitlines():
@@ -269,16 +274,20 @@ def _readme_tables() -> dict[str, dict[str, list[str]]]:
             continue
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if current is None:
-            current = tables.setdefault(cells[0], {}) if "test" in cells else {}
+            current = tables.setdefault(cells[0], {}) if column in cells else {}
         elif not set(cells[0]) <= {"-", ":"}:
             current[cells[0]] = cells[1:]
     return tables
 
 
+@pytest.mark.parametrize(
+    ("column", "names"), [("test", ("test", "dev")), ("test2", ("test2",))], ids=["first", "second"]
+)
 def test_the_readme_counts_are_the_files_counts(
-    probes: dict[str, list[dict[str, Any]]],
+    probes: dict[str, list[dict[str, Any]]], column: str, names: tuple[str, ...]
 ) -> None:
-    tables = _readme_tables()
+    tables = _readme_tables(column)
+    probes = {name: probes[name] for name in names}
     shapes = tables["shape"]
     computed: dict[str, list[str]] = {}
     for shape in sorted(ADDRESSING | NOT_ADDRESSING):
@@ -317,10 +326,54 @@ def test_the_documented_distribution_holds(probes: dict[str, list[dict[str, Any]
         assert 0.3 <= _two(recs) / len(recs) <= 0.36
 
 
+def _edit_gap(rec: dict[str, Any], participant: str) -> int:
+    """How many more edits the misheard spelling is from `participant`'s nearest name or alias
+    than from the name it stands for."""
+    heard = rec["misheard"]["heard"].replace(" ", "")
+    own = _edit_distance(heard, rec["misheard"]["name"].lower().replace(" ", ""))
+    (p,) = [p for p in rec["participants"] if p["id"] == participant]
+    return min(_edit_distance(heard, n.lower().replace(" ", "")) for n in _names(p)) - own
+
+
+def test_the_second_test_probe_distribution_holds(
+    probes: dict[str, list[dict[str, Any]]],
+) -> None:
+    test2 = probes["test2"]
+    assert len(test2) >= 240
+    shapes = Counter(r["shape"] for r in test2)
+    assert set(shapes) == ADDRESSING | NOT_ADDRESSING
+    assert min(shapes.values()) >= 8, shapes
+    assert 0.45 <= sum(r["addressed"] for r in test2) / len(test2) <= 0.55
+    assert 0.3 <= _two(test2) / len(test2) <= 0.36
+    misheard = [r for r in test2 if r["misheard"]]
+    assert len(misheard) >= 48
+    # Beside a close name: the agent's own, at most two edits further, in every near-miss-other;
+    # another participant's, at most one edit further, in some near-misses. About half.
+    others = [r for r in misheard if r["shape"] == "near-miss-other"]
+    assert all(_edit_gap(r, r["agent"]) <= 2 for r in others)
+    close = [
+        r
+        for r in misheard
+        if r["shape"] == "near-miss"
+        and min(_edit_gap(r, p["id"]) for p in r["participants"] if p["id"] != r["agent"]) <= 1
+    ]
+    assert 0.4 <= (len(others) + len(close)) / len(misheard) <= 0.6, (len(others), len(close))
+    # The scenes the README names: earnings calls and voice chats among players.
+    assert Counter(r["domain"] for r in test2)["earnings"] >= 12
+    assert Counter(r["kind"] for r in test2)["chat-call"] >= 8
+
+
 def test_no_roster_name_is_a_shared_corpus_speaker() -> None:
     script = PROBES / "check_names.py"
     done = subprocess.run(
-        [sys.executable, str(script), str(data_root()), str(TEST_PROBE), str(DEV_PROBE)],
+        [
+            sys.executable,
+            str(script),
+            str(data_root()),
+            str(TEST_PROBE),
+            str(DEV_PROBE),
+            str(TEST2_PROBE),
+        ],
         capture_output=True,
         text=True,
         timeout=300,
@@ -337,7 +390,7 @@ def test_the_readme_quotes_no_test_probe_line(probes: dict[str, list[dict[str, A
     readme = README.read_text(encoding="utf-8")
     quoted = [
         line["text"]
-        for rec in probes["test"]
+        for rec in probes["test"] + probes["test2"]
         for line in rec["lines"]
         if len(line["text"].split()) >= 4 and line["text"] in readme
     ]

@@ -1,6 +1,7 @@
-"""Print the count tables of benchmarks/probes/README.md from the two probe files.
+"""Print the count tables of benchmarks/probes/README.md from the probe files.
 
-    python benchmarks/probes/counts.py
+    python benchmarks/probes/counts.py          # the first test probe and the development probe
+    python benchmarks/probes/counts.py test2    # the second test probe
 
 tests/test_address_probes.py checks that the README's tables equal these counts.
 """
@@ -8,11 +9,13 @@ tests/test_address_probes.py checks that the README's tables equal these counts.
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 PROBES = {"test": HERE / "address_test.jsonl", "dev": HERE / "address_dev.jsonl"}
+SECOND = {"test2": HERE / "address_test2.jsonl"}
 
 #: The shapes in the order the README explains them: first those that address the agent.
 SHAPES = (
@@ -42,11 +45,14 @@ def load(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def tables() -> str:
-    probes = {name: load(path) for name, path in PROBES.items()}
+def tables(files: dict[str, Path] = PROBES) -> str:
+    """The README's count tables for `files` ({column name: probe file}), one column (and a
+    two-person column per shape) for each."""
+    probes = {name: load(path) for name, path in files.items()}
+    names = list(probes)
     out = [
-        "| shape | addressed | test | test two-person | dev | dev two-person |",
-        "|---|---|---:|---:|---:|---:|",
+        "| shape | addressed | " + " | ".join(f"{n} | {n} two-person" for n in names) + " |",
+        "|---|---|" + "---:|---:|" * len(names),
     ]
     for shape in SHAPES:
         cells: list[str] = []
@@ -65,11 +71,11 @@ def tables() -> str:
         ("addressed", (True, False)),
         ("two_person", (True, False)),
     ):
-        out += ["", f"| {field} | test | dev |", "|---|---:|---:|"]
+        out += ["", f"| {field} | {' | '.join(names)} |", "|---|" + "---:|" * len(names)]
         for value in values:
-            counts = [Counter(r[field] for r in recs)[value] for recs in probes.values()]
+            counts = [str(Counter(r[field] for r in recs)[value]) for recs in probes.values()]
             label = ("yes" if value else "no") if isinstance(value, bool) else value
-            out.append(f"| {label} | {counts[0]} | {counts[1]} |")
+            out.append(f"| {label} | {' | '.join(counts)} |")
     return "\n".join(out)
 
 
@@ -78,4 +84,4 @@ def _two(recs: list[dict[str, object]]) -> int:
 
 
 if __name__ == "__main__":
-    print(tables())
+    print(tables(SECOND if sys.argv[1:] == ["test2"] else PROBES))
