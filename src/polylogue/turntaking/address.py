@@ -661,6 +661,15 @@ def address_verdict(
     )
     for start, end, pid, common, by_sound in hits:
         said = " ".join(words[max(0, start - 2) : min(n, end + 2)])
+        if by_sound and common:
+            # An everyday word that sounds like a name: a vocative only where the model is
+            # sure of one, never a mention ("the data" is no talk about Dayita).
+            if model is None or not _sure_vocative(model, words, start, end, name_at, prior, pid):
+                continue
+            vocative_at.update(range(start, end))
+            addressed.setdefault(pid, Address(pid, _vocative_kind(words, start, end, set()), said))
+            spans.setdefault(pid, (start, end))
+            continue
         before = words[start - 1] if start else ""
         before2 = words[start - 2] if start > 1 else ""
         kind: str | None = None
@@ -796,6 +805,33 @@ def address_verdict(
         off_roster=off_roster,
         to_you=not group and not reads_out(words) and says_you(words),
     )
+
+
+def _sure_vocative(
+    model: AddressModel,
+    words: Sequence[str],
+    start: int,
+    end: int,
+    name_at: set[int],
+    prior: PriorTurn,
+    pid: str,
+) -> bool:
+    """Does the address model read the words at ``start:end`` as a vocative at or above its
+    override (and no preposition before them)?"""
+    if start and words[start - 1] in _PREPOSITIONS:
+        return False
+    candidate = Candidate(
+        words=tuple(words),
+        start=start,
+        end=end,
+        other_names=frozenset(name_at - set(range(start, end))),
+        common=True,
+        by_sound=True,
+        spoke_before=pid == prior.speaker,
+        two_person=prior.people == 2,
+        rule=rule_reading(words, start, end, True, set()) or "mention",
+    )
+    return model.probability(candidate_features(candidate, WORD_CLASSES)) >= model.override
 
 
 #: Words that call a person by relation or endearment, not by name ("honey", "kids",
@@ -969,13 +1005,16 @@ def _name_hits(
                         best.append((k, pid, common))
         by_sound = False
         if not best and w not in names.by_first:
-            heard = names.sounds.match(base)
+            heard = names.sounds.match(base, everyday=True)
             span = 1
             if heard is None and i + 1 < len(words) and words[i + 1] not in names.by_first:
                 # A name the recognizer split in two words ("jula jana").
                 heard, span = names.sounds.match_pair(w, words[i + 1]), 2
             if heard is not None:
-                best = [(span, pid, False) for pid in sorted(names.sounds.owners(heard[0]))]
+                # An everyday word heard as a name ("grain" for Gráinne) counts as one only
+                # where the address model reads a vocative (see address_verdict).
+                common = span == 1 and base in names.sounds.everyday
+                best = [(span, pid, common) for pid in sorted(names.sounds.owners(heard[0]))]
                 best_len, by_sound = span, True
         if best:
             owners = {pid for _, pid, _ in best} - {speaker}

@@ -104,11 +104,14 @@ class SoundIndex:
         """A copy that later ``add``/``remove`` calls on either do not share."""
         return SoundIndex(self.everyday, dict(self._by_variant))
 
-    def match(self, word: str) -> tuple[str, float] | None:
+    def match(self, word: str, everyday: bool = False) -> tuple[str, float] | None:
         """The roster name word that ``word`` sounds like, and their spelling similarity;
         None when no name is close, or two people's names are about as close (see the
-        module docstring)."""
-        if len(word) < MIN_LETTERS - 1 or not word.isalpha() or word in self.everyday:
+        module docstring). ``everyday``: an everyday word may match too (the caller then
+        asks more of the context than of a name)."""
+        if len(word) < MIN_LETTERS - 1 or not word.isalpha():
+            return None
+        if word in self.everyday and not (everyday and len(word) >= MIN_LETTERS):
             return None
         # A three-letter word has many neighbours: only the very same sound counts.
         return self._closest(word, exact_key=len(word) < MIN_LETTERS)
