@@ -8,7 +8,6 @@ speed trick, not a licence to point upwards). See docs/architecture.md for the l
 from __future__ import annotations
 
 import ast
-import importlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -125,8 +124,7 @@ def test_the_runtime_never_reads_a_corpus() -> None:
 
 
 #: The two sub-packages of ``training/`` (docs/architecture.md): the paper's LoRA path and the
-#: trainers of the engine's CPU models. The modules directly in ``training/`` are old import
-#: paths kept for outside users, so nothing in the package imports them.
+#: trainers of the engine's CPU models.
 TRAINING_ROOMS = ("polylogue.training.lora", "polylogue.training.engine_models")
 
 
@@ -139,7 +137,7 @@ def test_the_training_rooms_never_import_each_other_nor_the_old_paths() -> None:
     for path in all_modules():
         name = module_name(path)
         if layer(name) == "training" and training_room(name) is None:
-            continue  # training/__init__ and the compatibility modules
+            continue  # training/__init__
         here = training_room(name)
         for line, mod in imports(path):
             if layer(mod) != "training" or mod == "polylogue.training":
@@ -152,26 +150,13 @@ def test_the_training_rooms_never_import_each_other_nor_the_old_paths() -> None:
     assert bad == []
 
 
-def test_each_old_training_path_re_exports_its_new_home() -> None:
-    """A module directly in ``training/`` is only an old path: same name in one room, every
-    public name of that module the same object."""
-    old_paths = sorted(p.stem for p in (SRC / "training").glob("*.py") if p.stem != "__init__")
-    wrong = []
-    for stem in old_paths:
-        homes = [
-            r for r in TRAINING_ROOMS if (SRC.parent / r.replace(".", "/") / f"{stem}.py").is_file()
-        ]
-        if len(homes) != 1:
-            wrong.append(f"training/{stem}.py: no single new home ({homes})")
-            continue
-        old = importlib.import_module(f"polylogue.training.{stem}")
-        new = importlib.import_module(f"{homes[0]}.{stem}")
-        wrong += [
-            f"polylogue.training.{stem}.{name}"
-            for name in vars(new)
-            if not name.startswith("_") and getattr(old, name, None) is not getattr(new, name)
-        ]
-    assert wrong == []
+def test_training_holds_only_its_two_rooms() -> None:
+    """``training/`` is its ``__init__`` and the two sub-packages: no module sits beside them
+    (the package has never been released, so no old import path is kept alive)."""
+    loose = sorted(p.name for p in (SRC / "training").glob("*.py") if p.stem != "__init__")
+    rooms = sorted(p.name for p in (SRC / "training").iterdir() if (p / "__init__.py").is_file())
+    assert loose == []
+    assert rooms == sorted(r.rsplit(".", 1)[1] for r in TRAINING_ROOMS)
 
 
 def test_no_import_circles_between_modules() -> None:

@@ -442,7 +442,7 @@ def test_every_runner_takes_the_same_lock(tmp_path: Path) -> None:
     from polylogue.evaluation import runner as eval_runner
     from polylogue.runs import RunFolderBusy, lock_run_folder
     from polylogue.tom import runner as tom_runner
-    from polylogue.training import distill
+    from polylogue.training.lora import distill
 
     # flock locks belong to an open file description: a second open conflicts in one process too.
     with (

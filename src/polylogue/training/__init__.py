@@ -4,7 +4,4 @@
   method) and reasoning distillation.
 * :mod:`polylogue.training.engine_models`: trainers of the CPU models the turn-taking engine
   runs (default and chat models, operating points, barge-in, punctuation, the text tier).
-
-The modules directly in this package are the old import paths, kept for compatibility: each
-re-exports the public names of its new home.
 """

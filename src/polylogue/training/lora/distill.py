@@ -259,7 +259,7 @@ def _distill_manifest(
     """The run manifest; refuses a folder made with another teacher, prompt or split."""
     manifest = {
         # The manifest kind names the format, not the module: unchanged by the move to lora/.
-        **new_manifest("polylogue.training.distill", "", ("torch", "transformers", "httpx")),
+        **new_manifest("polylogue.training.lora.distill", "", ("torch", "transformers", "httpx")),
         "teacher": _identity(predictor),
         "teacher_spec": config.teacher,
         "prompts": {label.value: prompt_fingerprint(p) for label, p in prompts.items()},
