@@ -194,7 +194,7 @@ def test_a_reason_code_must_hold_on_its_values() -> None:
 # ----------------------------------------------------------------------------- decide
 
 #: Two people at first (Dave and Anna), then Bob: a one-to-one room that becomes a group.
-TRANSCRIPT = """Anna: I looked at the deploy logs this morning.
+TRANSCRIPT = """Anna: Should I look at the deploy logs this morning?
 Dave: They were fine yesterday.
 Anna: the migration step timed out again
 Bob: Dave, can you check the logs?
@@ -238,6 +238,6 @@ def test_decide_plain_and_json_give_one_reason(options: list[str]) -> None:
         assert any(r.get("reason_code") == "address-gate" for r in rows), rows
         assert any("address gate: not addressed" in x for x in lines), plain
     if options == ["--audience", "adaptive"]:
-        # Alone with Anna: her turns are answered, and the reason says why.
+        # Alone with Anna: her question is answered, and the reason says why.
         assert by_index[0]["reason"] == "one-to-one: the only other person present"
         assert by_index[0]["decision"] == "SPEAK"

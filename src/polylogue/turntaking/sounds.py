@@ -111,8 +111,13 @@ class SoundIndex:
         asks more of the context than of a name)."""
         if len(word) < MIN_LETTERS - 1 or not word.isalpha():
             return None
-        if word in self.everyday and not (everyday and len(word) >= MIN_LETTERS):
-            return None
+        if word in self.everyday:
+            if not (everyday and len(word) >= MIN_LETTERS):
+                return None
+            # An everyday word must sound exactly like the name and spell close to it
+            # ("grain" for Grainne; "have" is never Dave).
+            hit = self._closest(word, exact_key=True)
+            return hit if hit is not None and hit[1] >= PAIR_SIMILARITY else None
         # A three-letter word has many neighbours: only the very same sound counts.
         return self._closest(word, exact_key=len(word) < MIN_LETTERS)
 
