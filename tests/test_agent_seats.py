@@ -374,11 +374,21 @@ def test_the_worked_example_runs_offline(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------- adapters
 
 
-def test_pipecat_and_livekit_sharing_one_room_arbitrate_as_the_library(
+def _acted_on_the_floor(rows: list[dict[str, Any]]) -> None:
+    """Every live agent did what the floor gave it: at most one answer per line."""
+    for r in rows:
+        floor = {sid: seat["action"] for sid, seat in r["arbitration"]["seats"].items()}
+        assert r["actions"] == {sid: floor[sid] for sid in r["actions"]}, r
+        assert sum(a == "speak" for a in r["actions"].values()) <= 1
+
+
+def test_pipecat_and_livekit_sharing_one_floor_live_decide_as_the_library(
     meeting: Conversation, dep: Deployment
 ) -> None:
-    """Two real Pipecat pipelines (one gate per agent seat), and two LiveKit turn detectors,
-    each sharing one room: the same arbitration at every line as the library's room (untimed
+    """Two real Pipecat pipelines (one gate per agent seat), and two LiveKit
+    ``MultiPartySession``s each hearing the room through its own ``MultiSpeakerAdapter``,
+    sharing one floor: every gate or session waits at each line for the other and acts on
+    the arbitrated action, the same arbitration at every line as the library's room (untimed
     lines: Pipecat's bot-speaking frames carry no times of their own)."""
     from polylogue.adapters.pipecat import replay_room
 
@@ -394,8 +404,57 @@ def test_pipecat_and_livekit_sharing_one_room_arbitrate_as_the_library(
     got = asyncio.run(replay_room(lines, specs, people, model=dep.model))
     assert [g["arbitration"] for g in got] == want
     assert sum(w["granted"] is not None for w in want) > 5
-    # and LiveKit: one turn detector per agent seat, each with its own chat context
+    # the gates' own rules disagreed with the floor somewhere, and the gates followed the floor
+    assert any(len(w["wanted"]) > 1 for w in want)
+    _acted_on_the_floor(got)
     from polylogue.adapters.livekit import replay_room as livekit_room
 
-    got = livekit_room(lines, specs, people, model=dep.model)
+    got = asyncio.run(livekit_room(lines, specs, people, model=dep.model))
     assert [g["arbitration"] for g in got] == want
+    _acted_on_the_floor(got)
+
+
+def test_livekit_gate_reply_on_a_shared_floor(meeting: Conversation, dep: Deployment) -> None:
+    """Two LiveKit turn detectors with ``gate_reply`` on one floor: each line is answered by
+    the agent the library's room grants it, the other gets ``StopResponse`` (lines both
+    agents' own rules would answer included)."""
+    from livekit.agents import StopResponse, llm
+
+    from polylogue.adapters.livekit import PolylogueTurnDetector, gate_reply
+    from polylogue.adapters.room import SharedFloor
+
+    people = [p for p in meeting.participants if p.id not in SEATS]
+    specs = [SeatSpec(p.id, p.name, p.aliases) for p in meeting.participants if p.id in SEATS]
+    floor = SharedFloor(people, model=dep.model, timeout_s=60.0)
+    everyone = [*people, *(s.participant() for s in specs)]
+    dets = {s.id: PolylogueTurnDetector(s.id, everyone, floor=floor, seat=s) for s in specs}
+    ctxs = {sid: llm.ChatContext() for sid in dets}
+    room = AgentRoom.start(people, specs, dep.model)
+
+    async def ask(sid: str, u: Utterance) -> bool:
+        msg = ctxs[sid].add_message(role="user", content=u.text, extra={"speaker": u.speaker})
+        try:
+            await gate_reply(dets[sid], ctxs[sid], msg)
+        except StopResponse:
+            return False
+        return True
+
+    async def run() -> None:
+        both = 0
+        # untimed: a chat context's messages carry no times
+        for u in [Utterance(u.speaker, u.text) for u in meeting.utterances[:150]]:
+            want = room.utterance(u).arbitration
+            if u.speaker in dets:
+                ctxs[u.speaker].add_message(role="assistant", content=u.text)
+            others = [sid for sid in dets if sid != u.speaker]
+            answered = await asyncio.gather(*(ask(sid, u) for sid in others))
+            got = [sid for sid, a in zip(others, answered, strict=True) if a]
+            assert got == ([want.granted] if want.granted in others else []), (
+                u,
+                want.reason,
+                floor.decisions[-1].arbitration.reason,
+            )
+            both += len(want.wanted) > 1
+        assert both > 0
+
+    asyncio.run(run())
