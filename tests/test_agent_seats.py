@@ -33,6 +33,7 @@ from polylogue.engine.seats import (
 
 N = 400  # utterances of the meeting replayed
 SEATS = ("B", "C")
+TOKEN = "room-stream-test-token-0123"
 
 
 @pytest.fixture(scope="module")
@@ -349,6 +350,77 @@ def test_serve_rooms_decide_as_the_library_and_persist(
             "C",
             "Nova",
         }
+
+
+def test_serve_room_stream_decides_as_the_library_and_is_durable(
+    meeting: Conversation, dep: Deployment, tmp_path: Path
+) -> None:
+    """``WS /v1/rooms/{id}/stream`` on a real server: one result per message, the library's
+    arbitrations, a bad event or frame answered with an error and the socket open and the
+    room unchanged, a control over the socket stored (a restarted server has it and goes on
+    from the stored room), a wrong token and an unknown room refused with a close code."""
+    from websockets.sync.client import connect
+
+    lines = _lines(meeting)[:60]
+    people = [
+        {"id": p.id, "name": p.name, "aliases": list(p.aliases)}
+        for p in meeting.participants
+        if p.id not in SEATS
+    ]
+    library = _room(meeting, dep)
+    want = [rd.arbitration.to_dict() for rd in _replay(library, lines[:45])]
+    state = str(tmp_path / "s.sqlite")
+    events = [
+        {"type": "utterance", "speaker": u.speaker, "text": u.text, "start": u.start, "end": u.end}
+        for u in lines
+    ]
+    with polylogue_serve("--state", state, token=TOKEN) as url:
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        r = httpx.post(
+            f"{url}/v1/rooms",
+            json={"people": people, "seats": [{"id": s} for s in SEATS]},
+            headers=auth,
+        )
+        rid = r.json()["room_id"]
+        ws_url = url.replace("http", "ws") + f"/v1/rooms/{rid}/stream?token={TOKEN}"
+        with connect(ws_url) as ws:
+            got = []
+            for e in events[:30]:
+                ws.send(json.dumps(e))
+                got.append(json.loads(ws.recv()))
+            before = httpx.get(f"{url}/v1/rooms/{rid}", headers=auth).json()
+            for bad, words in (
+                ({"type": "remove_seat", "seat": "Q"}, ["'Q'", "seats: B, C"]),
+                ({"type": "utterance", "speaker": "A"}, ["missing text"]),
+            ):
+                ws.send(json.dumps(bad))
+                r = json.loads(ws.recv())
+                assert r["ok"] is False and all(w in r["error"] for w in words), r
+            ws.send("{not json")
+            assert "not JSON" in json.loads(ws.recv())["error"]
+            assert httpx.get(f"{url}/v1/rooms/{rid}", headers=auth).json() == before
+            # a list in one message, answered as the HTTP route answers it
+            ws.send(json.dumps(events[30:45]))
+            got += json.loads(ws.recv())["results"]
+            ws.send(json.dumps({"type": "add_seat", "seat": {"id": "Nova", "role": "observer"}}))
+            assert [s["id"] for s in json.loads(ws.recv())["room"]["seats"]][-1] == "Nova"
+        assert [g["decision"]["arbitration"] for g in got] == want[:45]
+        with pytest.raises(Exception, match="4401"), connect(ws_url.replace(TOKEN, "x" * 24)) as ws:
+            ws.send(json.dumps(events[0]))
+            ws.recv()
+        gone = url.replace("http", "ws") + f"/v1/rooms/nosuch/stream?token={TOKEN}"
+        with pytest.raises(Exception, match="4404"), connect(gone) as ws:
+            ws.send(json.dumps(events[0]))
+            ws.recv()
+    library.add_seat(SeatSpec("Nova", role="observer"))
+    with polylogue_serve("--state", state, token=TOKEN) as url:
+        ws_url = url.replace("http", "ws") + f"/v1/rooms/{rid}/stream?token={TOKEN}"
+        with connect(ws_url) as ws:
+            for e, u in zip(events[45:], lines[45:], strict=True):
+                ws.send(json.dumps(e))
+                r = json.loads(ws.recv())
+                assert r["decision"]["arbitration"] == library.utterance(u).arbitration.to_dict()
+                assert set(r["decision"]["seats"]) == {"B", "C", "Nova"}
 
 
 def test_the_worked_example_runs_offline(tmp_path: Path) -> None:
