@@ -20,7 +20,9 @@ arbitrated floor (**one floor**). Counted:
 * ``wrong agent (labels)``: the same, where the corpus's own addressee label (AMI's dialogue
   annotation, a few Friends lines) names exactly one seat's participant; ``(answered)``: only
   the labelled lines the named participant answered in the real meeting (the next other
-  speaker), so that a label naming someone who never took the turn does not count;
+  speaker), so that a label naming someone who never took the turn does not count; ``real``:
+  the labelled lines where another seat's participant took the next turn in the real meeting
+  (how often the room itself "answers by another" by this measure);
 * ``past brake``: pauses after an agent's line that ends a run of ``brake`` or more agent
   turns with no person between them (real lines), where an agent still takes the floor;
 * time: all seats' decisions at one pause, and the arbitration on top (p50, ms).
@@ -124,6 +126,8 @@ def replay(
                 tally[f"gold_wrong_{name}"] += wrong
                 tally[f"gold_answered_wrong_{name}"] += wrong and answered
             tally["gold_answered"] += answered
+            # the real room: another seat's participant took the next turn
+            tally["gold_wrong_real"] += nxt in seat_ids and nxt != gold[0]
         if u.speaker in seat_ids and room.agent_run >= brake:
             tally["at_brake"] += 1
             tally["past_brake_indep"] += bool(indep)
@@ -203,7 +207,7 @@ def markdown(results: list[dict[str, Any]], brake: int) -> str:
         "| corpus | seats | rendering | convs | pauses | 2+ at once: gates / floor "
         "| wrong agent: gates / prev / floor | group q "
         "| one agent: real / gates / prev / floor | 2+ agents: gates "
-        "| past brake: gates / floor | wrong agent (labels): gates / prev / floor "
+        "| past brake: gates / floor | wrong agent (labels): real / gates / prev / floor "
         "| (labels, answered): gates / prev / floor | decide ms p50 | arbitrate ms p50 |"
     )
     lines = [head, "|" + "---|" * 15]
@@ -218,7 +222,8 @@ def markdown(results: list[dict[str, Any]], brake: int) -> str:
             f"{_pct(c['group_prev_one'], c['group_q'])} / {_pct(c['group_arb_one'], c['group_q'])}"
             f" | {_pct(c['group_indep_many'], c['group_q'])} "
             f"| {c['past_brake_indep']} / {c['past_brake_arb']} (of {c['at_brake']}) "
-            f"| {_three(c, 'gold_wrong', 'gold_one')} "
+            f"| {_pct(c['gold_wrong_real'], c['gold_one'])} / "
+            f"{_three(c, 'gold_wrong', 'gold_one')} "
             f"| {_three(c, 'gold_answered_wrong', 'gold_answered')} "
             f"| {r['decide_ms_p50']} | {r['arbitrate_ms_p50']} |"
         )
