@@ -151,6 +151,16 @@ def test_a_follow_up_to_an_agent_is_that_agents(meeting: Conversation, dep: Depl
     assert said.arbitration.granted is None and room.agent_run == 1
     follow = room.utterance(Utterance("A", "Why eleven and not twelve?"))
     assert follow.arbitration.granted == "B" and room.agent_run == 0
+    # no name, no "you": the talk is with Nova (continuity), a backchannel between keeps it
+    assert follow.arbitration.reason == "the talk is with B (continuity)"
+    room.utterance(Utterance("D", "Mm-hmm."))
+    assert room.talk == ["B", "A"]  # a backchannel is no turn of the talk
+    assert room.talking_with("A", "And the case?") == "B"
+    more = room.utterance(Utterance("A", "And the case?"))
+    assert more.arbitration.actions["C"] is not Action.SPEAK
+    # group words open the floor again
+    assert room.talking_with("A", "What do you guys think about the price?") is None
+    assert AgentRoom.from_dict(room.to_dict(), dep.model).talk == room.talk == ["B", "A"]
     room.agent_said("B", "Because the case is cheaper than planned.")
     thanks = room.utterance(Utterance("A", "Okay, thanks Nova."))
     assert thanks.arbitration.actions["C"] is not Action.SPEAK
@@ -192,6 +202,14 @@ def test_policies_for_several_named_agents() -> None:
     group = [_bid("x", p_speak=0.6, share=1.0), _bid("y", p_speak=0.5)]
     assert arbitrate(group).granted == "y"
     assert arbitrate([_bid("x", p_speak=0.6), _bid("y", p_speak=0.5)]).granted == "x"
+    # the talk is with a seat (continuity): it answers, nobody cuts in; if it stays silent,
+    # nobody answers; a seat the words address still comes first
+    talk = arbitrate([_bid("x", p_speak=0.9), _bid("y", p_speak=0.4)], partner="y")
+    assert talk.granted == "y" and talk.reasons["x"] == "the talk is with y"
+    quiet = arbitrate([_bid("x"), _bid("y", action=Action.SILENT)], partner="y")
+    assert quiet.granted is None and quiet.actions["x"] is Action.SILENT
+    named = arbitrate([_bid("x", addressed=True, named_at=0), _bid("y")], partner="y")
+    assert named.granted == "x"
     # an observer's "would speak" is logged as wanted, never granted
     obs = arbitrate([_bid("o", action=Action.SILENT, p_speak=0.99)])
     assert obs.granted is None and obs.wanted == ("o",)

@@ -641,7 +641,7 @@ class AgentRoom:
         bids = [self._bid(sid, decisions[sid]) for sid in self.seats]
         holder = self._floor_holder(speaker)
         braked = self.agent_run >= self.brake
-        partner = self._partner(speaker, text)
+        partner = self.talking_with(speaker, text)
         arb = arbitrate(bids, self.policy, holder, braked, turn, partner)
         t2 = _time.perf_counter()
         if substantive(text):
@@ -681,7 +681,7 @@ class AgentRoom:
             share,
         )
 
-    def _partner(self, speaker: str, text: str) -> str | None:
+    def talking_with(self, speaker: str, text: str) -> str | None:
         """The seat ``speaker`` is talking with: the last substantive line before this one by
         anyone else was its agent's (None: a person's, or the words turn to the group)."""
         before = next((s for s in reversed(self.talk) if s != speaker), None)
