@@ -548,3 +548,35 @@ def test_livekit_gate_reply_on_a_shared_floor(meeting: Conversation, dep: Deploy
         assert both > 0
 
     asyncio.run(run())
+
+
+def test_a_shared_floor_goes_on_without_a_seat_that_does_not_report(
+    meeting: Conversation, dep: Deployment
+) -> None:
+    """A seat whose gate never decides on a line (dropped, stuck) holds the others up only
+    until the floor's timeout: the line is arbitrated without it, and its late report gets
+    no floor."""
+    from polylogue.adapters.room import Heard, SharedFloor
+
+    people = [p for p in meeting.participants if p.id not in SEATS]
+    specs = [SeatSpec(s) for s in SEATS]
+    floor = SharedFloor(people, model=dep.model, timeout_s=0.2)
+    everyone = [*people, *(s.participant() for s in specs)]
+    lives = {s.id: LiveConversation.start(s.id, everyone, deployment=dep) for s in specs}
+    for s in specs:
+        floor.join(s, lives[s.id])
+    with pytest.raises(SeatError, match="'B' exists already"):
+        floor.join(specs[0], lives["B"])
+    u = Utterance("A", "Okay, so what do we need to decide today?", 1.0, 3.0)
+    heard = Heard("A", "A", u.text, u.start, u.end)
+    mine = lives["B"].utterance(u)
+
+    async def run() -> None:
+        got = await floor.decide("B", heard, mine)
+        assert len(floor.decisions) == 1 and got.action in (mine.action, Action.SILENT)
+        late = await floor.decide("C", heard, lives["C"].utterance(u))
+        assert late.action is not Action.SPEAK
+        assert late.reason == "floor: arbitrated without this seat"
+        assert len(floor.decisions) == 1  # the line was arbitrated once
+
+    asyncio.run(run())
