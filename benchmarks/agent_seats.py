@@ -7,7 +7,9 @@ point); conversations with fewer than ``k + 1`` speakers are skipped. Every real
 seat's participant is what that agent says when it speaks (it enters every other seat's
 conversation as that agent's utterance); every other line is a person's. At each pause the
 room gives every seat's own decision (**independent gates**, the baseline: each agent's own
-``LiveConversation``) and the arbitrated floor (**one floor**). Counted:
+``LiveConversation``), the **previous-speaker rule** over them (a second baseline: only the
+seat whose participant spoke the line before may speak, whatever the words say) and the
+arbitrated floor (**one floor**). Counted:
 
 * ``2+ at once``: pauses where two or more agents take the floor;
 * ``wrong agent``: of the pauses where the words address exactly one seat, the share another
@@ -16,7 +18,11 @@ room gives every seat's own decision (**independent gates**, the baseline: each 
   nobody; the share answered by exactly one agent (and by two or more), against the real
   room (the next line by another speaker is a seat's participant's);
 * ``wrong agent (labels)``: the same, where the corpus's own addressee label (AMI's dialogue
-  annotation, a few Friends lines) names exactly one seat's participant;
+  annotation, a few Friends lines) names exactly one seat's participant; ``(answered)``: only
+  the labelled lines the named participant answered in the real meeting (the next other
+  speaker), so that a label naming someone who never took the turn does not count; ``real``:
+  the labelled lines where another seat's participant took the next turn in the real meeting
+  (how often the room itself "answers by another" by this measure);
 * ``past brake``: pauses after an agent's line that ends a run of ``brake`` or more agent
   turns with no person between them (real lines), where an agent still takes the floor;
 * time: all seats' decisions at one pause, and the arbitration on top (p50, ms).
@@ -84,8 +90,12 @@ def replay(
     seats = [SeatSpec(p.id, p.name, p.aliases) for p in conv.participants if p.id in seat_ids]
     room = AgentRoom.start(people, seats, model=dep.model, brake=brake, domain=domain)
     orig, said = conv.utterances, rendered.utterances
+    before: str | None = None  # the speaker of the line before another speaker's
+    last: str | None = None
     for i, (o, u) in enumerate(zip(orig, said, strict=True)):
         rd: RoomDecision = room.utterance(Utterance(u.speaker, u.text, u.start, u.end))
+        if u.speaker != last:
+            before, last = last, u.speaker
         if all(d.action is None for d in rd.decisions.values()):
             continue
         tally["pauses"] += 1
@@ -93,6 +103,8 @@ def replay(
         times["arbitrate"].append(rd.arbitrate_s)
         indep = _speak({s: d.action for s, d in rd.decisions.items()})
         arb = _speak(rd.arbitration.actions)
+        # The previous-speaker rule: the line is for whoever spoke before it.
+        prev = [s for s in indep if s == before]
         tally["collide_indep"] += len(indep) >= 2
         tally["collide_arb"] += len(arb) >= 2
         addressed = [
@@ -101,13 +113,21 @@ def replay(
         if len(addressed) == 1 and u.speaker not in seat_ids:
             tally["addr_one"] += 1
             tally["wrong_indep"] += any(s != addressed[0] for s in indep)
+            tally["wrong_prev"] += any(s != addressed[0] for s in prev)
             tally["wrong_arb"] += any(s != addressed[0] for s in arb)
         gold = o.addressees or ()
         if len(gold) == 1 and gold[0] in seat_ids and u.speaker not in seat_ids:
             # the corpus's own addressee label: a line to exactly one seat's participant
             tally["gold_one"] += 1
-            tally["gold_wrong_indep"] += any(s != gold[0] for s in indep)
-            tally["gold_wrong_arb"] += any(s != gold[0] for s in arb)
+            nxt = next((w.speaker for w in orig[i + 1 :] if w.speaker != o.speaker), None)
+            answered = nxt == gold[0]
+            for name, who in (("indep", indep), ("prev", prev), ("arb", arb)):
+                wrong = any(s != gold[0] for s in who)
+                tally[f"gold_wrong_{name}"] += wrong
+                tally[f"gold_answered_wrong_{name}"] += wrong and answered
+            tally["gold_answered"] += answered
+            # the real room: another seat's participant took the next turn
+            tally["gold_wrong_real"] += nxt in seat_ids and nxt != gold[0]
         if u.speaker in seat_ids and room.agent_run >= brake:
             tally["at_brake"] += 1
             tally["past_brake_indep"] += bool(indep)
@@ -125,11 +145,18 @@ def replay(
             tally["group_real_one"] += nxt in seat_ids
             tally["group_indep_one"] += len(indep) == 1
             tally["group_indep_many"] += len(indep) >= 2
+            tally["group_prev_one"] += len(prev) == 1
             tally["group_arb_one"] += len(arb) == 1
 
 
 def _pct(a: int, b: int) -> str:
     return "n/a" if not b else f"{100 * a / b:.1f}%"
+
+
+def _three(c: Counter[str], key: str, of: str) -> str:
+    """Gates / previous-speaker rule / floor shares of ``c[of]``."""
+    shares = " / ".join(_pct(c[f"{key}_{n}"], c[of]) for n in ("indep", "prev", "arb"))
+    return f"{shares} (of {c[of]})"
 
 
 def _ms(xs: list[float]) -> float:
@@ -165,6 +192,7 @@ def run(folder: Path, split: str, k: int, rendering: str, brake: int) -> dict[st
         used += 1
     return {
         "corpus": corpus,
+        "split": split,
         "seats": k,
         "rendering": rendering,
         "conversations": used,
@@ -177,27 +205,30 @@ def run(folder: Path, split: str, k: int, rendering: str, brake: int) -> dict[st
 def markdown(results: list[dict[str, Any]], brake: int) -> str:
     head = (
         "| corpus | seats | rendering | convs | pauses | 2+ at once: gates / floor "
-        "| wrong agent: gates / floor | group q | one agent: real / gates / floor "
-        "| 2+ agents: gates | past brake: gates / floor | wrong agent (labels): gates / floor "
-        "| decide ms p50 | arbitrate ms p50 |"
+        "| wrong agent: gates / prev / floor | group q "
+        "| one agent: real / gates / prev / floor | 2+ agents: gates "
+        "| past brake: gates / floor | wrong agent (labels): real / gates / prev / floor "
+        "| (labels, answered): gates / prev / floor | decide ms p50 | arbitrate ms p50 |"
     )
-    lines = [head, "|" + "---|" * 14]
+    lines = [head, "|" + "---|" * 15]
     for r in results:
         c = Counter(r["counts"])
         lines.append(
             f"| {r['corpus']} | {r['seats']} | {r['rendering']} | {r['conversations']} "
             f"| {c['pauses']} | {c['collide_indep']} / {c['collide_arb']} "
-            f"| {_pct(c['wrong_indep'], c['addr_one'])} / {_pct(c['wrong_arb'], c['addr_one'])}"
-            f" (of {c['addr_one']}) | {c['group_q']} "
+            f"| {_three(c, 'wrong', 'addr_one')} | {c['group_q']} "
             f"| {_pct(c['group_real_one'], c['group_q'])} / "
-            f"{_pct(c['group_indep_one'], c['group_q'])} / {_pct(c['group_arb_one'], c['group_q'])}"
+            f"{_pct(c['group_indep_one'], c['group_q'])} / "
+            f"{_pct(c['group_prev_one'], c['group_q'])} / {_pct(c['group_arb_one'], c['group_q'])}"
             f" | {_pct(c['group_indep_many'], c['group_q'])} "
             f"| {c['past_brake_indep']} / {c['past_brake_arb']} (of {c['at_brake']}) "
-            f"| {_pct(c['gold_wrong_indep'], c['gold_one'])} / "
-            f"{_pct(c['gold_wrong_arb'], c['gold_one'])} (of {c['gold_one']}) "
+            f"| {_pct(c['gold_wrong_real'], c['gold_one'])} / "
+            f"{_three(c, 'gold_wrong', 'gold_one')} "
+            f"| {_three(c, 'gold_answered_wrong', 'gold_answered')} "
             f"| {r['decide_ms_p50']} | {r['arbitrate_ms_p50']} |"
         )
-    return "\n".join(lines) + f"\n\nLoop brake after {brake} agent turns.\n"
+    splits = ", ".join(sorted({r["split"] for r in results}))
+    return "\n".join(lines) + f"\n\nSplit: {splits}. Loop brake after {brake} agent turns.\n"
 
 
 def main() -> None:

@@ -33,6 +33,7 @@ from polylogue.engine.seats import (
 
 N = 400  # utterances of the meeting replayed
 SEATS = ("B", "C")
+TOKEN = "room-stream-test-token-0123"
 
 
 @pytest.fixture(scope="module")
@@ -150,6 +151,16 @@ def test_a_follow_up_to_an_agent_is_that_agents(meeting: Conversation, dep: Depl
     assert said.arbitration.granted is None and room.agent_run == 1
     follow = room.utterance(Utterance("A", "Why eleven and not twelve?"))
     assert follow.arbitration.granted == "B" and room.agent_run == 0
+    # no name, no "you": the talk is with Nova (continuity), a backchannel between keeps it
+    assert follow.arbitration.reason == "the talk is with B (continuity)"
+    room.utterance(Utterance("D", "Mm-hmm."))
+    assert room.talk == ["B", "A"]  # a backchannel is no turn of the talk
+    assert room.talking_with("A", "And the case?") == "B"
+    more = room.utterance(Utterance("A", "And the case?"))
+    assert more.arbitration.actions["C"] is not Action.SPEAK
+    # group words open the floor again
+    assert room.talking_with("A", "What do you guys think about the price?") is None
+    assert AgentRoom.from_dict(room.to_dict(), dep.model).talk == room.talk == ["B", "A"]
     room.agent_said("B", "Because the case is cheaper than planned.")
     thanks = room.utterance(Utterance("A", "Okay, thanks Nova."))
     assert thanks.arbitration.actions["C"] is not Action.SPEAK
@@ -191,6 +202,14 @@ def test_policies_for_several_named_agents() -> None:
     group = [_bid("x", p_speak=0.6, share=1.0), _bid("y", p_speak=0.5)]
     assert arbitrate(group).granted == "y"
     assert arbitrate([_bid("x", p_speak=0.6), _bid("y", p_speak=0.5)]).granted == "x"
+    # the talk is with a seat (continuity): it answers, nobody cuts in; if it stays silent,
+    # nobody answers; a seat the words address still comes first
+    talk = arbitrate([_bid("x", p_speak=0.9), _bid("y", p_speak=0.4)], partner="y")
+    assert talk.granted == "y" and talk.reasons["x"] == "the talk is with y"
+    quiet = arbitrate([_bid("x"), _bid("y", action=Action.SILENT)], partner="y")
+    assert quiet.granted is None and quiet.actions["x"] is Action.SILENT
+    named = arbitrate([_bid("x", addressed=True, named_at=0), _bid("y")], partner="y")
+    assert named.granted == "x"
     # an observer's "would speak" is logged as wanted, never granted
     obs = arbitrate([_bid("o", action=Action.SILENT, p_speak=0.99)])
     assert obs.granted is None and obs.wanted == ("o",)
@@ -351,6 +370,77 @@ def test_serve_rooms_decide_as_the_library_and_persist(
         }
 
 
+def test_serve_room_stream_decides_as_the_library_and_is_durable(
+    meeting: Conversation, dep: Deployment, tmp_path: Path
+) -> None:
+    """``WS /v1/rooms/{id}/stream`` on a real server: one result per message, the library's
+    arbitrations, a bad event or frame answered with an error and the socket open and the
+    room unchanged, a control over the socket stored (a restarted server has it and goes on
+    from the stored room), a wrong token and an unknown room refused with a close code."""
+    from websockets.sync.client import connect
+
+    lines = _lines(meeting)[:60]
+    people = [
+        {"id": p.id, "name": p.name, "aliases": list(p.aliases)}
+        for p in meeting.participants
+        if p.id not in SEATS
+    ]
+    library = _room(meeting, dep)
+    want = [rd.arbitration.to_dict() for rd in _replay(library, lines[:45])]
+    state = str(tmp_path / "s.sqlite")
+    events = [
+        {"type": "utterance", "speaker": u.speaker, "text": u.text, "start": u.start, "end": u.end}
+        for u in lines
+    ]
+    with polylogue_serve("--state", state, token=TOKEN) as url:
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        r = httpx.post(
+            f"{url}/v1/rooms",
+            json={"people": people, "seats": [{"id": s} for s in SEATS]},
+            headers=auth,
+        )
+        rid = r.json()["room_id"]
+        ws_url = url.replace("http", "ws") + f"/v1/rooms/{rid}/stream?token={TOKEN}"
+        with connect(ws_url) as ws:
+            got = []
+            for e in events[:30]:
+                ws.send(json.dumps(e))
+                got.append(json.loads(ws.recv()))
+            before = httpx.get(f"{url}/v1/rooms/{rid}", headers=auth).json()
+            for bad, words in (
+                ({"type": "remove_seat", "seat": "Q"}, ["'Q'", "seats: B, C"]),
+                ({"type": "utterance", "speaker": "A"}, ["missing text"]),
+            ):
+                ws.send(json.dumps(bad))
+                r = json.loads(ws.recv())
+                assert r["ok"] is False and all(w in r["error"] for w in words), r
+            ws.send("{not json")
+            assert "not JSON" in json.loads(ws.recv())["error"]
+            assert httpx.get(f"{url}/v1/rooms/{rid}", headers=auth).json() == before
+            # a list in one message, answered as the HTTP route answers it
+            ws.send(json.dumps(events[30:45]))
+            got += json.loads(ws.recv())["results"]
+            ws.send(json.dumps({"type": "add_seat", "seat": {"id": "Nova", "role": "observer"}}))
+            assert [s["id"] for s in json.loads(ws.recv())["room"]["seats"]][-1] == "Nova"
+        assert [g["decision"]["arbitration"] for g in got] == want[:45]
+        with pytest.raises(Exception, match="4401"), connect(ws_url.replace(TOKEN, "x" * 24)) as ws:
+            ws.send(json.dumps(events[0]))
+            ws.recv()
+        gone = url.replace("http", "ws") + f"/v1/rooms/nosuch/stream?token={TOKEN}"
+        with pytest.raises(Exception, match="4404"), connect(gone) as ws:
+            ws.send(json.dumps(events[0]))
+            ws.recv()
+    library.add_seat(SeatSpec("Nova", role="observer"))
+    with polylogue_serve("--state", state, token=TOKEN) as url:
+        ws_url = url.replace("http", "ws") + f"/v1/rooms/{rid}/stream?token={TOKEN}"
+        with connect(ws_url) as ws:
+            for e, u in zip(events[45:], lines[45:], strict=True):
+                ws.send(json.dumps(e))
+                r = json.loads(ws.recv())
+                assert r["decision"]["arbitration"] == library.utterance(u).arbitration.to_dict()
+                assert set(r["decision"]["seats"]) == {"B", "C", "Nova"}
+
+
 def test_the_worked_example_runs_offline(tmp_path: Path) -> None:
     """examples/agent_seats.py against a real server: the assistant answers its name, the
     facilitator named first wins over the assistant named second, the observer only logs."""
@@ -374,11 +464,21 @@ def test_the_worked_example_runs_offline(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------- adapters
 
 
-def test_pipecat_and_livekit_sharing_one_room_arbitrate_as_the_library(
+def _acted_on_the_floor(rows: list[dict[str, Any]]) -> None:
+    """Every live agent did what the floor gave it: at most one answer per line."""
+    for r in rows:
+        floor = {sid: seat["action"] for sid, seat in r["arbitration"]["seats"].items()}
+        assert r["actions"] == {sid: floor[sid] for sid in r["actions"]}, r
+        assert sum(a == "speak" for a in r["actions"].values()) <= 1
+
+
+def test_pipecat_and_livekit_sharing_one_floor_live_decide_as_the_library(
     meeting: Conversation, dep: Deployment
 ) -> None:
-    """Two real Pipecat pipelines (one gate per agent seat), and two LiveKit turn detectors,
-    each sharing one room: the same arbitration at every line as the library's room (untimed
+    """Two real Pipecat pipelines (one gate per agent seat), and two LiveKit
+    ``MultiPartySession``s each hearing the room through its own ``MultiSpeakerAdapter``,
+    sharing one floor: every gate or session waits at each line for the other and acts on
+    the arbitrated action, the same arbitration at every line as the library's room (untimed
     lines: Pipecat's bot-speaking frames carry no times of their own)."""
     from polylogue.adapters.pipecat import replay_room
 
@@ -394,8 +494,89 @@ def test_pipecat_and_livekit_sharing_one_room_arbitrate_as_the_library(
     got = asyncio.run(replay_room(lines, specs, people, model=dep.model))
     assert [g["arbitration"] for g in got] == want
     assert sum(w["granted"] is not None for w in want) > 5
-    # and LiveKit: one turn detector per agent seat, each with its own chat context
+    # the gates' own rules disagreed with the floor somewhere, and the gates followed the floor
+    assert any(len(w["wanted"]) > 1 for w in want)
+    _acted_on_the_floor(got)
     from polylogue.adapters.livekit import replay_room as livekit_room
 
-    got = livekit_room(lines, specs, people, model=dep.model)
+    got = asyncio.run(livekit_room(lines, specs, people, model=dep.model))
     assert [g["arbitration"] for g in got] == want
+    _acted_on_the_floor(got)
+
+
+def test_livekit_gate_reply_on_a_shared_floor(meeting: Conversation, dep: Deployment) -> None:
+    """Two LiveKit turn detectors with ``gate_reply`` on one floor: each line is answered by
+    the agent the library's room grants it, the other gets ``StopResponse`` (lines both
+    agents' own rules would answer included)."""
+    from livekit.agents import StopResponse, llm
+
+    from polylogue.adapters.livekit import PolylogueTurnDetector, gate_reply
+    from polylogue.adapters.room import SharedFloor
+
+    people = [p for p in meeting.participants if p.id not in SEATS]
+    specs = [SeatSpec(p.id, p.name, p.aliases) for p in meeting.participants if p.id in SEATS]
+    floor = SharedFloor(people, model=dep.model, timeout_s=60.0)
+    everyone = [*people, *(s.participant() for s in specs)]
+    dets = {s.id: PolylogueTurnDetector(s.id, everyone, floor=floor, seat=s) for s in specs}
+    ctxs = {sid: llm.ChatContext() for sid in dets}
+    room = AgentRoom.start(people, specs, dep.model)
+
+    async def ask(sid: str, u: Utterance) -> bool:
+        msg = ctxs[sid].add_message(role="user", content=u.text, extra={"speaker": u.speaker})
+        try:
+            await gate_reply(dets[sid], ctxs[sid], msg)
+        except StopResponse:
+            return False
+        return True
+
+    async def run() -> None:
+        both = 0
+        # untimed: a chat context's messages carry no times
+        for u in [Utterance(u.speaker, u.text) for u in meeting.utterances[:150]]:
+            want = room.utterance(u).arbitration
+            if u.speaker in dets:
+                ctxs[u.speaker].add_message(role="assistant", content=u.text)
+            others = [sid for sid in dets if sid != u.speaker]
+            answered = await asyncio.gather(*(ask(sid, u) for sid in others))
+            got = [sid for sid, a in zip(others, answered, strict=True) if a]
+            assert got == ([want.granted] if want.granted in others else []), (
+                u,
+                want.reason,
+                floor.decisions[-1].arbitration.reason,
+            )
+            both += len(want.wanted) > 1
+        assert both > 0
+
+    asyncio.run(run())
+
+
+def test_a_shared_floor_goes_on_without_a_seat_that_does_not_report(
+    meeting: Conversation, dep: Deployment
+) -> None:
+    """A seat whose gate never decides on a line (dropped, stuck) holds the others up only
+    until the floor's timeout: the line is arbitrated without it, and its late report gets
+    no floor."""
+    from polylogue.adapters.room import Heard, SharedFloor
+
+    people = [p for p in meeting.participants if p.id not in SEATS]
+    specs = [SeatSpec(s) for s in SEATS]
+    floor = SharedFloor(people, model=dep.model, timeout_s=0.2)
+    everyone = [*people, *(s.participant() for s in specs)]
+    lives = {s.id: LiveConversation.start(s.id, everyone, deployment=dep) for s in specs}
+    for s in specs:
+        floor.join(s, lives[s.id])
+    with pytest.raises(SeatError, match="'B' exists already"):
+        floor.join(specs[0], lives["B"])
+    u = Utterance("A", "Okay, so what do we need to decide today?", 1.0, 3.0)
+    heard = Heard("A", "A", u.text, u.start, u.end)
+    mine = lives["B"].utterance(u)
+
+    async def run() -> None:
+        got = await floor.decide("B", heard, mine)
+        assert len(floor.decisions) == 1 and got.action in (mine.action, Action.SILENT)
+        late = await floor.decide("C", heard, lives["C"].utterance(u))
+        assert late.action is not Action.SPEAK
+        assert late.reason == "floor: arbitrated without this seat"
+        assert len(floor.decisions) == 1  # the line was arbitrated once
+
+    asyncio.run(run())

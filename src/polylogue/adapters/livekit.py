@@ -20,6 +20,13 @@ tags each final transcript with the participant's identity and name, and drives 
 backchannel, ``interrupt()`` on a real barge-in, the tagged words into the chat context
 otherwise.
 
+Several agents in one room: give each agent's ``MultiPartySession`` (or turn detector) the
+same :class:`~polylogue.adapters.room.SharedFloor` and its own seat
+(``MultiPartySession(..., floor=floor, seat=SeatSpec("Ada", role="assistant"))``); each waits
+at every final transcript for the other agents' decisions and acts on the arbitrated one, so
+at most one agent answers. The other agents' voices are participants whose identity is the
+seat's id (or name).
+
     detector = PolylogueTurnDetector(agent_name="Dave", participants=roster)
     session = AgentSession(turn_detection=detector, ...)
 
@@ -44,6 +51,7 @@ from polylogue.adapters.room import (
     Heard,
     RoomRole,
     RoomTracker,
+    SharedFloor,
     decision_row,
     log,
 )
@@ -51,7 +59,7 @@ from polylogue.conversation import Participant, Utterance
 from polylogue.engine.deployment import Deployment
 from polylogue.engine.live import Action, LiveDecision, Policy
 from polylogue.engine.model import TurnTakingModel
-from polylogue.engine.seats import DEFAULT_BRAKE, DEFAULT_FLOOR_POLICY, AgentRoom, SeatSpec
+from polylogue.engine.seats import DEFAULT_BRAKE, DEFAULT_FLOOR_POLICY, SeatSpec
 
 SPEAKER_KEYS = ("speaker", "speaker_id", "participant_identity")
 #: LiveKit's languages polylogue's English model is meant for.
@@ -83,11 +91,20 @@ class PolylogueTurnDetector(RoomRole):
         deployment: Deployment | None = None,
         role: str | None = None,
         audience: str | None = None,
+        *,
+        floor: SharedFloor | None = None,
+        seat: SeatSpec | None = None,
     ) -> None:
+        if floor is not None:
+            seat = seat or SeatSpec(agent_name)
+            agent_name, deployment, audience = seat.id, floor.deployment(seat), seat.audience
         self.live, self._model = start_live(
             agent_name, participants, policy, model, deployment, role, audience
         )
         self.room = RoomTracker(self.live)
+        #: the room's floor this agent shares with others (None: it decides alone)
+        self.floor = floor
+        self.seat = None if floor is None or seat is None else floor.join(seat, self.live)
         self._seen: set[str] = set()
         #: the decision behind the latest prediction (read by :func:`gate_reply`)
         self.last_decision: LiveDecision | None = None
@@ -162,9 +179,17 @@ async def gate_reply(
     """For ``Agent.on_user_turn_completed``: raise ``StopResponse`` unless polylogue says SPEAK.
 
     The message stays in the chat context either way (the agent heard it); only the reply is
-    skipped. Returns the decision when the agent should answer.
+    skipped. Returns the decision when the agent should answer. A detector on a
+    :class:`~polylogue.adapters.room.SharedFloor` waits here for the room's other agents and
+    answers only when the floor is its own.
     """
     d = detector.decide(turn_ctx, new_message)
+    if detector.floor is not None and detector.seat is not None:
+        speaker, text = message_speaker(new_message, detector.room)
+        pid = detector.live.speaker_id(speaker)
+        heard = Heard(pid, detector.room.name_of(pid), text)
+        d = await detector.floor.decide(detector.seat, heard, d)
+        detector.last_decision = d
     if d.action is not Action.SPEAK:
         raise StopResponse()
     return d
@@ -222,11 +247,19 @@ class MultiPartySession(RoomRole):
         decision_timeout_s: float = DECISION_TIMEOUT_S,
         on_decision: DecisionHook | None = None,
         roster_known: bool = True,
+        floor: SharedFloor | None = None,
+        seat: SeatSpec | None = None,
     ) -> None:
+        if floor is not None:
+            seat = seat or SeatSpec(agent_name)
+            agent_name, deployment, audience = seat.id, floor.deployment(seat), seat.audience
         self.live, _ = start_live(
             agent_name, participants, policy, model, deployment, role, audience, roster_known
         )
         self.room = RoomTracker(self.live)
+        #: the room's floor this agent shares with others (None: it decides alone)
+        self.floor = floor
+        self.seat = None if floor is None or seat is None else floor.join(seat, self.live)
         self.speakers = dict(speakers or {})
         self.decision_timeout_s = decision_timeout_s
         self.on_decision = on_decision
@@ -304,6 +337,8 @@ class MultiPartySession(RoomRole):
         if r is None:
             return None
         heard, d = r
+        if self.floor is not None and self.seat is not None:
+            d = await self.floor.decide(self.seat, heard, d)  # waits for the other seats
         if d.barge_in is not None and d.barge_in.yield_floor:
             await self._interrupt(heard.text)
         await self._act(heard, d)
@@ -525,7 +560,7 @@ async def replay_transcript(
     return rows
 
 
-def replay_room(
+async def replay_room(
     utterances: Iterable[Utterance],
     seats: Sequence[SeatSpec],
     people: Iterable[Participant] = (),
@@ -533,37 +568,68 @@ def replay_room(
     model: TurnTakingModel | None = None,
     policy: str = DEFAULT_FLOOR_POLICY,
     brake: int = DEFAULT_BRAKE,
+    timeout_s: float = 60.0,
 ) -> list[dict[str, Any]]:
-    """Several agents in one LiveKit room: one :class:`PolylogueTurnDetector` per agent seat,
-    each with its own chat context, sharing one :class:`~polylogue.engine.seats.AgentRoom`
-    that arbitrates the floor.
+    """Several agents in one LiveKit room: one :class:`MultiPartySession` per agent seat, each
+    hearing the room through its own ``MultiSpeakerAdapter`` stream (as in
+    :func:`replay_transcript`), all sharing one :class:`~polylogue.adapters.room.SharedFloor`.
 
-    A seat's own line is an assistant message in its context; any other line (a person's,
-    another agent's) a user message with the speaker in ``extra``. Returns one row per line:
-    ``{"index", "speaker", "arbitration"}`` (:meth:`Arbitration.to_dict`).
+    A seat's own line is its own speech (observed first); every other seat hears the line at
+    once and waits at the floor for the others. ``timeout_s``: the floor's wait. Returns one
+    row per arbitrated line: ``{"index", "speaker", "arbitration", "actions"}``
+    (:meth:`Arbitration.to_dict`; ``actions``: what each session did).
     """
+    from livekit import rtc
+
+    lines = list(utterances)
     people = list(people)
-    room = AgentRoom(model or Deployment.resolve().model, people, policy, brake)
+    floor = SharedFloor(people, model=model, policy=policy, brake=brake, timeout_s=timeout_s)
     everyone = [*people, *(s.participant() for s in seats)]
-    detectors: dict[str, tuple[PolylogueTurnDetector, llm.ChatContext]] = {}
+    silence = rtc.AudioFrame(b"\0\0" * 160, 16000, 1, 160)
+    sessions: dict[str, tuple[MultiPartySession, Any]] = {}
     for spec in seats:
-        dep = Deployment.resolve(
-            model=room.model, role=spec.role, operating_point=spec.operating_point
-        )
-        det = PolylogueTurnDetector(spec.id, everyone, deployment=dep, audience=spec.audience)
-        if spec.ignored or spec.only:
-            det.live.set_focus(spec.ignored, spec.only)
-        room.attach(spec, det.live)
-        detectors[spec.id] = (det, llm.ChatContext())
+        mp = MultiPartySession(spec.id, everyone, floor=floor, seat=spec)
+        mine = spec.participant().id
+        heard = [u for u in lines if mp.live.speaker_id(u.speaker) != mine]
+        adapter = stt.MultiSpeakerAdapter(stt=TranscriptSTT(heard), detect_primary_speaker=False)
+        sessions[spec.id] = (mp, adapter.stream())
+
+    async def hear(mp: MultiPartySession, stream: Any) -> LiveDecision | None:
+        stream.push_frame(silence)
+        stream.flush()
+        while True:
+            ev = await stream.__anext__()
+            d = await mp.on_speech_event(ev)
+            if ev.type == stt.SpeechEventType.FINAL_TRANSCRIPT:
+                return d
+
     rows = []
-    for i, u in enumerate(utterances):
-        decisions: dict[str, LiveDecision | None] = {}
-        for sid, (det, ctx) in detectors.items():
-            if det.live.speaker_id(u.speaker) == det.live.agent.pid:
-                ctx.add_message(role="assistant", content=u.text)
-                continue
-            msg = ctx.add_message(role="user", content=u.text, extra={"speaker": u.speaker})
-            decisions[sid] = det.decide(ctx, msg)
-        rd = room.heard(Utterance(u.speaker, u.text, u.start, u.end), decisions)
-        rows.append({"index": i, "speaker": u.speaker, "arbitration": rd.arbitration.to_dict()})
+    try:
+        for i, u in enumerate(lines):
+            listening = []
+            for mp, stream in sessions.values():
+                if mp.live.speaker_id(u.speaker) == mp.room.agent_id:
+                    mp.room.agent_said(u.text, u.start, u.end)
+                else:
+                    listening.append((mp, stream))
+            n = len(floor.decisions)
+            got = await asyncio.gather(*(hear(mp, stream) for mp, stream in listening))
+            if len(floor.decisions) > n:
+                acted = {
+                    mp.seat: None if d is None or d.action is None else d.action.value
+                    for (mp, _), d in zip(listening, got, strict=True)
+                }
+                rows.append(
+                    {
+                        "index": i,
+                        "speaker": u.speaker,
+                        "arbitration": floor.decisions[-1].arbitration.to_dict(),
+                        "actions": acted,
+                    }
+                )
+    finally:
+        for mp, stream in sessions.values():
+            stream.end_input()
+            await stream.aclose()
+            mp.room.close()
     return rows

@@ -19,6 +19,13 @@ that puts its speaker tag there). Each final transcription is decided on:
   words enter the LLM context but no reply is generated.
 
 A decision that cannot be made within ``decision_timeout_s`` (default 1 s) is SILENT.
+
+Several agents in one room: one pipeline per agent, each gate given the same
+:class:`~polylogue.adapters.room.SharedFloor` and its own seat
+(``PolylogueGate(participants=roster, floor=floor, seat=SeatSpec("Ada", role="assistant"))``).
+Each gate waits at every final transcription until every other seat has decided on it, and
+acts on the arbitrated action: at most one agent answers. The other agents' voices reach a
+gate as transcriptions whose ``user_id`` is the seat's id (or name).
 Interim transcriptions pass untouched and never change polylogue's state; while the bot
 speaks they give a barge-in decision (``on_barge_in``). :class:`BargeInTurnStartStrategy`
 makes that decision the one that interrupts the bot: a "thank you" while it talks does not,
@@ -66,13 +73,14 @@ from polylogue.adapters.room import (
     Heard,
     RoomRole,
     RoomTracker,
+    SharedFloor,
     log,
 )
-from polylogue.conversation import Participant, Utterance
+from polylogue.conversation import Participant
 from polylogue.engine.deployment import Deployment
 from polylogue.engine.live import Action, LiveDecision, Policy
 from polylogue.engine.model import TurnTakingModel
-from polylogue.engine.seats import DEFAULT_BRAKE, DEFAULT_FLOOR_POLICY, AgentRoom, SeatSpec
+from polylogue.engine.seats import DEFAULT_BRAKE, DEFAULT_FLOOR_POLICY, SeatSpec
 
 #: ``text_type`` of the TTS text of a spoken backchannel (never observed as the agent's words).
 BACKCHANNEL_TEXT_TYPE = "polylogue-backchannel"
@@ -110,13 +118,23 @@ class PolylogueGate(RoomRole, FrameProcessor):
         decision_timeout_s: float = DECISION_TIMEOUT_S,
         clock: Callable[[], float] = _time.time,
         roster_known: bool = True,
+        floor: SharedFloor | None = None,
+        seat: SeatSpec | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        if floor is not None:
+            # One agent of several in the room: its seat's rule, the room's floor.
+            seat = seat or SeatSpec(agent_name)
+            agent_name, deployment = seat.id, floor.deployment(seat)
+            audience = seat.audience
         self.live, _ = start_live(
             agent_name, participants, policy, model, deployment, role, audience, roster_known
         )
         self.room = RoomTracker(self.live, phrases)
+        #: the room's floor this gate's agent shares with others (None: it decides alone)
+        self.floor = floor
+        self.seat = None if floor is None or seat is None else floor.join(seat, self.live)
         self.decision_timeout_s = decision_timeout_s
         self.clock = clock
         self.decisions: list[dict[str, Any]] = []
@@ -200,6 +218,8 @@ class PolylogueGate(RoomRole, FrameProcessor):
             await self._context_only(frame.text, direction)
             return
         heard, d = r
+        if self.floor is not None and self.seat is not None:
+            d = await self.floor.decide(self.seat, heard, d)  # waits for the other seats
         self.decisions.append(d.to_dict())
         self.history.append(d)
         log.info("decision %s after %s: %s (%s)", d.index, heard.name, d.action, d.reason)
@@ -396,15 +416,18 @@ async def replay_room(
     model: TurnTakingModel | None = None,
     policy: str = DEFAULT_FLOOR_POLICY,
     brake: int = DEFAULT_BRAKE,
+    timeout_s: float = 60.0,
 ) -> list[dict[str, Any]]:
     """Several agents in one room on Pipecat: one real pipeline (gate, tap) per agent seat,
-    sharing one :class:`~polylogue.engine.seats.AgentRoom` that arbitrates the floor.
+    the gates sharing one :class:`~polylogue.adapters.room.SharedFloor`.
 
-    Every line goes to every pipeline: a seat's own line as bot-speaking frames around its
-    TTS text, any other line (a person's, another agent's) as an interim and a final
-    ``TranscriptionFrame``, as in :func:`replay_transcript`. After each line the gates'
-    decisions are arbitrated; returns one row per line: ``{"index", "speaker",
-    "arbitration"}`` (:meth:`Arbitration.to_dict`).
+    Every line goes to every pipeline at once: a seat's own line as bot-speaking frames
+    around its TTS text (before the others hear it), any other line (a person's, another
+    agent's) as an interim and a final ``TranscriptionFrame``, as in
+    :func:`replay_transcript`; each gate waits at the floor for the others and acts on the
+    arbitrated action. ``timeout_s``: the floor's wait (generous: a replay's gates share one
+    process). Returns one row per arbitrated line: ``{"index", "speaker", "arbitration",
+    "actions"}`` (:meth:`Arbitration.to_dict`; ``actions``: what each gate did).
     """
     import asyncio
 
@@ -413,19 +436,13 @@ async def replay_room(
     from pipecat.workers.runner import WorkerRunner
 
     people = list(people)
-    room = AgentRoom(model or Deployment.resolve().model, people, policy, brake)
+    floor = SharedFloor(people, model=model, policy=policy, brake=brake, timeout_s=timeout_s)
     everyone = [*people, *(s.participant() for s in seats)]
     gates: dict[str, tuple[PolylogueGate, _Seen, PipelineWorker]] = {}
     readies: list[asyncio.Event] = []
     pipeline_runner = WorkerRunner(handle_sigint=False)
     for spec in seats:
-        dep = Deployment.resolve(
-            model=room.model, role=spec.role, operating_point=spec.operating_point
-        )
-        gate = PolylogueGate(spec.id, everyone, deployment=dep, audience=spec.audience)
-        if spec.ignored or spec.only:
-            gate.live.set_focus(spec.ignored, spec.only)
-        room.attach(spec, gate.live)
+        gate = PolylogueGate(spec.id, everyone, floor=floor, seat=spec)
         seen = _Seen()
         task = PipelineWorker(Pipeline([gate, gate.agent_speech_tap(), seen]))
         ready = asyncio.Event()
@@ -440,10 +457,21 @@ async def replay_room(
     runner = asyncio.create_task(pipeline_runner.run())
     # processors drop frames that arrive before the StartFrame
     await asyncio.gather(*(ready.wait() for ready in readies))
+
+    async def hear(gate: PolylogueGate, seen: _Seen, task: PipelineWorker, u: Any) -> None:
+        first = u.text.split()[0] if u.text.split() else u.text
+        await task.queue_frames(
+            [
+                InterimTranscriptionFrame(first, u.speaker, iso_time(u.start)),
+                TranscriptionFrame(u.text, u.speaker, iso_time(u.end)),
+            ]
+        )
+        await seen.wait_for(InterimTranscriptionFrame, TranscriptionFrame | LLMMessagesAppendFrame)
+
     rows = []
     for i, u in enumerate(utterances):
-        decisions: dict[str, LiveDecision | None] = {}
-        for sid, (gate, seen, task) in gates.items():
+        listening = []
+        for _sid, (gate, seen, task) in gates.items():
             if gate.live.speaker_id(u.speaker) == gate.room.agent_id:
                 started, stopped = BotStartedSpeakingFrame(), BotStoppedSpeakingFrame()
                 started.metadata["time"], stopped.metadata["time"] = u.start, u.end
@@ -451,24 +479,28 @@ async def replay_room(
                 await seen.wait_for(BotStartedSpeakingFrame, TTSTextFrame)
                 await task.queue_frames([stopped])
                 await seen.wait_for(BotStoppedSpeakingFrame)
-                continue
-            n = len(gate.history)
-            first = u.text.split()[0] if u.text.split() else u.text
-            await task.queue_frames(
-                [
-                    InterimTranscriptionFrame(first, u.speaker, iso_time(u.start)),
-                    TranscriptionFrame(u.text, u.speaker, iso_time(u.end)),
-                ]
+            else:
+                listening.append((gate, seen, task))
+        n = len(floor.decisions)
+        await asyncio.gather(*(hear(g, s, t, u) for g, s, t in listening))
+        if len(floor.decisions) > n:
+            rd = floor.decisions[-1]
+            acted = {g.seat: _value(g.history[-1].action) for g, _, _ in listening if g.history}
+            rows.append(
+                {
+                    "index": i,
+                    "speaker": u.speaker,
+                    "arbitration": rd.arbitration.to_dict(),
+                    "actions": acted,
+                }
             )
-            await seen.wait_for(
-                InterimTranscriptionFrame, TranscriptionFrame | LLMMessagesAppendFrame
-            )
-            decisions[sid] = gate.history[-1] if len(gate.history) > n else None
-        rd = room.heard(Utterance(u.speaker, u.text, u.start, u.end), decisions)
-        rows.append({"index": i, "speaker": u.speaker, "arbitration": rd.arbitration.to_dict()})
     for _, _, task in gates.values():
         await task.queue_frames([EndFrame()])
     await runner
     for gate, _, _ in gates.values():
         gate.room.close()
     return rows
+
+
+def _value(a: Action | None) -> str | None:
+    return None if a is None else a.value

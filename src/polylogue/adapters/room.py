@@ -43,6 +43,7 @@ from polylogue.conversation import (
     clean_name,
 )
 from polylogue.engine.bargein import BargeInDecision, interjection_words, lexical_backchannel
+from polylogue.engine.deployment import Deployment
 from polylogue.engine.live import (
     Action,
     AgentState,
@@ -50,6 +51,15 @@ from polylogue.engine.live import (
     LiveConversation,
     LiveDecision,
     NameBook,
+)
+from polylogue.engine.model import TurnTakingModel
+from polylogue.engine.seats import (
+    DEFAULT_BRAKE,
+    DEFAULT_FLOOR_POLICY,
+    AgentRoom,
+    RoomDecision,
+    SeatError,
+    SeatSpec,
 )
 from polylogue.errors import PolylogueInputError
 
@@ -582,3 +592,128 @@ def replay_input(
     # learnt as people speak.
     options = {"deployment": deployment, "roster_known": conv.roster_known}
     return ReplayInput(list(conv.utterances), tuple(known), options)
+
+
+# ----------------------------------------------------------------------------- one floor
+
+
+@dataclass
+class _Line:
+    """One line of the room while the seats' decisions on it come in."""
+
+    heard: Heard
+    done: asyncio.Future[RoomDecision]
+    decisions: dict[str, LiveDecision] = field(default_factory=dict)
+
+
+#: How many arbitrated lines :class:`SharedFloor` remembers for a seat that reports late.
+SETTLED = 64
+
+
+class SharedFloor:
+    """Several live agents of one real room (one gate or session per agent, each with its
+    own conversation) sharing one :class:`~polylogue.engine.seats.AgentRoom` and one floor.
+
+    Each agent's front end hands in its own decision on every final transcript
+    (:meth:`decide`) and waits there until every other seat has decided on the same line
+    (the same speaker's same line: each seat counts a speaker's lines as it hears them);
+    then the line is arbitrated once and every seat gets its share: at most one SPEAK.
+    A seat's own speech needs no decision from it: the line is arbitrated when the others
+    have decided. Past ``timeout_s`` the line is arbitrated on the decisions that came in (a
+    seat that never reported gets no floor). Seat names are the speaker labels the other
+    seats' speech recognizers give their agents' voices (a transport identity equal to the
+    seat id, name or an alias).
+    """
+
+    def __init__(
+        self,
+        people: Iterable[Participant] = (),
+        *,
+        model: TurnTakingModel | None = None,
+        policy: str = DEFAULT_FLOOR_POLICY,
+        brake: int = DEFAULT_BRAKE,
+        timeout_s: float = DECISION_TIMEOUT_S,
+    ) -> None:
+        self.room = AgentRoom(model or Deployment.resolve().model, list(people), policy, brake)
+        self.timeout_s = timeout_s
+        #: every arbitrated line, in order
+        self.decisions: list[RoomDecision] = []
+        self._count: dict[str, dict[str, int]] = {}
+        self._pending: dict[tuple[str, int], _Line] = {}
+        self._settled: dict[tuple[str, int], _Line] = {}
+
+    @property
+    def people(self) -> list[Participant]:
+        return self.room.people
+
+    def deployment(self, spec: SeatSpec) -> Deployment:
+        """The seat's own deployment (its role and operating point on the room's model)."""
+        return self.room._deployment(spec)
+
+    def join(self, spec: SeatSpec, live: LiveConversation) -> str:
+        """A seat whose conversation ``live`` a gate or session feeds (the seat's focus set on
+        it); the same checks as :meth:`AgentRoom.add_seat` (a :class:`SeatError`)."""
+        try:
+            if spec.ignored or spec.only:
+                live.set_focus(spec.ignored, spec.only)
+        except PolylogueInputError as e:
+            raise SeatError(f"seat {spec.id!r}: {e}") from None
+        self.room.attach(spec, live)
+        self._count[spec.id] = {}
+        return spec.id
+
+    def _expected(self, speaker: str) -> set[str]:
+        own = self.room._seat_of(speaker)
+        return {sid for sid in self.room.seats if sid != own}
+
+    async def decide(self, seat: str, heard: Heard, d: LiveDecision) -> LiveDecision:
+        """``seat``'s decision on ``heard`` made the floor's: the arbitrated action, with the
+        arbitration's reason when it changed the seat's own action."""
+        counts = self._count[seat]
+        n = counts.get(heard.speaker, 0)
+        counts[heard.speaker] = n + 1
+        key = (heard.speaker, n)
+        line = self._settled.get(key) or self._pending.get(key)
+        if line is None:
+            line = _Line(heard, asyncio.get_running_loop().create_future())
+            self._pending[key] = line
+        if not line.done.done():
+            line.decisions[seat] = d
+            if set(line.decisions) >= self._expected(heard.speaker):
+                self._settle(key)
+            else:
+                try:
+                    await asyncio.wait_for(asyncio.shield(line.done), self.timeout_s)
+                except TimeoutError:
+                    if not line.done.done():
+                        missing = sorted(self._expected(heard.speaker) - set(line.decisions))
+                        log.warning(
+                            "floor: no decision from %s within %g s; arbitrated without",
+                            ", ".join(missing),
+                            self.timeout_s,
+                        )
+                        self._settle(key)
+        rd = line.done.result()
+        action = rd.arbitration.actions.get(seat)
+        if seat not in line.decisions:  # reported after the line was arbitrated
+            return replace(
+                d,
+                action=None if d.action is None else Action.SILENT,
+                reason="floor: arbitrated without this seat",
+            )
+        if action is d.action:
+            return d
+        return replace(
+            d, action=action, reason=f"{d.reason}; floor: {rd.arbitration.reasons[seat]}"
+        )
+
+    def _settle(self, key: tuple[str, int]) -> None:
+        line = self._pending.pop(key)
+        h = line.heard
+        decisions: dict[str, LiveDecision | None] = dict(line.decisions)
+        rd = self.room.heard(Utterance(h.speaker, h.text, h.start, h.end), decisions)
+        self.decisions.append(rd)
+        line.done.set_result(rd)
+        self._settled[key] = line
+        while len(self._settled) > SETTLED:
+            self._settled.pop(next(iter(self._settled)))

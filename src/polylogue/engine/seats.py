@@ -12,6 +12,10 @@ pause would talk over each other, and two agents that answer each other would ne
 * :func:`arbitrate` is the floor: a pure function from the seats' decisions at one pause to
   the seat that takes the floor now (at most one), the seats that answer after it in turn
   (the ``in-turn`` policy only) and, for every seat, what it does and why.
+* Conversational continuity: a line whose words address nobody, after an agent's
+  substantive line (the talk is with that agent), is that agent's to answer; no other seat
+  takes it ("a follow-up to agent A is A's"). Group words ("you guys", "everyone") open the
+  floor to every seat again.
 * A loop brake: after :attr:`AgentRoom.brake` consecutive agent turns with no human turn,
   no agent takes the floor until a person speaks.
 
@@ -40,6 +44,7 @@ from polylogue.engine.live import (
 )
 from polylogue.engine.model import TurnTakingModel
 from polylogue.errors import PolylogueInputError
+from polylogue.turntaking.address import substantive, to_group, words_of
 from polylogue.turntaking.points import PointOptions, boundary_is_decision_point
 
 #: How a line that addresses several agents is answered (:attr:`AgentRoom.policy`):
@@ -232,6 +237,7 @@ def arbitrate(
     floor_holder: str | None = None,
     braked: bool = False,
     in_turn: str | None = None,
+    partner: str | None = None,
 ) -> Arbitration:
     """The floor at one pause: at most one seat takes it.
 
@@ -240,7 +246,10 @@ def arbitrate(
     nobody starts. ``in_turn``: a seat a person addressed together with the agent that just
     answered (``in-turn`` policy): its turn now, whatever its own rule or the brake says.
     Otherwise seats the words address win over seats they do not (several
-    addressed: ``policy``); with nobody addressed, the strongest claim (:attr:`Bid.claim`).
+    addressed: ``policy``). With nobody addressed, ``partner``: the seat the speaker is
+    talking with (the last substantive line before this one was its agent's, and the words
+    do not turn to the group): it answers if its own rule says so, and no other seat does
+    (a follow-up to agent A is A's). Else the strongest claim (:attr:`Bid.claim`).
     Seats that do not take the floor keep a backchannel their rule gave, never SPEAK.
     """
     check_floor_policy(policy)
@@ -294,6 +303,18 @@ def arbitrate(
             return Arbitration(first.seat, queued, wanted, actions, reasons, why)
         deny(rest, f"{first.seat} was named first")
         return Arbitration(first.seat, (), wanted, actions, reasons, f"{first.seat} addressed")
+    if partner is not None and any(b.seat == partner for b in bids):
+        # The person is talking with this seat's agent: another agent would cut in.
+        mine = [b for b in speakers if b.seat == partner]
+        deny((b for b in speakers if b.seat != partner), f"the talk is with {partner}")
+        if not mine:
+            return Arbitration(
+                None, (), wanted, actions, reasons, f"the talk is with {partner}; it stays silent"
+            )
+        reasons[partner] = "the talk is with it"
+        return Arbitration(
+            partner, (), wanted, actions, reasons, f"the talk is with {partner} (continuity)"
+        )
     best = max(speakers, key=lambda b: (b.claim, -bids.index(b)))
     reasons[best.seat] = f"strongest claim {best.claim:.3f}"
     others = [b for b in speakers if b is not best]
@@ -368,6 +389,9 @@ class AgentRoom:
     queue: list[str] = field(default_factory=list)
     #: the seats that took the recent open floors (the fairness term)
     recent: deque[str] = field(default_factory=lambda: deque(maxlen=FAIRNESS_WINDOW))
+    #: the speakers of the last substantive lines, latest last, each once (two kept): whom
+    #: the next speaker is talking with (conversational continuity)
+    talk: list[str] = field(default_factory=list)
     #: people speaking now (an interim transcript not yet final)
     speaking: dict[str, str] = field(default_factory=dict)
     #: what the observers would have done at each of their decision points (seat, index,
@@ -547,7 +571,7 @@ class AgentRoom:
         s.live.agent_speech(False, end, text)
         heard = Utterance(s.live.agent.pid, text, start, end)
         decisions = {sid: o.live.utterance(heard) for sid, o in self.seats.items() if sid != seat}
-        return self._after_agent(seat, decisions, t0, _time.perf_counter())
+        return self._after_agent(seat, text, decisions, t0, _time.perf_counter())
 
     def heard(self, u: Utterance, decisions: Mapping[str, LiveDecision | None]) -> RoomDecision:
         """The floor over decisions each seat's own conversation made elsewhere: for seats
@@ -565,7 +589,7 @@ class AgentRoom:
             if sid != seat
         }
         if seat is not None:
-            return self._after_agent(seat, full, t, t)
+            return self._after_agent(seat, u.text, full, t, t)
         return self._after_person(u, full, t, t)
 
     def attach(self, spec: SeatSpec, live: LiveConversation) -> None:
@@ -585,10 +609,10 @@ class AgentRoom:
         if boundary_is_decision_point(u, _point_options(self)):
             self.agent_run, self.last_agent = 0, None
         self.floor, self.queue = None, []
-        return self._arbitrate(u.speaker, decisions, t0, t1)
+        return self._arbitrate(u.speaker, u.text, decisions, t0, t1)
 
     def _after_agent(
-        self, seat: str, decisions: dict[str, LiveDecision], t0: float, t1: float
+        self, seat: str, text: str, decisions: dict[str, LiveDecision], t0: float, t1: float
     ) -> RoomDecision:
         s = self.seats[seat]
         pid = s.live.agent.pid
@@ -603,11 +627,12 @@ class AgentRoom:
         if self.floor == seat:
             self.floor = None
             turn = self.queue.pop(0) if self.queue else None
-        return self._arbitrate(pid, decisions, t0, t1, turn)
+        return self._arbitrate(pid, text, decisions, t0, t1, turn)
 
     def _arbitrate(
         self,
         speaker: str,
+        text: str,
         decisions: dict[str, LiveDecision],
         t0: float,
         t1: float,
@@ -616,13 +641,17 @@ class AgentRoom:
         bids = [self._bid(sid, decisions[sid]) for sid in self.seats]
         holder = self._floor_holder(speaker)
         braked = self.agent_run >= self.brake
-        arb = arbitrate(bids, self.policy, holder, braked, turn)
+        partner = self.talking_with(speaker, text)
+        arb = arbitrate(bids, self.policy, holder, braked, turn, partner)
         t2 = _time.perf_counter()
+        if substantive(text):
+            self.talk = [*(s for s in self.talk if s != speaker), speaker][-2:]
         if arb.granted is not None:
             self.floor = arb.granted
             if turn is None:
                 self.queue = list(arb.queued)
-            if not any(b.addressed for b in bids):
+            if partner is None and not any(b.addressed for b in bids):
+                # an open floor taken on claims (the fairness term counts these only)
                 self.recent.append(arb.granted)
         index = next(iter(decisions.values())).index if decisions else -1
         for sid, d in decisions.items():
@@ -652,6 +681,15 @@ class AgentRoom:
             share,
         )
 
+    def talking_with(self, speaker: str, text: str) -> str | None:
+        """The seat ``speaker`` is talking with: the last substantive line before this one by
+        anyone else was its agent's (None: a person's, or the words turn to the group)."""
+        before = next((s for s in reversed(self.talk) if s != speaker), None)
+        seat = None if before is None else self._seat_of(before)
+        if seat is None or to_group(words_of(text)):
+            return None
+        return seat
+
     def _floor_holder(self, speaker: str) -> str | None:
         for sid, s in self.seats.items():
             if s.live.agent.state is AgentState.SPEAKING:
@@ -673,6 +711,7 @@ class AgentRoom:
             "floor": self.floor,
             "queue": list(self.queue),
             "recent": list(self.recent),
+            "talk": list(self.talk),
             "speaking": dict(self.speaking),
             "log": list(self.log),
             "seats": [
@@ -699,6 +738,7 @@ class AgentRoom:
             room.floor = d["floor"]
             room.queue = list(d["queue"])
             room.recent.extend(d["recent"])
+            room.talk = [str(x) for x in d.get("talk", [])]
             room.speaking = dict(d["speaking"])
             room.log.extend(d["log"])
             for seat in d["seats"]:

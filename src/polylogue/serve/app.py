@@ -40,6 +40,7 @@ import re
 import secrets
 import time
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -67,7 +68,7 @@ from polylogue.engine.model import TurnTakingModel, load_model, model_dir_for
 from polylogue.errors import PolylogueInputError
 from polylogue.serve.guard import RequestGuard, bound_hosts, is_loopback, token_problem
 from polylogue.serve.metrics import Metrics
-from polylogue.serve.rooms import Rooms, room_routes
+from polylogue.serve.rooms import RoomNotFound, Rooms, room_routes
 from polylogue.serve.store import (
     ROSTER_KEY,
     SessionExistsError,
@@ -1209,29 +1210,35 @@ def create_app(
         await store_health()
         return PlainTextResponse(metrics.render(), media_type="text/plain; version=0.0.4")
 
-    async def frame_result(ws: WebSocket, message: Any) -> dict[str, Any]:
-        """The result of one received message: a bad frame is an error result, never a crash."""
+    def frame_json(message: Any) -> tuple[Any, dict[str, Any] | None]:
+        """The JSON of one received message, or the error result for a bad frame."""
         text = message.get("text")
         if text is None:
             metrics.errors.inc(kind="BinaryFrame")
-            return {
+            return None, {
                 "ok": False,
                 "seq": None,
                 "error": "binary frame: send each event as a JSON text message",
             }
-        received = time.perf_counter()
         # len() counts characters; a message may be up to 4 bytes per character.
         if len(text) > MAX_MESSAGE or (
             len(text) > MAX_MESSAGE // 4
             and len(text.encode("utf-8", "surrogatepass")) > MAX_MESSAGE
         ):
             metrics.errors.inc(kind="MessageTooLarge")
-            return {"ok": False, "seq": None, "error": f"message over {MAX_MESSAGE} bytes"}
+            return None, {"ok": False, "seq": None, "error": f"message over {MAX_MESSAGE} bytes"}
         try:
-            raw = load_message(text)
+            return load_message(text), None
         except ValueError as e:
             metrics.errors.inc(kind="NotJSON")
-            return {"ok": False, "seq": None, "error": f"not JSON: {e}"}
+            return None, {"ok": False, "seq": None, "error": f"not JSON: {e}"}
+
+    async def frame_result(ws: WebSocket, message: Any) -> dict[str, Any]:
+        """The result of one received message: a bad frame is an error result, never a crash."""
+        received = time.perf_counter()
+        raw, bad = frame_json(message)
+        if bad is not None:
+            return bad
         sid = ws.path_params["sid"]
         if not trace:
             return await sessions.apply(sid, raw)
@@ -1242,20 +1249,45 @@ def create_app(
         steps["reply"] = time.perf_counter()
         return {**result, "trace": steps}
 
+    async def room_frame(ws: WebSocket, message: Any) -> dict[str, Any]:
+        """A room stream's message: one event (its result) or a list (``{"results"}``), as
+        ``POST /v1/rooms/{id}/events`` answers them."""
+        raw, bad = frame_json(message)
+        if bad is not None:
+            return bad
+        rid = ws.path_params["rid"]
+        if not isinstance(raw, list):
+            return (await rooms.apply(rid, raw))[1]
+        if len(raw) > 1000:
+            return {"ok": False, "error": "at most 1000 events per message"}
+        return {"results": [(await rooms.apply(rid, e))[1] for e in raw]}
+
     async def stream(ws: WebSocket) -> None:
+        await socket(ws, "session", ws.path_params["sid"], sessions.summary, frame_result)
+
+    async def room_stream(ws: WebSocket) -> None:
+        await socket(ws, "room", ws.path_params["rid"], rooms.summary, room_frame)
+
+    async def socket(
+        ws: WebSocket,
+        what: str,
+        key: str,
+        exists: Callable[[str], Awaitable[Any]],
+        handle: Callable[[WebSocket, Any], Awaitable[dict[str, Any]]],
+    ) -> None:
+        """A session's or a room's stream: one result per message, in order."""
         # Accept first so a refused client is told why (close code 4401/4404 and a reason).
         await ws.accept()
         given = offered_token(ws.headers) or ws.query_params.get("token", "")
         if not authorised(given):
             await ws.close(code=4401, reason="missing or wrong token")
             return
-        sid = ws.path_params["sid"]
         try:
-            await sessions.summary(sid)
-        except SessionNotFound as e:
+            await exists(key)
+        except (SessionNotFound, RoomNotFound) as e:
             await ws.close(code=4404, reason=str(e)[:120])
             return
-        except PolylogueInputError as e:  # a stored session this version cannot read
+        except PolylogueInputError as e:  # a stored session or room this version cannot read
             await ws.close(code=4400, reason=str(e)[:120])
             return
         metrics.sockets.inc()
@@ -1265,10 +1297,10 @@ def create_app(
                 if message["type"] == "websocket.disconnect":
                     break
                 try:
-                    result = await frame_result(ws, message)
+                    result = await handle(ws, message)
                 except Exception as e:  # a bug must not take the socket down
                     metrics.errors.inc(kind="InternalError")
-                    logger.exception("session %s: message failed", sid)
+                    logger.exception("%s %s: message failed", what, key)
                     result = {
                         "ok": False,
                         "seq": None,
@@ -1324,6 +1356,7 @@ def create_app(
             Route("/v1/sessions/{sid}/events", guarded(events), methods=["POST"]),
             WebSocketRoute("/v1/sessions/{sid}/stream", stream),
             *room_routes(rooms, guarded, body),
+            WebSocketRoute("/v1/rooms/{rid}/stream", room_stream),
         ],
         middleware=[
             Middleware(RequestGuard, allowed_hosts=hosts, port=port, allowed_origins=allow_origins)

@@ -6,6 +6,9 @@
   "aliases"?, "role"?, "operating_point"?, "audience"?, "ignored"?, "only"?}``.
 * ``POST /v1/rooms/{id}/events`` one event or a list -> ``{"results": [...]}``.
 * ``GET /v1/rooms/{id}``, ``DELETE /v1/rooms/{id}``.
+* ``WS /v1/rooms/{id}/stream``: the same events, one JSON message each (or a list), one
+  result per message (the socket itself lives in :mod:`polylogue.serve.app`, beside the
+  sessions' one).
 
 Events: ``{"type": "utterance", "speaker", "text", "start"?, "end"?}`` (a person's line, or an
 agent's when ``speaker`` is a seat), ``{"type": "interim", "speaker", "text"}`` (a person is
