@@ -385,6 +385,14 @@ async def run_voice_meeting(
     check_speakable([(i, u.speaker, u.text) for i, u in enumerate(utts)])
     if reply:
         check_speakable([(len(utts), f"{agent}'s reply", reply)])
+    # the recognizer first: a missing or broken model stops the meeting before any speech
+    roster = people or [Participant(s, s) for s in {u.speaker for u in utts}]
+    if recognizer is None or isinstance(recognizer, str):
+        recognizer = await asyncio.to_thread(
+            make_recognizer, recognizer, roster, hints=hints, cache_dir=recognition_cache
+        )
+    if on_recognizer is not None:
+        on_recognizer(recognizer)
     # the voices: the best installed unless told
     if voices is None or isinstance(voices, str):
         human_voices, default_agent = default_voices(voices, espeak_timeout_s=espeak_timeout_s)
@@ -393,12 +401,8 @@ async def run_voice_meeting(
         default_agent = None
     if agent_voice is None:  # the participants' kind of voice (espeak-ng ones: espeak-ng)
         all_espeak = all(isinstance(v, EspeakVoice) for v in human_voices)
-        agent_voice = (
-            default_agent
-            or default_voices("espeak" if all_espeak else None, espeak_timeout_s=espeak_timeout_s)[
-                1
-            ]
-        )
+        kind = "espeak" if all_espeak else None
+        agent_voice = default_agent or default_voices(kind, espeak_timeout_s=espeak_timeout_s)[1]
     the_agent_voice = as_voice(agent_voice, espeak_timeout_s)
     voice_of = {h: human_voices[i % len(human_voices)] for i, h in enumerate(humans)}
     # every human line spoken first: a voice failing on one stops the meeting before it starts
@@ -411,13 +415,6 @@ async def run_voice_meeting(
         except VoiceError as e:
             raise line_error(e, i, u.speaker, u.text) from None
     level = float(np.mean([speech_power(x) for x in speech.values()]))
-    roster = people or [Participant(s, s) for s in {u.speaker for u in utts}]
-    if recognizer is None or isinstance(recognizer, str):
-        recognizer = await asyncio.to_thread(
-            make_recognizer, recognizer, roster, hints=hints, cache_dir=recognition_cache
-        )
-    if on_recognizer is not None:
-        on_recognizer(recognizer)
     stts = {h: RecognizerSTTService(recognizer, h) for h in humans}
     branches = [
         [
