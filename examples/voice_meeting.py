@@ -104,7 +104,7 @@ def main() -> None:
         from polylogue.adapters.voice.synthesis import piper_voices
     except ImportError as e:
         _fail(str(e))
-    import click
+    import typer
 
     from polylogue.adapters import start_live
     from polylogue.adapters.room import check_replay_agent
@@ -128,12 +128,12 @@ def main() -> None:
         check_replay_agent(people, args.agent, str(args.transcript))
         for flag, names in (("--ignore", focus.ignore), ("--only", focus.only)):
             if any(n.strip().casefold() == args.agent.casefold() for n in names):
-                raise click.BadParameter(
+                raise typer.BadParameter(
                     f"{args.agent!r} is the participant decided for", param_hint=flag
                 )
         live, _ = start_live(args.agent, people, deployment=deployment)
         focus.start(live, str(args.transcript))
-    except click.BadParameter as e:
+    except typer.BadParameter as e:
         _fail(e.format_message())
     except (PolylogueInputError, OSError) as e:
         _fail(f"{e.filename}: {e.strerror}" if isinstance(e, OSError) else str(e))
