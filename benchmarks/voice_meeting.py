@@ -85,12 +85,13 @@ PLANNING = [
 ]
 #: (name, corpus, conversation index, first line, lines, agent)
 EXCERPTS = [
-    ("ami ES2002a", "ami", 0, 6, 18, "A"),
-    ("icsi Bdb001", "icsi", 0, 0, 16, "PhD D"),
-    ("friends s01e01 scene 1", "friends", 0, 0, 14, "Joey Tribbiani"),
-    ("friends s01e01 scene 2", "friends", 1, 0, 14, None),  # the agent: its 2nd speaker
+    ("ami ES2002a", "ami", 0, 6, 18, None),
+    ("icsi Bdb001", "icsi", 0, 0, 20, "PhD D"),
+    ("friends s01e01 scene 1", "friends", 0, 0, 16, None),
+    ("friends s01e01 scene 2", "friends", 1, 0, 16, None),
     ("earnings-21 4320211", "earnings21", 0, 1, 14, "2"),  # the agent: the CEO, Brett
 ]
+#: None: the agent is the participant the excerpt addresses most (by name or annotation).
 #: Each line cut to this many words: an earnings call's prepared remarks run for minutes.
 MAX_WORDS = 30
 
@@ -117,9 +118,18 @@ def meetings() -> list[tuple[str, Conversation, str]]:
         it = iter(load_corpus(corpus))
         conv = next(c for i, c in enumerate(it) if i == k)
         conv = _cut(conv, first, n)
-        who = agent or list(dict.fromkeys(u.speaker for u in conv.utterances))[1]
+        who = agent or _most_addressed(conv)
         out.append((name, conv, who))
     return out
+
+
+def _most_addressed(conv: Conversation) -> str:
+    speakers = list(dict.fromkeys(u.speaker for u in conv.utterances))
+    n = {
+        p: sum(addressed(conv, p, i) for i, u in enumerate(conv.utterances) if u.speaker != p)
+        for p in speakers
+    }
+    return max(speakers, key=lambda p: n[p])  # the first speaker of the most addressed
 
 
 def _cut(conv: Conversation, first: int, n: int) -> Conversation:

@@ -108,13 +108,14 @@ def main() -> None:
 
     from polylogue.adapters import start_live
     from polylogue.adapters.room import check_replay_agent
-    from polylogue.cli.decide import _RoomFocus, resolve_deployment
+    from polylogue.cli.decide import _RoomFocus, check_focus_names, resolve_deployment
     from polylogue.corpora.transcripts import (
         parse_alias,
         read_transcript,
         transcript_domain,
         with_aliases,
     )
+    from polylogue.engine.live import NameBook
     from polylogue.errors import PolylogueInputError
 
     # `polylogue decide`'s own parsing and checks: the same errors, as one line, exit 2
@@ -131,6 +132,10 @@ def main() -> None:
                 raise typer.BadParameter(
                     f"{args.agent!r} is the participant decided for", param_hint=flag
                 )
+        book = NameBook()
+        for p in people:
+            book.add(p)
+        check_focus_names(book, people, args.agent, focus, args.transcript)
         live, _ = start_live(args.agent, people, deployment=deployment)
         focus.start(live, str(args.transcript))
     except typer.BadParameter as e:
