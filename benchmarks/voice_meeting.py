@@ -213,10 +213,14 @@ def text_decisions(
 
 #: recognizer × voice × room: the conditions, in the order run (the headline ones first)
 CONDITIONS = [
-    f"{rec}/{voice}/{room}"
-    for room in ("clean", "snr10")
-    for rec in ("whisper", "pocketsphinx")
-    for voice in ("piper", "espeak")
+    "whisper/piper/clean",
+    "whisper/piper/snr10",
+    "whisper/espeak/clean",
+    "whisper/espeak/snr10",
+    "pocketsphinx/espeak/clean",
+    "pocketsphinx/piper/clean",
+    "pocketsphinx/espeak/snr10",
+    "pocketsphinx/piper/snr10",
 ]
 
 

@@ -23,6 +23,7 @@ try:
         InputAudioRawFrame,
         TranscriptionFrame,
         TTSAudioRawFrame,
+        TTSStoppedFrame,
         VADUserStartedSpeakingFrame,
         VADUserStoppedSpeakingFrame,
     )
@@ -147,12 +148,15 @@ class VoiceTTSService(TTSService):
         self,
         voice: Voice,
         *,
-        stop_frame_timeout_s: float = 0.5,
+        stop_frame_timeout_s: float = 30.0,
         **kwargs: Any,
     ) -> None:
+        # Pipecat ends a context that gets no audio within ``stop_frame_timeout_s`` (and drops
+        # the audio that comes later): a neural voice on a busy CPU takes seconds for a long
+        # line, so the wait is long, and the stop frame is pushed right after the audio.
         super().__init__(
             push_start_frame=True,
-            push_stop_frames=True,
+            push_stop_frames=False,
             stop_frame_timeout_s=stop_frame_timeout_s,
             settings=TTSSettings(model=None, voice=voice.name, language=None),
             **kwargs,
@@ -177,6 +181,7 @@ class VoiceTTSService(TTSService):
             num_channels=1,
             context_id=context_id,
         )
+        yield TTSStoppedFrame(context_id=context_id)
 
 
 __all__ = ["RecognizerSTTService", "Segment", "VoiceTTSService"]
