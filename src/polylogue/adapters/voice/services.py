@@ -174,6 +174,7 @@ class VoiceTTSService(TTSService):
         except VoiceError as e:
             self.failures.append((text, e))
             yield ErrorFrame(f"the agent's voice failed: {e}")
+            yield TTSStoppedFrame(context_id=context_id)  # the output stage stops waiting
             return
         yield TTSAudioRawFrame(
             audio=samples.tobytes(),
