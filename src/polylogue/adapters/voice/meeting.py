@@ -353,11 +353,12 @@ async def run_voice_meeting(
     ``room``: noise, bleed and overlapping hand-offs (default: a quiet room, one at a time).
     ``ignore`` / ``only``: the gate's focus, as ``decide --ignore/--only``.
     ``recognition_cache``: a folder where recognitions are kept by audio (benchmarks rerun).
-    ``espeak_timeout_s`` bounds each espeak-ng run. Every line is spoken before the pipeline
-    starts: a voice failing on any line (a human's, the agent's) or a line in a script the
-    voices cannot speak stops the meeting with a :class:`VoiceError` naming the line, before
-    anything is heard. ``gate_kwargs`` go to :class:`~polylogue.adapters.pipecat.PolylogueGate`
-    (``deployment``, ``audience``...). ``on_recognizer`` is told the recognizer in use."""
+    ``espeak_timeout_s`` bounds each espeak-ng run. Every human line is spoken before the
+    pipeline starts: a voice failing on one, or any line in a script the voices cannot speak,
+    stops the meeting with a :class:`VoiceError` naming the line before anything is heard; the
+    agent's voice failing on its line or a reply stops it when that is spoken.
+    ``gate_kwargs`` go to :class:`~polylogue.adapters.pipecat.PolylogueGate` (``deployment``,
+    ``audience``...). ``on_recognizer`` is told the recognizer in use."""
     from pipecat.audio.vad.silero import SileroVADAnalyzer
     from pipecat.audio.vad.vad_analyzer import VADParams
     from pipecat.pipeline.parallel_pipeline import ParallelPipeline
