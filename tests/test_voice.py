@@ -244,6 +244,11 @@ def test_whisper_takes_the_roster_names_as_its_prompt(tmp_path: Path) -> None:
     assert "anouk" not in plain.recognize(pcm).text.lower()  # a name it has never seen
     again = told.recognize(pcm)  # from the cache: the same words and the measured time
     assert again == heard and len(list(tmp_path.glob("*.json"))) == 1
+    # word confidences, where asked: each written word with its probability
+    sure = voice.WhisperRecognizer(None, ["Tom", "Grace", "Anouk"], word_confidence=True)
+    r = sure.recognize(pcm)
+    assert " ".join(w for w, _ in r.words).lower().strip() == r.text.lower().strip()
+    assert all(0.0 <= p <= 1.0 for _, p in r.words) and len(r.words) >= 7
     # the best installed unless told; pocketsphinx when asked
     people = [Participant("tom", "Tom"), Participant("anouk", "Anouk")]
     assert voice.make_recognizer(None, people).name.startswith("whisper tiny.en")
