@@ -337,7 +337,7 @@ def condition_figures(
             names[2] += sum(1 for w in hyp if w in said and w not in ref)
             counts.add(addressed(conv, agent_id, i), spoke[i])
             rule.add(addressed(conv, agent_id, i), bool(agent_names & set(hyp)))
-    q = lambda xs, p: round(float(np.percentile(xs, p)), 0) if xs else None  # noqa: E731
+    q = lambda xs, p: round(float(np.percentile(xs, p))) if xs else None  # noqa: E731
     any_out = next(iter(outs.values()))
     return {
         "recognizer": any_out["recognizer"],
@@ -403,6 +403,7 @@ LABELS = {
 def markdown(res: dict[str, Any]) -> str:
     """The figures as the tables in docs/agents.md."""
     fmt = lambda x: "-" if x is None else f"{x}"  # noqa: E731
+    ms = lambda x: "-" if x is None else f"{x:.0f}"  # noqa: E731
     conds = [c for c in CONDITIONS if c in res["conditions"]]
 
     def label(c: str) -> str:
@@ -450,7 +451,7 @@ def markdown(res: dict[str, Any]) -> str:
     for c in conds:
         f = res["conditions"][c]
         lat = f["latency_ms"]
-        cell = lambda k, lat=lat: f"{fmt(lat[k]['p50'])} / {fmt(lat[k]['p95'])}"  # noqa: E731
+        cell = lambda k, lat=lat: f"{ms(lat[k]['p50'])} / {ms(lat[k]['p95'])}"  # noqa: E731
         load = "–".join(str(x) for x in f.get("load_average", []))
         out.append(
             f"| {label(c)} | {cell('total')} | {cell('vad')} | {cell('recognition')} "
