@@ -13,7 +13,9 @@ The recognizer is the best installed unless ``--recognizer`` says (``whisper``: 
 Whisper tiny.en; ``whisper:MODEL``: a model name or CTranslate2 folder; ``pocketsphinx``); the
 voices likewise (``--voices piper`` or ``espeak``; ``--piper-model FILE.onnx``, repeatable,
 adds piper voices a user has). Both are named on standard error. ``--snr``, ``--bleed`` and
-``--overlap`` put the meeting in a noisier room. The deployment's controls are those of
+``--overlap`` put the meeting in a noisier room; ``--barge-in S`` has people start S seconds
+into the agent's replies, and the agent stops or goes on by the shipped barge-in model
+(``barge_ins.jsonl``). The deployment's controls are those of
 ``polylogue decide`` (``--role``, ``--operating-point``, ``--domain``, ``--audience``,
 ``--ignore``, ``--only``, ``--alias``), with the same errors.
 
@@ -67,6 +69,12 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--bleed", type=float, help="the others' speech in each microphone, dB below")
     ap.add_argument(
         "--overlap", type=float, default=0.0, help="seconds a next speaker starts early"
+    )
+    ap.add_argument(
+        "--barge-in",
+        type=float,
+        help="people start this many seconds into each of the agent's replies (the agent "
+        "stops or goes on by the barge-in model; logged in barge_ins.jsonl)",
     )
     ap.add_argument("--no-hints", action="store_true", help="no roster names for the recognizer")
     ap.add_argument(
@@ -143,7 +151,7 @@ def main() -> None:
     except (PolylogueInputError, OSError) as e:
         _fail(f"{e.filename}: {e.strerror}" if isinstance(e, OSError) else str(e))
     conv = dataclasses.replace(conv, participants=people)
-    room = voice.Room(args.snr, args.bleed, args.overlap)
+    room = voice.Room(args.snr, args.bleed, args.overlap, barge_in_s=args.barge_in)
     if args.voices == "espeak" or (args.voices is None and not args.piper_model):
         voices: object = args.voices
     else:
@@ -187,7 +195,13 @@ def main() -> None:
         with open(Path(tmp) / "decisions.jsonl", "w", encoding="utf-8") as f:
             for row in result.rows:
                 f.write(json.dumps(row.to_dict()) + "\n")
-        for name in ("meeting.wav", "decisions.jsonl"):
+        written = ["meeting.wav", "decisions.jsonl"]
+        if result.barge_ins:
+            with open(Path(tmp) / "barge_ins.jsonl", "w", encoding="utf-8") as f:
+                for b in result.barge_ins:
+                    f.write(json.dumps(b) + "\n")
+            written.append("barge_ins.jsonl")
+        for name in written:
             os.replace(Path(tmp) / name, out / name)
     for row in result.rows:
         print(
@@ -196,6 +210,8 @@ def main() -> None:
         )
     for text, start in result.agent_said:
         print(f"{'(agent)':>8}: {text[:50]:50s} at {start:.1f} s")
+    for b in result.barge_ins:
+        print(f"{b['speaker']:>8}: {b['heard'][:50]:50s} barge-in: agent {b['action']}s")
     print(f"wrote {out / 'meeting.wav'} and {out / 'decisions.jsonl'}", file=sys.stderr)
 
 

@@ -392,3 +392,39 @@ def test_bad_input_is_one_error_and_nothing_written(tmp_path: Path) -> None:
     got = _one_error(_example(args, no_espeak), out)
     assert "espeak-ng program is not installed" in got and "apt-get install espeak-ng" in got
     assert voice.bundled_piper_model() is not None  # the good ones were there all along
+
+
+def test_a_person_starting_while_the_agent_speaks_gets_a_barge_in_decision(always_speak) -> None:  # type: ignore[no-untyped-def]
+    """People start 1.5 s into each of the agent's replies (it answers every line here): an
+    objection makes it stop (the shipped barge-in model says yield), a "yeah" lets it go on;
+    each decision is logged."""
+    voice = _neural()
+    people = (Participant("alice", "Alice"), Participant("bob", "Bob"), Participant("dave", "Dave"))
+    lines = [
+        ("alice", "Dave, what is the plan for the release?"),
+        ("bob", "Hold on, wait, that is not what we agreed on."),
+        ("alice", "Dave, can you explain the schedule again?"),
+        ("bob", "Yeah."),
+    ]
+    utts = tuple(Utterance(who, text, id=f"u{i}") for i, (who, text) in enumerate(lines))
+    conv = Conversation("barge-in", "test", utts, people, roster_known=True)
+    reply = (
+        "Sure, the plan is to ship the first version on Monday, then fix what is left over "
+        "the next two weeks."
+    )
+    m = asyncio.run(
+        voice.run_voice_meeting(
+            conv, "dave", reply=reply, deployment=always_speak, decision_timeout_s=60.0,
+            room=voice.Room(barge_in_s=1.5),
+        )
+    )  # fmt: skip
+    by_line = {b["index"]: b for b in m.barge_ins}
+    why = (m.barge_ins, [(r.reference_index, r.action) for r in m.rows], m.agent_said)
+    # every reply is interrupted: each line after the first starts during one
+    assert set(by_line) == {1, 2, 3}, why
+    objection, ack = by_line[1], by_line[3]
+    assert objection["action"] == "yield" and ack["action"] == "continue"
+    assert objection["heard"] and ack["heard"]
+    # the first reply stopped a second after Bob started; the second played to its end
+    assert objection["agent_stopped_at"] <= objection["at"] + 1.01
+    assert ack["agent_stopped_at"] > ack["at"] + 2.0, why

@@ -88,12 +88,15 @@ class Room:
     the meeting's voices (None: none). ``bleed_db``: the other people's speech in each
     close-talk microphone, this many dB below their own track (None: none; a headset hears
     its neighbours at roughly -20 to -30 dB). ``overlap_s``: a next speaker starts this long
-    before the last one's speech ends (a hand-off's overlap; 0: one at a time)."""
+    before the last one's speech ends (a hand-off's overlap; 0: one at a time).
+    ``barge_in_s``: a person speaking after the agent's reply starts this long into it, while
+    it still plays (None: they wait for it to end)."""
 
     snr_db: float | None = None
     bleed_db: float | None = None
     overlap_s: float = 0.0
     seed: int = 0
+    barge_in_s: float | None = None
 
     def speech(self, who: str, start: float, n: int, clips: Sequence[Clip]) -> np.ndarray:
         """``n`` samples (float) of the speech ``who``'s microphone hears from meeting time

@@ -285,6 +285,9 @@ class VoiceMeeting:
     recognizer: str = ""
     #: the participants' voices (``Voice.name``)
     voices: list[str] = field(default_factory=list)
+    #: a person starting while the agent spoke: the barge-in model's decision on what the
+    #: recognizer heard of their first second (``barge_ins.jsonl``)
+    barge_ins: list[dict[str, Any]] = field(default_factory=list)
 
     def write_wav(self, path: Any) -> None:
         with wave.open(str(path), "wb") as w:
@@ -299,6 +302,9 @@ LEAD_S = 0.3
 TAIL_S = 1.0
 GAP_S = 0.4
 CHUNK = 512  # Silero's window at 16 kHz (32 ms)
+#: How much of a person's speech the agent hears before it decides to stop or go on when they
+#: start while it speaks (seconds; the recognizer's interim on that much of their speech).
+BARGE_IN_LISTEN_S = 1.0
 #: The VAD's end-of-speech wait: espeak-ng pauses about 0.3-0.4 s at a full stop and piper
 #: 0.25 s between sentences, so a shorter wait cuts a line into its sentences (each then
 #: decided on, as Pipecat would).
@@ -527,6 +533,35 @@ async def run_voice_meeting(
             raise line_error(e, own, f"{agent}, spoken by the agent", text)
         raise VoiceError(f"the agent's reply after utterance {i + 1} ({text!r}): {e}")
 
+    barge_ins: list[dict[str, Any]] = []
+
+    async def barge_in(i: int, who: str, start: float, x: np.ndarray) -> None:
+        """``who`` starts at ``start`` while the agent speaks: the recognizer's words on their
+        first :data:`BARGE_IN_LISTEN_S` go to the shipped barge-in model (the gate's); on
+        yield the agent's clip stops there, else it plays on. The decision is logged."""
+        clip = output.clips[-1]
+        heard = await asyncio.to_thread(
+            recognizer.recognize, x[: int(BARGE_IN_LISTEN_S * SAMPLE_RATE)].tobytes()
+        )
+        if not heard.text.strip():
+            return
+        d = gate.room.barge_in(heard.text)
+        stop = start + BARGE_IN_LISTEN_S
+        if d.yield_floor and stop < clip.end:
+            clip.samples = clip.samples[: max(0, int((stop - clip.start) * SAMPLE_RATE))]
+            output.free_at = min(output.free_at, stop)
+        barge_ins.append(
+            {
+                "index": i,
+                "speaker": who,
+                "at": round(start, 3),
+                "agent_said": clip.text,
+                "heard": heard.text,
+                **d.to_dict(),
+                "agent_stopped_at": round(clip.end, 3),
+            }
+        )
+
     async def speak_script() -> None:
         t = 0.5
         while state["next"] < len(utts):
@@ -544,6 +579,8 @@ async def run_voice_meeting(
             x = speech[i]
             t = max(t, track_free.get(u.speaker, 0.0))
             start = t + LEAD_S
+            if output.clips and start < output.free_at:  # the agent is still speaking
+                await barge_in(i, u.speaker, start, x)
             end = start + len(x) / SAMPLE_RATE
             voiced = np.flatnonzero(np.abs(x) > 300)  # the speech ends before the voice's silence
             speech_end = start + (voiced[-1] + 1 if len(voiced) else len(x)) / SAMPLE_RATE
@@ -576,6 +613,11 @@ async def run_voice_meeting(
             await settle()
             check_tts(i)  # a reply after this line
             t = max(clock.now(), output.free_at) + GAP_S
+            replied = output.clips[-1] if output.clips else None
+            if room.barge_in_s is not None and replied is not None and replied.start >= speech_end:
+                # a reply to this line: the next person starts while it plays (in audio
+                # time, however long the machine took to decide and synthesise)
+                t = replied.start + room.barge_in_s - LEAD_S
 
     try:
         await speak_script()
@@ -605,6 +647,7 @@ async def run_voice_meeting(
         [(h.speaker, h.text) for h in gate.room.recent],
         recognizer.name,
         sorted({voice_of[h].name for h in humans}),
+        barge_ins,
     )
 
 
