@@ -1,29 +1,34 @@
 """A voice meeting end to end: what real recognition does to the agent's decisions.
 
-On short excerpts of shared meetings (AMI, ICSI, two Friends scenes) and two written scenarios
-where the agent is addressed by name, each excerpt is spoken by espeak-ng (one voice per
-participant, one track each) through Silero VAD → pocketsphinx STT → the Pipecat gate →
-espeak-ng TTS (``polylogue.adapters.voice.run_voice_meeting``), once with the roster's names
-as recognizer hints and once without. Measured:
+Eight scenes (the written standup, design review and planning call where the agent is named,
+excerpts of AMI ES2002a, ICSI Bdb001, two Friends scenes and an Earnings-21 call; each line cut
+to its first 30 words) are spoken by test voices, one per participant on their own track,
+through Silero VAD → a recognizer per participant → the Pipecat gate → the agent's TTS
+(``polylogue.adapters.voice.run_voice_meeting``), under each condition: recognizer (Whisper
+tiny.en, the bundled one; pocketsphinx) × voice (piper, espeak-ng) × room (clean; pink noise at
+10 dB SNR), always with the roster's names as hints. Measured per condition:
 
-* the recognizer's word error rate (WER) on the synthetic voices, against the recognizer
-  rendering of the reference (lower case, no punctuation), with and without hints;
+* the recognizer's word error rate (WER) against the recognizer rendering of the reference
+  (lower case, no punctuation);
 * name recall: of the roster names in the reference lines, the share found in the recognised
-  text (and names recognised that were not said);
+  text, and names recognised that were not said;
 * the agent's address recall (of the human lines that name the agent or that the corpus
   annotates as addressed to it, the share after which it SPEAKs) and false speaking (of the
-  other human lines, the share after which it SPEAKs), through real recognition against the
-  same transcript decided as text (``original``) and as its recognizer rendering
-  (``polylogue.rendering``), both through the same gate (Pipecat replay); beside them the
-  explicit-address rule (speak iff the agent's name is in the words) and the previous-speaker
-  rule (speak iff the agent spoke just before);
+  other human lines, the share after which it SPEAKs), against the same transcript decided as
+  text (``original``) and as its recognizer rendering (``polylogue.rendering``), both through
+  the same gate (Pipecat replay); beside them the explicit-address rule (speak iff the agent's
+  name is in the words) and the previous-speaker rule (speak iff the agent spoke just before);
 * end-of-speech → decision latency (p50/p95) and its parts: the VAD's end-of-speech wait
-  (audio time), recognition and decision (wall time on this machine).
+  (audio time), recognition and decision (wall time on this machine; the load average is
+  printed and saved).
 
-    python benchmarks/voice_meeting.py --out build/voice-bench.json
+    nice -n 5 python benchmarks/voice_meeting.py --out build/voice-bench.json \
+        --recognition-cache build/recognition-cache
 
-A voice line counts as SPEAK when any of its recognised segments got SPEAK (the agent acts on
-each segment the VAD cuts). Needs the voice extra and the espeak-ng program.
+Each condition's figures are saved in ``--out`` as soon as it finishes (``--conditions`` runs
+some of them; a rerun keeps the others). A voice line counts as SPEAK when any of its recognised
+segments got SPEAK (the agent acts on each segment the VAD cuts). Needs the voice extra (and
+Debian's espeak-ng for the espeak-ng voices).
 """
 
 from __future__ import annotations
@@ -80,11 +85,15 @@ PLANNING = [
 ]
 #: (name, corpus, conversation index, first line, lines, agent)
 EXCERPTS = [
-    ("ami ES2002a", "ami", 0, 6, 10, "A"),
-    ("icsi Bdb001", "icsi", 0, 0, 8, "PhD D"),
-    ("friends s01e01 scene 1", "friends", 0, 0, 8, "Joey Tribbiani"),
-    ("friends s01e01 scene 2", "friends", 1, 0, 8, None),  # the agent: its 2nd speaker
+    ("ami ES2002a", "ami", 0, 6, 18, None),
+    ("icsi Bdb001", "icsi", 0, 0, 20, "PhD D"),
+    ("friends s01e01 scene 1", "friends", 0, 0, 16, None),
+    ("friends s01e01 scene 2", "friends", 1, 0, 16, None),
+    ("earnings-21 4320211", "earnings21", 0, 1, 14, "2"),  # the agent: the CEO, Brett
 ]
+#: None: the agent is the participant the excerpt addresses most (by name or annotation).
+#: Each line cut to this many words: an earnings call's prepared remarks run for minutes.
+MAX_WORDS = 30
 
 
 def written(cid: str, lines: list[tuple[str, str, tuple[str, ...]]]) -> Conversation:
@@ -102,20 +111,32 @@ def meetings() -> list[tuple[str, Conversation, str]]:
 
     out: list[tuple[str, Conversation, str]] = []
     standup = read_transcript(ROOT / "examples" / "standup.jsonl")
-    out.append(("written: standup (examples/standup.jsonl)", _cut(standup, 0, 10), "dave"))
+    out.append(("written: standup (examples/standup.jsonl)", _cut(standup, 0, 25), "dave"))
     out.append(("written: design review", written("design-review", REVIEW), "priya"))
     out.append(("written: planning call", written("planning", PLANNING), "anouk"))
     for name, corpus, k, first, n, agent in EXCERPTS:
         it = iter(load_corpus(corpus))
         conv = next(c for i, c in enumerate(it) if i == k)
         conv = _cut(conv, first, n)
-        who = agent or list(dict.fromkeys(u.speaker for u in conv.utterances))[1]
+        who = agent or _most_addressed(conv)
         out.append((name, conv, who))
     return out
 
 
+def _most_addressed(conv: Conversation) -> str:
+    speakers = list(dict.fromkeys(u.speaker for u in conv.utterances))
+    n = {
+        p: sum(addressed(conv, p, i) for i, u in enumerate(conv.utterances) if u.speaker != p)
+        for p in speakers
+    }
+    return max(speakers, key=lambda p: n[p])  # the first speaker of the most addressed
+
+
 def _cut(conv: Conversation, first: int, n: int) -> Conversation:
-    utts = conv.utterances[first : first + n]
+    utts = tuple(
+        replace(u, text=" ".join(u.text.split()[:MAX_WORDS]))
+        for u in conv.utterances[first : first + n]
+    )
     speakers = {u.speaker for u in utts}
     people = tuple(p for p in conv.participants if p.id in speakers)
     return replace(conv, utterances=utts, participants=people, roster_known=True)
@@ -190,16 +211,30 @@ def text_decisions(
     return {r["index"]: r["decision"] == "SPEAK" for r in rows if r["decision"] is not None}
 
 
-def voice_task(task: tuple[int, bool, str | None]) -> tuple[int, bool, dict[str, Any]]:
-    """One excerpt through the voice pipeline (a worker process's job): its rows as dicts."""
+#: recognizer × voice × room: the conditions, in the order run (the headline ones first)
+CONDITIONS = [
+    "whisper/piper/clean",
+    "whisper/piper/snr10",
+    "whisper/espeak/clean",
+    "whisper/espeak/snr10",
+    "pocketsphinx/espeak/clean",
+    "pocketsphinx/piper/clean",
+    "pocketsphinx/espeak/snr10",
+    "pocketsphinx/piper/snr10",
+]
+
+
+def voice_task(task: tuple[str, int, str | None]) -> tuple[str, int, dict[str, Any]]:
+    """One scene under one condition through the voice pipeline: its rows as dicts."""
     from loguru import logger
 
-    from polylogue.adapters.voice import run_voice_meeting
+    from polylogue.adapters.voice import Room, run_voice_meeting
     from polylogue.engine.deployment import Deployment
 
     logger.remove()
     logger.add(sys.stderr, level="ERROR")
-    k, hints, cache = task
+    cond, k, cache = task
+    rec, voices, room = cond.split("/")
     title, conv, agent = meetings()[k]
     agent_id = next(p.id for p in conv.participants if agent in (p.id, p.name))
     t0 = time.perf_counter()
@@ -207,49 +242,54 @@ def voice_task(task: tuple[int, bool, str | None]) -> tuple[int, bool, dict[str,
         run_voice_meeting(
             conv,
             agent_id,
-            hints=hints,
+            hints=True,
             reply=None,
+            recognizer=rec,
+            voices=voices,
+            room=Room(snr_db=10.0 if room == "snr10" else None),
             deployment=Deployment.resolve(domain=conv.domain),  # as `polylogue decide` would
             recognition_cache=cache,
         )
     )
     wall = round(time.perf_counter() - t0, 1)
-    print(f"{title}: {'hints' if hints else 'no hints'} done in {wall} s", file=sys.stderr)
+    print(f"{cond} {title}: done in {wall} s", file=sys.stderr)
     return (
+        cond,
         k,
-        hints,
-        {"rows": [r.to_dict() for r in m.rows], "added": sorted(m.added_words), "wall_s": wall},
+        {
+            "rows": [r.to_dict() for r in m.rows],
+            "recognizer": m.recognizer,
+            "voices": m.voices,
+            "wall_s": wall,
+        },
     )
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    from concurrent.futures import ProcessPoolExecutor
+def _rate(c: Counts) -> dict[str, Any]:
+    pct = lambda a, b: None if b == 0 else round(100 * a / b, 1)  # noqa: E731
+    return {
+        "address_recall": pct(c.addressed_spoke, c.addressed),
+        "addressed": c.addressed,
+        "false_speaking": pct(c.other_spoke, c.other),
+        "other": c.other,
+    }
 
+
+def text_figures(scenes: list[tuple[str, Conversation, str]]) -> dict[str, Any]:
+    """The same lines decided as text, and the two rules."""
     from polylogue.engine.deployment import Deployment
 
-    result: dict[str, Any] = {"meetings": []}
-    systems = ["voice+hints", "voice", "text:original", "text:recognizer"]
-    counts = {s: Counts() for s in [*systems, "rule:explicit-address", "rule:previous-speaker"]}
-    rule_voice = {s: Counts() for s in ("voice+hints", "voice")}
-    wer = {s: [0, 0] for s in ("voice+hints", "voice")}
-    names = {s: [0, 0, 0] for s in ("voice+hints", "voice")}  # found, said, inserted
-    lat: dict[str, list[float]] = {k: [] for k in ("total", "vad", "recognition", "decision")}
-    rtf: list[float] = []
-    timeouts = {s: 0 for s in ("voice+hints", "voice")}
-    todo = [
-        (k, hints, args.recognition_cache)
-        for k in range(len(meetings()))
-        for hints in (True, False)
-    ]
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        done = {(k, h): out for k, h, out in pool.map(voice_task, todo)}
-    for k, (title, conv, agent) in enumerate(meetings()):
+    counts = {
+        s: Counts()
+        for s in ("text:original", "text:recognizer", "rule:explicit-address",
+                  "rule:previous-speaker")
+    }  # fmt: skip
+    lines = 0
+    for _title, conv, agent in scenes:
         agent_id = next(p.id for p in conv.participants if agent in (p.id, p.name))
         humans = [i for i, u in enumerate(conv.utterances) if u.speaker != agent_id]
-        said = name_words(conv)
-        row: dict[str, Any] = {"meeting": title, "agent": agent_id, "lines": len(humans)}
-        deployment = Deployment.resolve(domain=conv.domain)  # as `polylogue decide` would
-        row["domain"] = conv.domain
+        lines += len(humans)
+        deployment = Deployment.resolve(domain=conv.domain)
         for rendering in ("original", "recognizer"):
             dec = text_decisions(conv, agent_id, rendering, deployment)
             for i in humans:
@@ -259,125 +299,176 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             counts["rule:explicit-address"].add(addressed(conv, agent_id, i), named)
             prev = conv.utterances[i - 1].speaker if i else None
             counts["rule:previous-speaker"].add(addressed(conv, agent_id, i), prev == agent_id)
-        for system, hints in (("voice+hints", True), ("voice", False)):
-            out = done[(k, hints)]
-            row[f"{system} wall_s"] = out["wall_s"]
-            heard: dict[int, list[str]] = {i: [] for i in humans}
-            spoke: dict[int, bool] = {i: False for i in humans}
-            for r in out["rows"]:
-                timeouts[system] += r["reason"] == "decision timed out"
-                for i in r["reference_index"][-1:]:
-                    heard[i].append(r["recognised"])
-                    spoke[i] = spoke[i] or r["action"] == "SPEAK"
-                if system == "voice+hints":
-                    lat["total"].append(r["latency_ms"])
-                    lat["vad"].append(r["vad_wait_ms"])
-                    lat["recognition"].append(r["recognition_ms"])
-                    lat["decision"].append(r["decision_ms"])
-                    if r["end"] > r["start"]:
-                        rtf.append(r["recognition_ms"] / 1000 / (r["end"] - r["start"]))
-            agent_names = name_words(conv, agent_id)
-            for i in humans:
-                ref, hyp = words(conv.utterances[i].text), " ".join(heard[i]).split()
-                wer[system][0] += edit_distance(ref, hyp)
-                wer[system][1] += len(ref)
-                ref_names = [w for w in ref if w in said]
-                names[system][0] += sum(1 for w in ref_names if w in hyp)
-                names[system][1] += len(ref_names)
-                names[system][2] += sum(1 for w in hyp if w in said and w not in ref)
-                counts[system].add(addressed(conv, agent_id, i), spoke[i])
-                rule_voice[system].add(addressed(conv, agent_id, i), bool(agent_names & set(hyp)))
-            row[f"{system} dictionary additions"] = out["added"]
-        result["meetings"].append(row)
-    pct = lambda a, b: None if b == 0 else round(100 * a / b, 1)  # noqa: E731
-    result["wer"] = {s: pct(*v) for s, v in wer.items()}
-    result["words"] = wer["voice"][1]
-    result["names"] = {
-        s: {"recall": pct(v[0], v[1]), "said": v[1], "inserted": v[2]} for s, v in names.items()
+    return {"human_lines": lines, "address": {s: _rate(c) for s, c in counts.items()}}
+
+
+def condition_figures(
+    scenes: list[tuple[str, Conversation, str]], outs: dict[int, dict[str, Any]]
+) -> dict[str, Any]:
+    """WER, names, address and latency of one condition from its scenes' rows."""
+    counts, rule = Counts(), Counts()
+    wer = [0, 0]
+    names = [0, 0, 0]  # found, said, inserted
+    lat: dict[str, list[float]] = {k: [] for k in ("total", "vad", "recognition", "decision")}
+    timeouts = 0
+    for k, (_title, conv, agent) in enumerate(scenes):
+        agent_id = next(p.id for p in conv.participants if agent in (p.id, p.name))
+        humans = [i for i, u in enumerate(conv.utterances) if u.speaker != agent_id]
+        said = name_words(conv)
+        heard: dict[int, list[str]] = {i: [] for i in humans}
+        spoke: dict[int, bool] = {i: False for i in humans}
+        for r in outs[k]["rows"]:
+            timeouts += r["reason"] == "decision timed out"
+            for i in r["reference_index"][-1:]:
+                heard[i].append(r["recognised"])
+                spoke[i] = spoke[i] or r["action"] == "SPEAK"
+            lat["total"].append(r["latency_ms"])
+            lat["vad"].append(r["vad_wait_ms"])
+            lat["recognition"].append(r["recognition_ms"])
+            lat["decision"].append(r["decision_ms"])
+        agent_names = name_words(conv, agent_id)
+        for i in humans:
+            ref, hyp = words(conv.utterances[i].text), words(" ".join(heard[i]))
+            wer[0] += edit_distance(ref, hyp)
+            wer[1] += len(ref)
+            ref_names = [w for w in ref if w in said]
+            names[0] += sum(1 for w in ref_names if w in hyp)
+            names[1] += len(ref_names)
+            names[2] += sum(1 for w in hyp if w in said and w not in ref)
+            counts.add(addressed(conv, agent_id, i), spoke[i])
+            rule.add(addressed(conv, agent_id, i), bool(agent_names & set(hyp)))
+    q = lambda xs, p: round(float(np.percentile(xs, p))) if xs else None  # noqa: E731
+    any_out = next(iter(outs.values()))
+    return {
+        "recognizer": any_out["recognizer"],
+        "voices": any_out["voices"],
+        "wer": round(100 * wer[0] / max(1, wer[1]), 1),
+        "words": wer[1],
+        "names": {
+            "recall": round(names[0] / names[1], 3) if names[1] else None,
+            "said": names[1],
+            "inserted": names[2],
+        },
+        "address": _rate(counts),
+        "rule:explicit-address": _rate(rule),
+        "latency_ms": {k: {"p50": q(v, 50), "p95": q(v, 95)} for k, v in lat.items()},
+        "decision_timeouts": timeouts,
+        "wall_s": round(sum(o["wall_s"] for o in outs.values()), 1),
     }
-    result["address"] = {
-        s: {
-            "address_recall": pct(c.addressed_spoke, c.addressed),
-            "addressed": c.addressed,
-            "false_speaking": pct(c.other_spoke, c.other),
-            "other": c.other,
-        }
-        for s, c in counts.items()
-    }
-    for s, c in rule_voice.items():
-        result["address"][f"rule:explicit-address on {s}"] = {
-            "address_recall": pct(c.addressed_spoke, c.addressed),
-            "addressed": c.addressed,
-            "false_speaking": pct(c.other_spoke, c.other),
-            "other": c.other,
-        }
-    q = lambda xs, p: round(float(np.percentile(xs, p)), 0) if xs else None  # noqa: E731
-    result["latency_ms"] = {k: {"p50": q(v, 50), "p95": q(v, 95)} for k, v in lat.items()}
-    result["recognition_real_time_factor"] = {"p50": round(float(np.median(rtf)), 2)}
-    result["decision_timeouts"] = timeouts
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    import os
+
+    scenes = meetings()
+    out_path = Path(args.out) if args.out else None
+    result: dict[str, Any] = {"conditions": {}}
+    if out_path is not None and out_path.exists():
+        result = json.loads(out_path.read_text(encoding="utf-8"))  # the others kept
+        result.setdefault("conditions", {})
+    result["scenes"] = [
+        {"scene": t, "agent": a, "human_lines": sum(u.speaker != a for u in c.utterances)}
+        for t, c, a in scenes
+    ]
+    result.update(text_figures(scenes))
+    conditions = args.conditions.split(",") if args.conditions else CONDITIONS
+    for cond in conditions:
+        if cond not in CONDITIONS:
+            raise SystemExit(f"--conditions: unknown condition {cond!r} ({', '.join(CONDITIONS)})")
+        before = os.getloadavg()
+        outs = {}
+        for k in range(len(scenes)):
+            _c, _k, out = voice_task((cond, k, args.recognition_cache))
+            outs[k] = out
+        fig = condition_figures(scenes, outs)
+        fig["load_average"] = [round(before[1], 1), round(os.getloadavg()[1], 1)]
+        result["conditions"][cond] = fig
+        print(f"{cond}: {json.dumps(fig)}", file=sys.stderr)
+        if out_path is not None:  # each condition kept as soon as it is measured
+            out_path.parent.mkdir(parents=True, exist_ok=True)
+            out_path.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     return result
+
+
+LABELS = {
+    "whisper": "Whisper tiny.en",
+    "pocketsphinx": "pocketsphinx",
+    "piper": "piper",
+    "espeak": "espeak-ng",
+    "clean": "clean",
+    "snr10": "10 dB SNR",
+}
 
 
 def markdown(res: dict[str, Any]) -> str:
     """The figures as the tables in docs/agents.md."""
     fmt = lambda x: "-" if x is None else f"{x}"  # noqa: E731
-    a = res["address"]
+    ms = lambda x: "-" if x is None else f"{x:.0f}"  # noqa: E731
+    conds = [c for c in CONDITIONS if c in res["conditions"]]
+
+    def label(c: str) -> str:
+        return ", ".join(LABELS[x] for x in c.split("/"))
+
     out = [
+        "| recognizer, voice, room | WER % | name recall (names said) | names inserted |",
+        "|---|---:|---:|---:|",
+    ]
+    for c in conds:
+        f = res["conditions"][c]
+        n = f["names"]
+        out.append(
+            f"| {label(c)} | {f['wer']} | {fmt(n['recall'])} ({n['said']}) | {n['inserted']} |"
+        )
+    a = res["address"]
+    out += [
+        "",
         "| system | address recall % | false speaking % |",
         "|---|---:|---:|",
     ]
-    labels = {
-        "text:original": "text as written (`original`)",
-        "text:recognizer": "text, recognizer rendering",
-        "voice+hints": "voice: pocketsphinx, roster hints",
-        "voice": "voice: pocketsphinx, no hints",
-        "rule:explicit-address": "explicit-address rule on the text",
-        "rule:explicit-address on voice+hints": "explicit-address rule on the voice (hints)",
-        "rule:explicit-address on voice": "explicit-address rule on the voice (no hints)",
-        "rule:previous-speaker": "previous-speaker rule",
-    }
-    for key, label in labels.items():
-        c = a[key]
+    rows = [("text as written (`original`)", a["text:original"])]
+    rows.append(("text, recognizer rendering", a["text:recognizer"]))
+    rows += [(f"voice: {label(c)}", res["conditions"][c]["address"]) for c in conds]
+    rows.append(("explicit-address rule on the text", a["rule:explicit-address"]))
+    rows += [
+        (
+            f"explicit-address rule on the voice: {label(c)}",
+            res["conditions"][c]["rule:explicit-address"],
+        )
+        for c in conds
+    ]
+    rows.append(("previous-speaker rule", a["rule:previous-speaker"]))
+    for name, r in rows:
         out.append(
-            f"| {label} | {fmt(c['address_recall'])} ({c['addressed']}) "
-            f"| {fmt(c['false_speaking'])} ({c['other']}) |"
+            f"| {name} | {fmt(r['address_recall'])} ({r['addressed']}) "
+            f"| {fmt(r['false_speaking'])} ({r['other']}) |"
         )
     out += [
         "",
-        "| recognizer | WER % | name recall % (names said) | names inserted |",
-        "|---|---:|---:|---:|",
+        "| end of speech → decision (ms), p50 / p95 | total | VAD wait (audio) | recognition "
+        "| decision | load average |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
-    for key, label in (("voice+hints", "roster hints"), ("voice", "no hints")):
-        n = res["names"][key]
+    for c in conds:
+        f = res["conditions"][c]
+        lat = f["latency_ms"]
+        cell = lambda k, lat=lat: f"{ms(lat[k]['p50'])} / {ms(lat[k]['p95'])}"  # noqa: E731
+        load = "–".join(str(x) for x in f.get("load_average", []))
         out.append(
-            f"| pocketsphinx, {label} | {res['wer'][key]} | {n['recall']} ({n['said']}) "
-            f"| {n['inserted']} |"
+            f"| {label(c)} | {cell('total')} | {cell('vad')} | {cell('recognition')} "
+            f"| {cell('decision')} | {load} |"
         )
-    lat = res["latency_ms"]
-    out += [
-        "",
-        "| end of speech → decision (ms) | p50 | p95 |",
-        "|---|---:|---:|",
-    ]
-    for key, label in (
-        ("total", "total"),
-        ("vad", "VAD end-of-speech wait (audio time)"),
-        ("recognition", "recognition (wall)"),
-        ("decision", "decision (wall, from the transcription's push)"),
-    ):
-        out.append(f"| {label} | {fmt(lat[key]['p50'])} | {fmt(lat[key]['p95'])} |")
     return "\n".join(out)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description="A voice meeting end to end (see the docstring).")
-    ap.add_argument("--out", help="write the figures as JSON here")
+    ap.add_argument("--out", help="write the figures as JSON here (kept per condition)")
     ap.add_argument(
         "--recognition-cache",
         help="keep recognitions here by audio: a rerun on the same audio reuses the words "
         "and the decode times measured when they were made (the decisions are remade)",
     )
-    ap.add_argument("--jobs", type=int, default=3, help="excerpts run at once (processes)")
+    ap.add_argument("--conditions", help=f"comma-separated, of: {', '.join(CONDITIONS)}")
     ap.add_argument("--tables", help="print the tables of a saved --out file and stop")
     args = ap.parse_args()
     if args.tables:
@@ -388,12 +479,7 @@ def main() -> None:
     logger.remove()
     logger.add(sys.stderr, level="ERROR")
     res = run(args)
-    text = json.dumps(res, indent=1)
-    print(text)
     print(markdown(res))
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

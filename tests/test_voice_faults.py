@@ -94,7 +94,15 @@ def test_a_failing_espeak_ng_stops_the_example_naming_the_utterance(tmp_path: Pa
         "PATH": f"{fake}{os.pathsep}{os.environ.get('PATH', '')}",
         "PYTHONPATH": str(ROOT / "src"),
     }
-    args = ["examples/voice_meeting.py", str(path), "--as", "dave", "--no-hints"]
+    args = [
+        "examples/voice_meeting.py",
+        str(path),
+        "--as",
+        "dave",
+        "--no-hints",
+        "--voices",
+        "espeak",
+    ]
     run = subprocess.run(
         [sys.executable, *args, "--out", str(tmp_path / "out")],
         capture_output=True,
@@ -122,7 +130,9 @@ def test_a_hanging_espeak_ng_is_killed_and_named(
     t0 = time.monotonic()
     with pytest.raises(voice.VoiceError) as got:
         asyncio.run(
-            voice.run_voice_meeting(_conversation(), "dave", hints=False, espeak_timeout_s=2.0)
+            voice.run_voice_meeting(
+                _conversation(), "dave", hints=False, voices="espeak", espeak_timeout_s=2.0
+            )
         )
     assert f"utterance 2 (bob: 'the {MARK} report is late')" in str(got.value)
     assert "did not finish within 2 s" in str(got.value)
@@ -144,7 +154,7 @@ def test_garbage_from_espeak_ng_is_an_error_naming_the_agents_line(
         roster_known=True,
     )  # fmt: skip
     with pytest.raises(voice.VoiceError) as got:
-        asyncio.run(voice.run_voice_meeting(conv, "dave", hints=False, reply=None))
+        asyncio.run(voice.run_voice_meeting(conv, "dave", hints=False, voices="espeak", reply=None))
     msg = str(got.value)
     assert f"utterance 2 (dave, spoken by the agent: 'the {MARK} is mine')" in msg
     assert "not 16-bit mono WAV audio" in msg

@@ -4,9 +4,10 @@
   (``pip install 'polylogue[livekit]'``).
 * :mod:`polylogue.adapters.pipecat` — a Pipecat frame processor that gates the LLM response
   (``pip install 'polylogue[pipecat]'``).
-* :mod:`polylogue.adapters.voice` — offline voice for Pipecat: a pocketsphinx STT service with
-  the roster as recognizer hints, an espeak-ng TTS service, a voice meeting end to end
-  (``pip install 'polylogue[voice]'`` and the ``espeak-ng`` program).
+* :mod:`polylogue.adapters.voice` — offline voice: recognizers (Whisper through
+  faster-whisper, pocketsphinx) with the roster as hints, test voices (piper, espeak-ng),
+  Pipecat STT/TTS services over them, a voice meeting end to end
+  (``pip install 'polylogue[voice]'``; the ``espeak-ng`` program for its voices).
 """
 
 from __future__ import annotations

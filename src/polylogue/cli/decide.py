@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from polylogue.conversation import Participant, Utterance
     from polylogue.corpora.transcripts import AliasSpec
     from polylogue.engine.deployment import Deployment
-    from polylogue.engine.live import LiveConversation, LiveDecision
+    from polylogue.engine.live import LiveConversation, LiveDecision, NameBook
 
 
 #: The domain names as help text (also in the fitting commands' help, ``polylogue.cli.fit``).
@@ -124,16 +124,7 @@ def _file_steps(
             f"{who!r} is not a participant of {path} ({names})", param_hint="--as"
         )
     focus = focus or _RoomFocus()
-    for flag, wanted in (("--ignore", focus.ignore), ("--only", focus.only)):
-        for name in wanted:
-            if not book.matches(name) or book.matches(name) == book.matches(who):
-                names = name_list(p.display_name for p in participants)
-                what = (
-                    "is the participant decided for"
-                    if book.matches(name)
-                    else (f"is not a participant of {path}")
-                )
-                raise typer.BadParameter(f"{name!r} {what} ({names})", param_hint=flag)
+    check_focus_names(book, participants, who, focus, path)
     # Without a declared roster nobody is known before they speak (as on a live stream),
     # except by the names --alias gives them (known, not present: as on stdin).
     people: list[Participant] = list(
@@ -157,6 +148,29 @@ def _file_steps(
     matched = next(p for p in participants if p.id in book.matches(who))
     room = ROOM_DECLARED.format(n=len(participants)) if conv.roster_known else ROOM_DISCOVERED
     return matched.display_name, steps(), room, deployment
+
+
+def check_focus_names(
+    book: NameBook,
+    participants: Sequence[Participant],
+    who: str,
+    focus: _RoomFocus,
+    path: Path | str,
+) -> None:
+    """Each ``--ignore``/``--only`` name is a participant of ``path`` other than ``who``, else
+    a usage error naming the flag (shared with ``examples/voice_meeting.py``)."""
+    from polylogue.corpora.transcripts import name_list
+
+    for flag, wanted in (("--ignore", focus.ignore), ("--only", focus.only)):
+        for name in wanted:
+            if not book.matches(name) or book.matches(name) == book.matches(who):
+                names = name_list(p.display_name for p in participants)
+                what = (
+                    "is the participant decided for"
+                    if book.matches(name)
+                    else (f"is not a participant of {path}")
+                )
+                raise typer.BadParameter(f"{name!r} {what} ({names})", param_hint=flag)
 
 
 #: Formats ``decide -`` reads from stdin (``txt`` and ``jsonl`` share one line parser).
