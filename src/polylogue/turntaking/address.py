@@ -708,18 +708,9 @@ def address_verdict(
             # The open cases: the rulebook's reading, weighed by the model when there is one.
             kind = rule_reading(words, start, end, common, vocative_at)
             if model is not None:
-                candidate = Candidate(
-                    words=tuple(words),
-                    start=start,
-                    end=end,
-                    other_names=frozenset(name_at - set(range(start, end))),
-                    common=common,
-                    by_sound=by_sound,
-                    spoke_before=pid == prior.speaker,
-                    two_person=prior.people == 2,
-                    rule=kind or "mention",
+                p = _vocative_probability(
+                    model, words, start, end, name_at, prior, pid, common, by_sound, kind
                 )
-                p = model.probability(candidate_features(candidate, WORD_CLASSES))
                 if kind in (None, "skip"):
                     # The rulebook reads a mention: the model must be sure to overturn it,
                     # and a preposition's object is never a vocative ("it's up to dave").
@@ -807,6 +798,34 @@ def address_verdict(
     )
 
 
+def _vocative_probability(
+    model: AddressModel,
+    words: Sequence[str],
+    start: int,
+    end: int,
+    name_at: set[int],
+    prior: PriorTurn,
+    pid: str,
+    common: bool,
+    by_sound: bool,
+    rule: str | None,
+) -> float:
+    """The address model's P(vocative) for the name at ``start:end`` (``rule``: the
+    rulebook's reading of it)."""
+    candidate = Candidate(
+        words=tuple(words),
+        start=start,
+        end=end,
+        other_names=frozenset(name_at - set(range(start, end))),
+        common=common,
+        by_sound=by_sound,
+        spoke_before=pid == prior.speaker,
+        two_person=prior.people == 2,
+        rule=rule or "mention",
+    )
+    return model.probability(candidate_features(candidate, WORD_CLASSES))
+
+
 def _sure_vocative(
     model: AddressModel,
     words: Sequence[str],
@@ -816,22 +835,13 @@ def _sure_vocative(
     prior: PriorTurn,
     pid: str,
 ) -> bool:
-    """Does the address model read the words at ``start:end`` as a vocative at or above its
-    override (and no preposition before them)?"""
+    """Does the address model read an everyday word heard as a name at ``start:end`` as a
+    vocative at or above its override (and no preposition before it)?"""
     if start and words[start - 1] in _PREPOSITIONS:
         return False
-    candidate = Candidate(
-        words=tuple(words),
-        start=start,
-        end=end,
-        other_names=frozenset(name_at - set(range(start, end))),
-        common=True,
-        by_sound=True,
-        spoke_before=pid == prior.speaker,
-        two_person=prior.people == 2,
-        rule=rule_reading(words, start, end, True, set()) or "mention",
-    )
-    return model.probability(candidate_features(candidate, WORD_CLASSES)) >= model.override
+    rule = rule_reading(words, start, end, True, set())
+    p = _vocative_probability(model, words, start, end, name_at, prior, pid, True, True, rule)
+    return p >= model.override
 
 
 #: Words that call a person by relation or endearment, not by name ("honey", "kids",
