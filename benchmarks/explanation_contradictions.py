@@ -1,4 +1,4 @@
-"""Reasons that contradict their actions, over the test splits of every corpus (docs/agents.md).
+"""Reasons that contradict their actions, over the test splits of every corpus (docs/address.md).
 
     .venv/bin/python benchmarks/explanation_contradictions.py [--corpora ami friends ...]
         [--renderings original recognizer] [--limit N] [--irc-agents 3] [--json out.json]

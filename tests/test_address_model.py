@@ -307,6 +307,6 @@ def test_the_development_probe_through_a_live_conversation() -> None:
     false = sum(f for f, s in zip(found, scenarios, strict=True) if not s.addressed) / sum(
         not s.addressed for s in scenarios
     )
-    # what docs/agents.md reports for this probe; a regression shows here first
+    # what docs/address.md reports for this probe; a regression shows here first
     assert recall >= 0.8 and false <= 0.08, (recall, false)
     json.dumps({"recall": recall, "false": false})
