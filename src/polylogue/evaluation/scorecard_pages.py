@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from polylogue.evaluation.scorecard import FOUR_WAY
+from polylogue.runs import portable_command
 
 Entry = dict[str, Any]
 
@@ -310,7 +311,7 @@ def markdown(card: dict[str, Any], plots: dict[str, str]) -> str:
     parts = [
         "# Turn-taking scorecard",
         "",
-        f"Split: {m['options']['split']}. Made {m['created']} by `{' '.join(m['command'])}`"
+        f"Split: {m['options']['split']}. Made {m['created']} by `{portable_command(m['command'])}`"
         if m["command"]
         else f"Split: {m['options']['split']}. Made {m['created']}.",
         "",
