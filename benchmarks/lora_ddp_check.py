@@ -1,4 +1,5 @@
-"""One short LoRA SFT run on one and on two CPU processes, compared (docs/training.md).
+"""One short LoRA SFT run on one and on two CPU processes, compared
+(docs/results/lora-cpu.md, "Distributed training on CPU").
 
 Two processes run through accelerate on gloo.
 

@@ -106,15 +106,16 @@ DOCS_BEGIN = "<!-- lora-reproduction-results:begin -->"
 DOCS_END = "<!-- lora-reproduction-results:end -->"
 
 # Cost model for the printed estimate (CPU seconds), measured on SmolLM2-135M at 384 tokens on
-# the shared 2-core machine (docs/training.md, "Run of 2026-12-02"): 24-37 CPU-ms per training
-# token, about 1.45x that with gradient checkpointing; 3.5 CPU-s per 384-token decision point
-# (9 ms a prompt token); 10-11 CPU-s per reasoning point decoding 48 new tokens.
+# the shared 2-core machine (docs/results/lora-cpu.md, "The smaller CPU run"): 24-37 CPU-ms per
+# training token, about 1.45x that with gradient checkpointing; 3.5 CPU-s per 384-token decision
+# point (9 ms a prompt token); 10-11 CPU-s per reasoning point decoding 48 new tokens.
 TRAIN_S_PER_TOKEN = 0.030
 CHECKPOINTING_FACTOR = 1.45
 SCORE_S_PER_TOKEN = 0.009
 DECODE_S_PER_NEW_TOKEN = 0.15
 # bf16 on a CPU with bf16 units and the prefix cache, per CPU-second on the same machine
-# (benchmarks/lora_cpu_speed.py, docs/training.md "bf16 and the prefix cache on a CPU").
+# (benchmarks/lora_cpu_speed.py; docs/training-reproduction.md, "bf16 and the prefix cache on a
+# CPU").
 BF16_TRAIN_SPEEDUP = 1.1
 BF16_SCORE_SPEEDUP = 1.5
 PREFIX_SCORE_SPEEDUP = 1.3
