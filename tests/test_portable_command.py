@@ -56,6 +56,7 @@ def test_interpreter_cwd_paths_placeholders_and_options(tmp_path: Path) -> None:
     )
     assert portable_path(clone / "docs" / "x.json", cwd=clone) == "docs/x.json"
     assert portable_path(tmp_path / "elsewhere.json", cwd=clone) == "PATH"
+    assert portable_path(tmp_path / "bench" / "ami", cwd=clone, placeholder="BENCH") == "BENCH"
     assert portable_path("docs/x.json", cwd=clone) == "docs/x.json"
 
 
@@ -98,6 +99,7 @@ def test_an_old_lora_run_record_gets_a_portable_command(tmp_path: Path) -> None:
 
 
 def test_committed_lora_reports_hold_no_machine_path() -> None:
-    for report in sorted(RESULTS.glob("lora_reproduction*.*")):
+    """lora_reproduction, lora_ddp_check and lora_memory reports, Markdown and JSON."""
+    for report in sorted(RESULTS.glob("lora_*.*")):
         text = report.read_text(encoding="utf-8")
         assert not MACHINE_PATH.search(text), (report.name, MACHINE_PATH.search(text))

@@ -270,13 +270,15 @@ def portable_command(
     return shlex.join(out)
 
 
-def portable_path(path: str | Path, cwd: str | Path | None = None) -> str:
+def portable_path(
+    path: str | Path, cwd: str | Path | None = None, placeholder: str = "PATH"
+) -> str:
     """``path`` relative to ``cwd`` (default: the working directory) when under it, else
-    ``PATH``: a path for a report, never one of the machine that wrote it."""
+    ``placeholder``: a path for a report, never one of the machine that wrote it."""
     if not Path(path).is_absolute():
         return str(path)
     base = Path(os.getcwd() if cwd is None else cwd).resolve()
-    return _portable_path(str(path), base, (), "")
+    return _portable_path(str(path), base, (), placeholder)
 
 
 def _option_of(argv: Sequence[str], i: int, head: str) -> str:
