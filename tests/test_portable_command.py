@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from polylogue.evaluation.scorecard_pages import _by_data, _slug, markdown
+from polylogue.evaluation.scorecard_pages import _by_data, _slug, html_page, markdown
 from polylogue.runs import portable_command, portable_path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,6 +74,19 @@ def test_committed_scorecards_are_what_the_writer_gives_from_their_json(folder: 
     assert made.startswith("Split: test. Made ") and " by `polylogue scorecard " in made
     assert not MACHINE_PATH.search(made), made
     assert "--out" in card["manifest"]["command"]  # the record keeps the machine's argv
+
+
+def test_the_committed_html_scorecard_shows_a_portable_manifest() -> None:
+    """The HTML page embeds the manifest with the command, runs folder and benchmark paths as
+    a user would write them; the JSON next to it keeps the machine's record."""
+    out = RESULTS / "scorecard-example"
+    card = json.loads((out / "scorecard.json").read_text(encoding="utf-8"))
+    pngs = {d: (out / f"curve-{_slug(d)}.png").read_bytes() for d in _by_data(card)}
+    page = html_page(card, pngs)
+    assert (out / "scorecard.html").read_text(encoding="utf-8") == page
+    assert not MACHINE_PATH.search(page), MACHINE_PATH.search(page)
+    assert MACHINE_PATH.search(json.dumps(card["manifest"]))  # the record is untouched
+    assert "--runs RUNS" in page and "&quot;runs_dir&quot;: &quot;RUNS&quot;" in page
 
 
 def test_an_old_lora_run_record_gets_a_portable_command(tmp_path: Path) -> None:
