@@ -1,5 +1,6 @@
 """LoRA training, scoring and decoding speed on the CPU: fp32 against bf16, with and without
-the shared prompt-prefix cache (docs/training.md, "bf16 and the prefix cache on a CPU").
+the shared prompt-prefix cache (docs/training-reproduction.md, "bf16 and the prefix cache on
+a CPU").
 
     nice -n 19 python benchmarks/lora_cpu_speed.py --threads 2 --json lora_cpu_speed.json
     # the equality check of the cache on more points (decision mode, fp32)

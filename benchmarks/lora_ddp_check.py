@@ -1,4 +1,5 @@
-"""One short LoRA SFT run on one and on two CPU processes, compared (docs/training.md).
+"""One short LoRA SFT run on one and on two CPU processes, compared
+(docs/results/lora-cpu.md, "Distributed training on CPU").
 
 Two processes run through accelerate on gloo.
 
@@ -38,6 +39,8 @@ from typing import Any
 
 # The sibling script (this folder is on sys.path when a script here runs).
 from lora_reproduction import run_child
+
+from polylogue.runs import portable_path
 
 SHORT_SYSTEM = (
     "You are one participant in a group conversation. At each pause decide whether to speak "
@@ -168,7 +171,13 @@ def main() -> None:
     diffs = [round(y - x, 6) for x, y in zip(la, lb, strict=False)]
     spread = statistics.pstdev([y - x for x, y in itertools.pairwise(la)]) if la else 0.0
     result: dict[str, Any] = {
-        "config": {k: str(v) for k, v in vars(args).items()} | {"accelerate_config": ddp_config},
+        # Paths as a user types them (relative, or a placeholder), never the machine's.
+        "config": {k: str(v) for k, v in vars(args).items()}
+        | {
+            "data": [portable_path(d, placeholder="BENCH") for d in args.data],
+            "out": portable_path(args.out, placeholder="OUT"),
+            "accelerate_config": portable_path(ddp_config),
+        },
         "ddp_ranks": ranks,
         "steps": sorted(a),
         "same_points_every_step": same,

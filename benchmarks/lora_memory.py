@@ -10,7 +10,7 @@ storages autograd saves for the backward pass, each storage once; the model's ow
 left out (they are saved by reference, not copied). Printed per configuration: the saved
 bytes, their slope per token, and the size of the fp32 logits over the whole vocabulary.
 
-The figure explains the training process's RSS (docs/training.md, "Memory of a training
+The figure explains the training process's RSS (docs/results/lora-cpu.md, "Memory of a training
 step"): the saved activations grow with micro-batch × prompt tokens, so a 4 × 390-token
 micro-batch keeps gigabytes alive until its backward pass. Checkpointing keeps each decoder
 layer's input only and recomputes the rest in the backward pass (one more forward).

@@ -1,4 +1,5 @@
-"""LoRA fine-tuning on a GPU: tokens/s and validation metrics (docs/training.md; not run yet).
+"""LoRA fine-tuning on a GPU: tokens/s and validation metrics
+(docs/training-reproduction.md; not run yet).
 
 Runs the same code as ``polylogue train`` (paper defaults unless overridden) for a fixed number of
 optimizer steps and prints throughput, peak GPU memory and the decoded validation metrics of the

@@ -17,6 +17,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -231,6 +232,78 @@ def redact_argv(argv: Sequence[str], secrets: Iterable[str] = ()) -> list[str]:
             arg = arg.replace(secret, REDACTED)
         out.append(arg)
     return out
+
+
+#: A token that is (or ends in) an absolute path: ``/x``, ``--opt=/x``, ``NAME=/x``, ``hf:/x``.
+_PATH_TOKEN = re.compile(r"^(?P<head>(?:-[\w-]*=|[A-Za-z_][\w.]*[=:])?)(?P<path>/.*)$")
+_INTERPRETER = re.compile(r"^python(?:\d+(?:\.\d+)?)?$")
+
+
+def portable_command(
+    argv: Sequence[str],
+    cwd: str | Path | None = None,
+    placeholders: Mapping[str, str] | None = None,
+) -> str:
+    """``argv`` as a user types it, for a report: no path of the machine that ran it.
+
+    The interpreter becomes ``python`` and an installed script its bare name (``polylogue``);
+    a path under ``cwd`` becomes relative to it; a path named in ``placeholders`` (a folder:
+    its own files too) becomes that placeholder; any other absolute path becomes a placeholder
+    named for its option (``--runs /tmp/x`` → ``RUNS``; ``PATH`` without an option).
+    """
+    base = Path(os.getcwd() if cwd is None else cwd).resolve()
+    named = sorted(
+        ((str(Path(k)), v) for k, v in (placeholders or {}).items()), key=lambda kv: -len(kv[0])
+    )
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        m = _PATH_TOKEN.match(arg)
+        if i == 0 and "/" in arg:
+            name = Path(arg).name
+            out.append("python" if _INTERPRETER.match(name) else name)
+            continue
+        if m is None:
+            out.append(arg)
+            continue
+        head, path = m.group("head"), m.group("path")
+        out.append(head + _portable_path(path, base, named, _option_of(argv, i, head)))
+    return shlex.join(out)
+
+
+def portable_path(
+    path: str | Path, cwd: str | Path | None = None, placeholder: str = "PATH"
+) -> str:
+    """``path`` relative to ``cwd`` (default: the working directory) when under it, else
+    ``placeholder``: a path for a report, never one of the machine that wrote it."""
+    if not Path(path).is_absolute():
+        return str(path)
+    base = Path(os.getcwd() if cwd is None else cwd).resolve()
+    return _portable_path(str(path), base, (), placeholder)
+
+
+def _option_of(argv: Sequence[str], i: int, head: str) -> str:
+    """The option a path argument belongs to: ``--runs`` for ``--runs X`` or ``--runs=X``."""
+    if head.startswith("-"):
+        return head.rstrip("=")
+    if head.endswith(":"):
+        return ""  # a model spec's scheme (hf:PATH): the path is the placeholder
+    if head:
+        return head.rstrip("=")
+    if i > 0 and argv[i - 1].startswith("-") and "=" not in argv[i - 1]:
+        return argv[i - 1]
+    return ""
+
+
+def _portable_path(path: str, base: Path, named: Sequence[tuple[str, str]], option: str) -> str:
+    for folder, placeholder in named:
+        if path == folder or path.startswith(folder.rstrip("/") + "/"):
+            return placeholder + path[len(folder.rstrip("/")) :]
+    try:
+        rel = Path(path).resolve().relative_to(base)
+    except ValueError:
+        word = re.sub(r"[^A-Za-z0-9]+", "_", option.lstrip("-")).strip("_").upper()
+        return word or "PATH"
+    return str(rel) if str(rel) != "." else "."
 
 
 def new_manifest(

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from polylogue.evaluation.scorecard import FOUR_WAY
+from polylogue.runs import portable_command, portable_path
 
 Entry = dict[str, Any]
 
@@ -310,7 +311,7 @@ def markdown(card: dict[str, Any], plots: dict[str, str]) -> str:
     parts = [
         "# Turn-taking scorecard",
         "",
-        f"Split: {m['options']['split']}. Made {m['created']} by `{' '.join(m['command'])}`"
+        f"Split: {m['options']['split']}. Made {m['created']} by `{portable_command(m['command'])}`"
         if m["command"]
         else f"Split: {m['options']['split']}. Made {m['created']}.",
         "",
@@ -338,6 +339,21 @@ STYLE = (
 )
 
 
+def portable_manifest(m: dict[str, Any]) -> dict[str, Any]:
+    """The manifest as a page shows it: its command as a user types it and its folders
+    relative or as placeholders (``RUNS``, ``BENCH``); ``scorecard.json`` keeps the record."""
+    out = json.loads(json.dumps(m))
+    if out.get("command"):
+        out["command"] = portable_command(out["command"])
+    options = out.get("options") or {}
+    if options.get("runs_dir"):
+        options["runs_dir"] = portable_path(options["runs_dir"], placeholder="RUNS")
+    for data in out.get("data") or []:
+        if data.get("path"):
+            data["path"] = portable_path(data["path"], placeholder="BENCH")
+    return out
+
+
 def html_page(card: dict[str, Any], pngs: dict[str, bytes]) -> str:
     m = card["manifest"]
     body = ["<h1>Turn-taking scorecard</h1>", f"<p>Split: {html.escape(m['options']['split'])}"
@@ -356,7 +372,7 @@ def html_page(card: dict[str, Any], pngs: dict[str, bytes]) -> str:
         body.append(html_table(rows))
         if notes:
             body.append("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
-    manifest = html.escape(json.dumps(m, indent=1))
+    manifest = html.escape(json.dumps(portable_manifest(m), indent=1))
     body.append(f"<h2>Manifest</h2><pre>{manifest}</pre>")
     return (
         '<!doctype html><html><head><meta charset="utf-8"><title>Turn-taking scorecard</title>'
