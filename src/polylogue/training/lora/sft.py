@@ -396,7 +396,7 @@ def _precision(config: TrainConfig) -> tuple[bool, bool, Any]:
 
     cuda = torch.cuda.is_available()
     # On a CPU, auto trains in fp32: bf16 training measured 1.1x fp32 per CPU-second there and
-    # its loss ran about a step behind fp32's (docs/training.md); bf16 is there on request.
+    # its loss ran about a step behind fp32's (docs/results/lora-cpu.md); bf16 is there on request.
     choice = "fp32" if config.precision == "auto" and not cuda else config.precision
     resolved = resolve_precision(choice, "cuda" if cuda else "cpu")
     if resolved.note and int(os.environ.get("RANK", "0")) == 0:
