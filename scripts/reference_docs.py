@@ -371,8 +371,22 @@ def _exchange(client: Any, method: str, path: str, body: Any = None) -> list[str
     ]
 
 
-def serve_examples() -> list[str]:
-    """Answers of the app itself, in process, to a short session (timings shown as 0)."""
+def metric_rows(text: str) -> list[tuple[str, str, str]]:
+    """(series, kind, meaning) from the ``# HELP`` and ``# TYPE`` lines of a ``/metrics`` text."""
+    helps: dict[str, str] = {}
+    kinds: dict[str, str] = {}
+    for line in text.splitlines():
+        parts = line.split(" ", 3)
+        if len(parts) >= 4 and parts[:2] == ["#", "HELP"]:
+            helps[parts[2]] = parts[3]
+        elif len(parts) >= 4 and parts[:2] == ["#", "TYPE"]:
+            kinds[parts[2]] = parts[3]
+    return [(f"`{name}`", kinds.get(name, ""), helps[name]) for name in helps]
+
+
+def serve_examples() -> tuple[list[str], str]:
+    """Answers of the app itself, in process, to a short session (timings shown as 0), and
+    the ``/metrics`` text of a fresh service."""
     from starlette.testclient import TestClient
 
     from polylogue.serve.app import create_app
@@ -383,6 +397,7 @@ def serve_examples() -> list[str]:
         app = create_app(store)
         out: list[str] = []
         with TestClient(app, base_url="http://127.0.0.1") as client:
+            metrics_text = client.get("/metrics").text
             session = {
                 "agent": "Dave",
                 "participants": [{"id": "alice", "name": "Alice"}, {"id": "dave", "name": "Dave"}],
@@ -408,7 +423,7 @@ def serve_examples() -> list[str]:
             ]  # fmt: skip
             for title, method, path, body in steps:
                 out += [f"### {title.rstrip(':')}", "", *_exchange(client, method, path, body)]
-    return out
+    return out, metrics_text
 
 
 def serve_page() -> str:
@@ -416,7 +431,6 @@ def serve_page() -> str:
     from polylogue.engine.seats import SeatSpec
     from polylogue.serve import app as wire
     from polylogue.serve import rooms
-    from polylogue.serve.metrics import Metrics
     from polylogue.serve.store import SQLiteStore
 
     with tempfile.TemporaryDirectory() as folder:
@@ -457,7 +471,8 @@ def serve_page() -> str:
     ]
     for model in events:
         body += model_section(model, model.__name__)
-    body += ["## Answers", "", *serve_examples()]
+    answers, metrics_text = serve_examples()
+    body += ["## Answers", "", *answers]
     room_rows = [
         (f"`{kind}`", ", ".join(f"`{f}`" for f in sorted(req)) or "—",
          ", ".join(f"`{f}`" for f in sorted(opt)) or "—",
@@ -475,16 +490,13 @@ def serve_page() -> str:
         *table(("type", "required fields", "optional fields", "kind"), room_rows),
         *dataclass_section(SeatSpec, "Seat"),
     ]
-    metrics = [m for m in vars(Metrics()).values() if hasattr(m, "name") and hasattr(m, "help")]
     body += [
         "## Metrics",
         "",
-        "`GET /metrics` (Prometheus text).",
+        "`GET /metrics` (Prometheus text): the series a fresh service reports.",
         "",
-        *table(("series", "kind", "meaning"), [
-            (f"`{m.name}`", getattr(m, "kind", "histogram"), m.help) for m in metrics
-        ]),
-    ]  # fmt: skip
+        *table(("series", "kind", "meaning"), metric_rows(metrics_text)),
+    ]
     return page(
         "`polylogue serve`: HTTP and WebSocket reference",
         [
