@@ -513,7 +513,18 @@ def serve_page() -> str:
 def operating_points_page() -> str:
     from polylogue.engine.deployment import OPERATING_POINTS, ROLES, Deployment
     from polylogue.engine.model import DOMAINS, model_dir_for
+    from polylogue.evaluation.metrics import choose_backchannel_rule
     from polylogue.training.engine_models.operating_points import RULES
+
+    # The backchannel rule is chosen with the function's defaults (choose_operating_points).
+    bounds = inspect.signature(choose_backchannel_rule).parameters
+    backchannel_rule = (
+        "the rule (threshold and margin) whose suggestion rate is closest to the real "
+        "BACKCHANNEL rate, among rules with at least "
+        f"{bounds['min_suggestions'].default} suggestions and a precision of at least "
+        f"{bounds['min_precision'].default:.0%} on every corpus of the domain; none when no "
+        "rule is that precise"
+    )
 
     domains = list(DOMAINS)
     resolved = {
@@ -541,8 +552,14 @@ def operating_points_page() -> str:
         "",
         *table(
             ("point", "rule (on the validation split)"),
-            [(f"`{p}`", RULES[p]) for p in OPERATING_POINTS],
+            [
+                *((f"`{p}`", RULES[p]) for p in OPERATING_POINTS),
+                ("backchannel (every point of a domain)", backchannel_rule),
+            ],
         ),
+        "How often each point speaks, and how precisely, on each corpus's test split: "
+        "[the scorecard](../results/scorecard/scorecard.md).",
+        "",
         "## Floor thresholds by domain",
         "",
         "SPEAK when P(take floor) reaches the threshold (and no backchannel is suggested); "
@@ -555,7 +572,7 @@ def operating_points_page() -> str:
         "## Backchannel rule by domain",
         "",
         "Shared by every point of a domain: BACKCHANNEL when P(backchannel) passes both "
-        "bounds; `never` where no rule was precise enough on validation.",
+        "bounds; `never` where no rule was precise enough on validation (the rule above).",
         "",
         *table(("domain", "BACKCHANNEL when", "model file"), [
             (f"`{d}`", backchannel(d), f"`{model_of(d)}`") for d in domains

@@ -10,8 +10,8 @@ them into actions with the thresholds chosen here:
 * ``polite``: the lowest floor threshold keeping the false-interruption rate at most 5% on
   every corpus of the domain, and never below ``matched``'s;
 * every point shares the domain's backchannel rule (threshold and margin): the suggestion
-  rate closest to the real BACKCHANNEL rate among rules with pooled validation precision
-  >= 0.30, or none at all.
+  rate closest to the real BACKCHANNEL rate among rules with validation precision >= 0.30
+  on every corpus of the domain (``choose_backchannel_rule``), or none at all.
 
 ``addressed-only`` is ``balanced`` behind the address gate and is not stored separately.
 """
