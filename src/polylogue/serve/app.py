@@ -23,7 +23,7 @@ carry an integer ``"seq"``: echoed back, and an event whose ``seq`` is not above
 session's ``last_seq`` is a resend and is not applied again (``"duplicate": true``). A
 result is ``{"ok": true, "seq", "decision"?, "barge_in"?}`` or ``{"ok": false, "seq",
 "error"}``; a bad event (or frame) never closes the socket and never touches another session.
-See docs/serve.md for the resume protocol and the status codes.
+See docs/serve-operations.md for the resume protocol and docs/serve.md for the status codes.
 """
 
 from __future__ import annotations
