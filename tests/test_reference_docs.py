@@ -9,6 +9,7 @@ too, so the generator cannot drift into writing an empty or wrong page that stil
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -131,5 +132,6 @@ def test_check_names_a_stale_page(tmp_path: Path) -> None:
         text=True,
         timeout=300,
         cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
     )
     assert result.returncode == 0, result.stderr
