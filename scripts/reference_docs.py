@@ -418,15 +418,21 @@ def serve_examples() -> tuple[list[str], str]:
                 ("The same `seq` again (a resend):", "POST", "/v1/sessions/demo/events", utterance),
                 ("A refused event (the session is unchanged):", "POST",
                  "/v1/sessions/demo/events", {"type": "utterance", "speaker": "alice", "text": 5}),
+                ("The agent starts talking:", "POST", "/v1/sessions/demo/events",
+                 {"type": "agent_speech", "seq": 1, "speaking": True, "time": 5.4}),
+                ("An interim utterance while it talks (barge-in):", "POST",
+                 "/v1/sessions/demo/events",
+                 {"type": "utterance", "seq": 2, "speaker": "alice", "text": "wait, sorry",
+                  "final": False}),
                 ("A control event:", "POST", "/v1/sessions/demo/events",
-                 {"type": "role", "seq": 1, "role": "observer"}),
+                 {"type": "role", "seq": 3, "role": "observer"}),
             ]  # fmt: skip
             for title, method, path, body in steps:
-                out += [f"### {title.rstrip(':')}", "", *_exchange(client, method, path, body)]
+                out += [f"## {title.rstrip(':')}", "", *_exchange(client, method, path, body)]
     return out, metrics_text
 
 
-def serve_page() -> str:
+def serve_pages() -> dict[str, str]:
     from polylogue.engine.live import Policy
     from polylogue.engine.seats import SeatSpec
     from polylogue.serve import app as wire
@@ -472,7 +478,6 @@ def serve_page() -> str:
     for model in events:
         body += model_section(model, model.__name__)
     answers, metrics_text = serve_examples()
-    body += ["## Answers", "", *answers]
     room_rows = [
         (f"`{kind}`", ", ".join(f"`{f}`" for f in sorted(req)) or "—",
          ", ".join(f"`{f}`" for f in sorted(opt)) or "—",
@@ -497,14 +502,25 @@ def serve_page() -> str:
         "",
         *table(("series", "kind", "meaning"), metric_rows(metrics_text)),
     ]
-    return page(
+    answers_page = page(
+        "`polylogue serve`: answers",
+        [
+            "What the service answers, produced by the app itself in process for this page "
+            "(timings shown as 0). The routes, bodies and events: "
+            "[serve-api.md](serve-api.md). How to run it: [serve.md](../serve.md).",
+        ],
+        answers,
+    )
+    api_page = page(
         "`polylogue serve`: HTTP and WebSocket reference",
         [
-            "Routes, request bodies, events and answers of `polylogue serve`, from the service's "
-            "wire models. How to run it: [serve.md](../serve.md).",
+            "Routes, request bodies and events of `polylogue serve`, from the service's wire "
+            "models; real answers: [serve-api-answers.md](serve-api-answers.md). How to run "
+            "it: [serve.md](../serve.md).",
         ],
         body,
     )
+    return {"serve-api.md": api_page, "serve-api-answers.md": answers_page}
 
 
 # ----------------------------------------------------------------------------- operating points
@@ -600,7 +616,7 @@ def operating_points_page() -> str:
 
 def render() -> dict[Path, str]:
     """Every generated page, by its path under the repository root."""
-    pages = {**cli_pages(), "serve-api.md": serve_page()}
+    pages = {**cli_pages(), **serve_pages()}
     pages["operating-points.md"] = operating_points_page()
     return {REFERENCE / name: text for name, text in pages.items()}
 

@@ -96,8 +96,11 @@ def test_serve_page_holds_every_event_type_and_route(pages: dict[Path, str]) -> 
     for kind in _EVENT_FIELDS:
         assert f"| `{kind}` |" in text
     assert "| `WS` | `/v1/sessions/{sid}/stream` |" in text
-    assert '"duplicate": true' in text  # a real answer of the app to a resend
-    assert "/work/" not in text and "/tmp/" not in text
+    answers = pages[Path("docs/reference/serve-api-answers.md")]
+    assert '"duplicate": true' in answers  # a real answer of the app to a resend
+    assert '"barge_in": {"action": ' in answers
+    for page in (text, answers):
+        assert "/work/" not in page and "/tmp/" not in page
 
 
 def test_operating_points_page_gives_the_deployed_thresholds(pages: dict[Path, str]) -> None:
