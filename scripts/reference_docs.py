@@ -621,10 +621,11 @@ def render() -> dict[Path, str]:
     return {REFERENCE / name: text for name, text in pages.items()}
 
 
-def stale(root: Path = ROOT) -> list[Path]:
-    """The pages whose committed text differs from what the code gives."""
+def stale(root: Path = ROOT, pages: dict[Path, str] | None = None) -> list[Path]:
+    """The pages under ``root`` whose text differs from what the code gives (``pages``: an
+    earlier :func:`render`)."""
     out = []
-    for path, text in render().items():
+    for path, text in (render() if pages is None else pages).items():
         target = root / path
         if not target.is_file() or target.read_text(encoding="utf-8") != text:
             out.append(path)
