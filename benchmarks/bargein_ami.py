@@ -1,4 +1,4 @@
-"""Trains the barge-in model on real AMI overlaps and scores it (docs/serve.md, performance.md).
+"""Trains and scores the barge-in model on AMI overlaps (docs/serve-measured.md, performance.md).
 
     python benchmarks/bargein_ami.py [--write]     # --write: update the shipped bargein.json
 

@@ -1,4 +1,4 @@
-"""Load on `polylogue serve`: concurrent WebSocket sessions replaying AMI (docs/serve.md).
+"""Load on `polylogue serve`: concurrent WebSocket sessions replaying AMI (docs/serve-measured.md).
 
     python benchmarks/serve_load.py              # the issue-13 setting (below)
     python benchmarks/serve_load.py --redis      # the same on two processes sharing Redis
@@ -39,7 +39,7 @@ process), ``--workers 2`` (two processes on one SQLite file: the service uses bo
 and ``--redis`` (two processes sharing a Redis). The issue's target is p99 <= 50 ms with
 0 lost events.
 
-``--json PATH`` writes every figure. Results are recorded in docs/serve.md and
+``--json PATH`` writes every figure. Results are recorded in docs/serve-measured.md and
 docs/performance.md with their date and load average.
 """
 

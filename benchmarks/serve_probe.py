@@ -1,4 +1,4 @@
-"""Fuzz and fault counts for `polylogue serve` on loopback (quoted in docs/serve.md).
+"""Fuzz and fault counts for `polylogue serve` on loopback (quoted in docs/serve-measured.md).
 
     python benchmarks/serve_probe.py                       # this checkout's server
     python benchmarks/serve_probe.py --server-src OTHER/src --skip-client   # another checkout
@@ -36,7 +36,7 @@ Everything runs against real server processes on loopback (and a throw-away redi
 
 ``--server-src`` runs the servers from another source tree (the previous code, as the
 baseline); ``--skip-client`` leaves out part 3 (the previous server has no ``last_seq``).
-``--json PATH`` writes every figure. Results are recorded in docs/serve.md.
+``--json PATH`` writes every figure. Results are recorded in docs/serve-measured.md.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ events (in turn: role observer, audience adaptive, a participant ignored, role n
 assistant, audience group, focus cleared, role none), each session at its own offset.
 ``--kills`` times, spread over the run, the server is killed with SIGKILL right after some
 session's control was answered, and started again on the same port; clients resume as
-docs/serve.md says (``GET`` the session's ``last_seq``, send again what came after it).
+docs/serve-operations.md says (``GET`` the session's ``last_seq``, send again what came after it).
 
 At each kill, before any client may resume, every session is read back and checked against
 what its client had been answered:

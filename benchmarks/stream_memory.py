@@ -1,4 +1,4 @@
-"""Memory and time of long, crowded streams through `polylogue decide -` (docs/serve.md).
+"""Memory and time of long, crowded streams through `polylogue decide -` (docs/serve-measured.md).
 
     python benchmarks/stream_memory.py [--lines 200000] [--speakers 5000]
 
@@ -7,7 +7,7 @@
    sampled as lines go in. Flat after warm-up means the state keeps a bounded window.
 2. Speakers: ``GuestN: Dave, can you check? N`` for N new speakers (the reported stall); the
    time per line in the first and last windows of 500 lines.
-Prints the figures; results are recorded in docs/serve.md.
+Prints the figures; results are recorded in docs/serve-measured.md.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Replay a transcript to a running `polylogue serve` over a WebSocket and print decisions,
-surviving server restarts and crashes with the resume protocol of docs/serve.md.
+surviving server restarts and crashes with the resume protocol of docs/serve-operations.md.
 
     polylogue serve &                                  # loopback, port 8765
     python examples/serve_client.py examples/standup.jsonl --as Dave

@@ -1,7 +1,7 @@
 """Seeded fuzz of a real `polylogue serve` (issue 29, item 14): every class of bad frame and
 request ends in a clear error or a correct answer; none in a traceback, a dropped socket, a
 hang or silently accepted garbage. ``benchmarks/serve_probe.py`` runs more cases and prints
-the counts recorded in docs/serve.md."""
+the counts recorded in docs/serve-measured.md."""
 
 from __future__ import annotations
 

@@ -94,14 +94,21 @@ def check_brake(value: Any) -> int:
 class SeatSpec:
     """One agent seat: who the agent is and its own rule."""
 
+    #: The seat's id (``seat`` in room events; not a person's id).
     id: str
     #: The name people call the agent by (defaults to the id).
     name: str | None = None
+    #: Other names that address the agent.
     aliases: tuple[str, ...] = ()
+    #: observer, assistant or facilitator (None: the plain point).
     role: str | None = None
+    #: The seat's operating point (None: the role's, else the default).
     operating_point: str | None = None
+    #: group or adaptive.
     audience: str = "group"
+    #: People whose speech is context only for this seat.
     ignored: tuple[str, ...] = ()
+    #: When not empty, the only people whose turns this seat answers.
     only: tuple[str, ...] = ()
 
     def participant(self) -> Participant:

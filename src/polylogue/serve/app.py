@@ -23,7 +23,7 @@ carry an integer ``"seq"``: echoed back, and an event whose ``seq`` is not above
 session's ``last_seq`` is a resend and is not applied again (``"duplicate": true``). A
 result is ``{"ok": true, "seq", "decision"?, "barge_in"?}`` or ``{"ok": false, "seq",
 "error"}``; a bad event (or frame) never closes the socket and never touches another session.
-See docs/serve.md for the resume protocol and the status codes.
+See docs/serve-operations.md for the resume protocol and docs/serve.md for the status codes.
 """
 
 from __future__ import annotations
@@ -205,9 +205,15 @@ def _usable_names(v: list[str]) -> list[str]:
 
 
 class ParticipantIn(_Strict):
+    """A participant: who speaks (``speaker`` of an utterance is one of these ids)."""
+
+    #: The id utterances name as their ``speaker``.
     id: str = Field(min_length=1, max_length=200)
+    #: The name people call them by (addresses like "Alice, ..." match it).
     name: str | None = Field(default=None, max_length=200)
+    #: Free text (a job, "Operator" on an earnings call); printed, never interpreted otherwise.
     role: str | None = Field(default=None, max_length=200)
+    #: Other names that address them ("Professor D" called "Morgan").
     aliases: list[str] = Field(default_factory=list, max_length=20)
 
     _names = field_validator("id", "name")(_usable_name)
@@ -236,12 +242,21 @@ def _finite(v: float | None) -> float | None:
 
 
 class UtteranceEvent(_Strict):
+    """A person's words; a final one is decided on, an interim one (``final`` false) only
+    gets a barge-in answer while the agent speaks."""
+
     type: Literal["utterance"]
+    #: Idempotency number: an event whose ``seq`` is not above the session's ``last_seq`` is
+    #: a duplicate, not applied again.
     seq: Seq | None = None
+    #: A participant id (one the roster does not list is added, with a warning).
     speaker: str = Field(min_length=1, max_length=200)
     text: str = Field(max_length=MAX_TEXT)
+    #: Conversation seconds.
     start: float | None = None
+    #: Conversation seconds (not before ``start``).
     end: float | None = None
+    #: false: an interim transcript, replaced by the final one; never enters the state.
     final: bool = True
 
     _times = field_validator("start", "end")(_finite)
@@ -249,30 +264,42 @@ class UtteranceEvent(_Strict):
 
 
 class JoinEvent(_Strict):
+    """Participants join (added to the roster if new) and are present."""
+
     type: Literal["join"]
     seq: Seq | None = None
     participants: list[ParticipantIn] = Field(min_length=1, max_length=MAX_PARTICIPANTS)
 
 
 class LeaveEvent(_Strict):
+    """A participant leaves (stays on the roster, no longer present)."""
+
     type: Literal["leave"]
     seq: Seq | None = None
+    #: A participant's id, name or alias.
     participant: str = Field(min_length=1, max_length=200)
 
     _participant = field_validator("participant")(_usable_name)
 
 
 class AgentSpeechEvent(_Strict):
+    """The agent starts or stops talking; its words are observed, never decided on."""
+
     type: Literal["agent_speech"]
     seq: Seq | None = None
+    #: true when the agent starts talking, false when it stops.
     speaking: bool
+    #: Conversation seconds.
     time: float | None = None
+    #: What the agent said (with ``speaking`` false).
     text: str = Field(default="", max_length=MAX_TEXT)
 
     _times = field_validator("time")(_finite)
 
 
 class ResetEvent(_Strict):
+    """Forget the talk; keep the roster, the policy and the deployment."""
+
     type: Literal["reset"]
     seq: Seq | None = None
 
@@ -282,6 +309,7 @@ class SilenceEvent(_Strict):
 
     type: Literal["silence"]
     seq: Seq | None = None
+    #: Conversation seconds up to which nobody has spoken.
     time: float
 
     _times = field_validator("time")(_finite)
@@ -305,6 +333,7 @@ class RoleEvent(_Strict):
 
     type: Literal["role"]
     seq: Seq | None = None
+    #: observer, assistant, facilitator, or null.
     role: str | None
 
     _present = _required(
@@ -317,6 +346,7 @@ class AudienceEvent(_Strict):
 
     type: Literal["audience"]
     seq: Seq | None = None
+    #: group or adaptive.
     audience: Any
 
     _present = _required("audience", ", ".join(AUDIENCES))
@@ -326,7 +356,9 @@ class FocusIn(_Strict):
     """Whose speech is context only (``ignored``) and the only people answered (``only``):
     participant ids, names or aliases, checked against the session by :func:`apply_focus`."""
 
+    #: Participants whose speech is context only: no decision follows it.
     ignored: list[Any] = Field(default_factory=list, max_length=MAX_PARTICIPANTS)
+    #: When not empty, the only participants whose turns are answered.
     only: list[Any] = Field(default_factory=list, max_length=MAX_PARTICIPANTS)
 
 
@@ -369,10 +401,16 @@ def seq_gap(last_seq: int | None, seq: int | None) -> int:
 
 
 class SessionIn(_Strict):
+    """The ``POST /v1/sessions`` body: one session per conversation."""
+
+    #: The agent: a participant's id, name, alias or first name (a placeholder until one
+    #: matches).
     agent: str = Field(min_length=1, max_length=200)
 
     _agent = field_validator("agent")(_usable_name)
+    #: The roster (empty: speakers are learnt as they speak).
     participants: list[ParticipantIn] = Field(default_factory=list, max_length=MAX_PARTICIPANTS)
+    #: ``Policy`` fields (the agent's own state and the clock).
     policy: dict[str, Any] = Field(default_factory=dict)
     #: Deployment options (``domain``, ``operating_point``, ``threshold``, ``role``); the
     #: model folder is the server's (``serve --model-dir``), never a request's.
@@ -381,6 +419,7 @@ class SessionIn(_Strict):
     audience: Any = None
     #: Participants of ``participants`` to ignore or to answer exclusively.
     focus: FocusIn | None = None
+    #: The session's id (default: a random one); name it to resume after a lost answer.
     session_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{1,64}$")
 
     @field_validator("session_id")
@@ -1141,9 +1180,11 @@ def create_app(
             except TimeoutError as e:
                 return error(503, str(e))
 
+        run.__doc__ = handler.__doc__  # the route's description (docs/reference/serve-api.md)
         return run
 
     async def create(request: Request) -> Response:
+        """Create a session (body: ``SessionIn``); 201 once it is stored."""
         spec = SessionIn.model_validate(await body(request))
         sid, live = await sessions.create(spec)
         return JSONResponse(
@@ -1158,6 +1199,7 @@ def create_app(
         )
 
     async def events(request: Request) -> Response:
+        """Apply one event or a list of up to 1000, in order: ``{"results": [...]}``."""
         sid = request.path_params["sid"]
         payload = await body(request)
         if isinstance(payload, list):
@@ -1185,9 +1227,11 @@ def create_app(
         )
 
     async def show(request: Request) -> Response:
+        """The session: roster, presence, agent state, policy, deployment, ``last_seq``."""
         return JSONResponse(await sessions.summary(request.path_params["sid"]))
 
     async def delete(request: Request) -> Response:
+        """Delete the session: ``{"ok": true}``."""
         await sessions.delete(request.path_params["sid"])
         return JSONResponse({"ok": True})
 
@@ -1206,6 +1250,7 @@ def create_app(
         return JSONResponse(body, status_code=200 if ok else 503)
 
     async def metrics_route(request: Request) -> Response:
+        """Prometheus text: every series below exists from the start, at 0."""
         metrics.sessions.set(len(sessions.cache))
         await store_health()
         return PlainTextResponse(metrics.render(), media_type="text/plain; version=0.0.4")
@@ -1263,9 +1308,11 @@ def create_app(
         return {"results": [(await rooms.apply(rid, e))[1] for e in raw]}
 
     async def stream(ws: WebSocket) -> None:
+        """A session's events, one JSON text message each; one result per event, in order."""
         await socket(ws, "session", ws.path_params["sid"], sessions.summary, frame_result)
 
     async def room_stream(ws: WebSocket) -> None:
+        """A room's events, one JSON message each (or a list); one result per message."""
         await socket(ws, "room", ws.path_params["rid"], rooms.summary, room_frame)
 
     async def socket(

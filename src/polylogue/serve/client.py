@@ -1,7 +1,7 @@
 """The client side of the ``polylogue serve`` protocol: the JSON a client sends.
 
 One home for the bodies that tests, benchmarks and ``examples/serve_client.py`` send, and
-the resuming client of docs/serve.md (:class:`ResumingClient`). The bodies
+the resuming client of docs/serve-operations.md (:class:`ResumingClient`). The bodies
 are written through the server's own wire models (``serve.app.UtteranceEvent`` and
 ``SessionIn``), so a renamed or dropped field cannot drift between server and clients. They
 are *not* validated here: the server is what judges an event, and the fuzz cases built from
@@ -170,7 +170,7 @@ def _seq_at(events: list[dict[str, Any]], i: int) -> int | None:
 
 
 def check_seq(event: dict[str, Any], result: dict[str, Any]) -> None:
-    """Stop on an answer that shows the numbering is off (see docs/serve.md, "seq").
+    """Stop on an answer that shows the numbering is off (see docs/serve-operations.md, "seq").
 
     The client only sends events above the server's ``last_seq``, so a ``duplicate`` answer
     means the session is ahead of this client's numbering; a ``seq_gap`` means an event

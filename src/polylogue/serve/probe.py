@@ -1,7 +1,7 @@
 """Seeded fuzz cases for a running `polylogue serve`, and how each one ended.
 
 Used by ``tests/test_serve_fuzz.py`` (a few hundred cases) and ``benchmarks/serve_probe.py``
-(thousands, counts recorded in docs/serve.md); both point it at a real server on loopback.
+(thousands, counts recorded in docs/serve-measured.md); both point it at a real server on loopback.
 The classes: binary frames, big integers, non-finite and
 huge numbers, oversized messages, deep nesting, wrong types, damaged copies of a real event,
 bad UTF-8 bodies, foreign ``Host`` / ``Origin``, oversized bodies, unknown sessions, plus

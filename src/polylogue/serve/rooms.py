@@ -49,6 +49,8 @@ from polylogue.serve.store import SessionStore
 #: Rooms share the session store; their keys cannot be session ids (no "/" in a route id).
 KEY_PREFIX = "room/"
 #: Events that change what the agents may do: written through before they are answered.
+#: The fields of a ``POST /v1/rooms`` body.
+ROOM_FIELDS = ("room_id", "people", "seats", "policy", "brake", "domain")
 CONTROL_EVENTS = frozenset({"add_seat", "change_seat", "remove_seat", "floor_policy", "brake"})
 _EVENT_FIELDS: dict[str, tuple[set[str], set[str]]] = {
     # type -> (required, optional) fields besides "type"
@@ -190,7 +192,7 @@ class Rooms:
     async def create(self, body: Any) -> tuple[str, AgentRoom]:
         if not isinstance(body, dict):
             raise SeatError(f"room: {body!r} is not an object")
-        known = {"room_id", "people", "seats", "policy", "brake", "domain"}
+        known = set(ROOM_FIELDS)
         unknown = sorted(set(body) - known)
         if unknown:
             raise SeatError(
@@ -280,10 +282,12 @@ def room_routes(
     """The ``/v1/rooms`` routes, behind the app's own guard (token, errors as 4xx)."""
 
     async def create(request: Request) -> Response:
+        """Create a room (people, seats, floor policy, brake); 201 once it is stored."""
         rid, room = await rooms.create(await body(request))
         return JSONResponse({"room_id": rid, **room_controls(room)}, status_code=201)
 
     async def events(request: Request) -> Response:
+        """Apply one room event or a list of up to 1000: ``{"results": [...]}``."""
         rid = request.path_params["rid"]
         payload = await body(request)
         if isinstance(payload, list):
@@ -300,12 +304,14 @@ def room_routes(
         return JSONResponse({"results": [r for _, r in outcomes]}, status_code=status)
 
     async def show(request: Request) -> Response:
+        """The room: seats, floor policy, brake, floor, ``version``, the observers' log."""
         try:
             return JSONResponse(await rooms.summary(request.path_params["rid"]))
         except RoomNotFound as e:
             return JSONResponse({"ok": False, "error": str(e)}, status_code=404)
 
     async def delete(request: Request) -> Response:
+        """Delete the room: ``{"ok": true}``."""
         try:
             await rooms.delete(request.path_params["rid"])
         except RoomNotFound as e:

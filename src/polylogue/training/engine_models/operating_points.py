@@ -10,8 +10,8 @@ them into actions with the thresholds chosen here:
 * ``polite``: the lowest floor threshold keeping the false-interruption rate at most 5% on
   every corpus of the domain, and never below ``matched``'s;
 * every point shares the domain's backchannel rule (threshold and margin): the suggestion
-  rate closest to the real BACKCHANNEL rate among rules with pooled validation precision
-  >= 0.30, or none at all.
+  rate closest to the real BACKCHANNEL rate among rules with validation precision >= 0.30
+  on every corpus of the domain (``choose_backchannel_rule``), or none at all.
 
 ``addressed-only`` is ``balanced`` behind the address gate and is not stored separately.
 """
@@ -37,6 +37,18 @@ from polylogue.evaluation.metrics import (
 
 #: The false-interruption cap of the ``polite`` point.
 POLITE_FIR = 0.05
+#: How each named point is chosen on validation (the module docstring's rules, in words for
+#: docs/reference/operating-points.md; :func:`choose_operating_points` applies them).
+RULES: dict[str, str] = {
+    "balanced": "the floor threshold maximising mean balanced accuracy over the domain's "
+    "corpora (the paper's metric; speaks well above the real rate: paper-style tables)",
+    "matched": "the floor threshold whose SPEAK rate is closest to the real TAKE_FLOOR rate "
+    "(log ratio averaged over the domain's corpora; the product default)",
+    "polite": "the lowest floor threshold keeping the false-interruption rate at most "
+    f"{POLITE_FIR:.0%} on every corpus of the domain, never below matched's",
+    "addressed-only": "balanced's thresholds behind the address gate: speaks only when the "
+    "words put the turn to the agent (not stored separately)",
+}
 
 
 @dataclass(frozen=True)
