@@ -20,25 +20,40 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-#: The files that take longest (docs/development.md), started first so that the workers
-#: finish together instead of one waiting on a long file picked up last. Others keep their
-#: collection order after these.
+#: The files that take longest (`pytest --durations=0`, summed per file), started first so
+#: that the workers finish together instead of one waiting on a long file picked up last.
+#: Others keep their collection order after these.
 LONGEST_FIRST = (
     "test_training_e2e.py",
+    "test_lora_cpu_precision.py",
+    "test_conformance.py",
     "test_training_resume.py",
+    "test_agents.py",
     "test_eval_hf.py",
+    "test_scorecard.py",
+    "test_run_faults.py",
+    "test_serve_round3.py",
+    "test_serve_round4.py",
+    "test_voice.py",
+    "test_cli_help.py",
     "test_contracts.py",
     "test_training_distill.py",
-    "test_run_faults.py",
-    "test_eval_runner.py",
-    "test_serve_hardening.py",
-    "test_serve.py",
-    "test_tom_runner.py",
-    "test_cli_help.py",
     "test_bad_input_round2.py",
+    "test_eval_runner.py",
+    "test_output_gaps.py",
+    "test_domain_default.py",
     "test_default_model_cli.py",
+    "test_tom_runner.py",
+    "test_corpora_ami.py",
     "test_tom_baselines.py",
+    "test_agent_seats.py",
     "test_serve_faults.py",
+    "test_serve.py",
+    "test_published_splits.py",
+    "test_cli_piped.py",
+    "test_explanation_contradictions.py",
+    "test_voice_faults.py",
+    "test_corpora_chat.py",
 )
 
 

@@ -94,11 +94,18 @@ def predict(inputs: list, *, cache: bool, mode: str = "decision", **options: obj
     return predictor.predict(inputs)
 
 
+@pytest.fixture(scope="module")
+def fp32_decisions(friends_inputs: list) -> tuple[list, list]:
+    """Decision-mode predictions of the first 24 points, without and with the prefix cache
+    (fp32; shared by the equality and the bf16 tests: a forward pass of 24 prompts is most of
+    either test's cost)."""
+    points = friends_inputs[:24]
+    return predict(points, cache=False), predict(points, cache=True)
+
+
 @pytest.mark.slow
-def test_prefix_cache_gives_the_uncached_decisions(friends_inputs: list) -> None:
-    points = friends_inputs[:64]
-    plain = predict(points, cache=False)
-    cached = predict(points, cache=True)
+def test_prefix_cache_gives_the_uncached_decisions(fp32_decisions: tuple[list, list]) -> None:
+    plain, cached = fp32_decisions
     assert [p.point_id for p in cached] == [p.point_id for p in plain]
     assert [p.decision for p in cached] == [p.decision for p in plain]
     assert max(abs(a.p_speak - b.p_speak) for a, b in zip(plain, cached, strict=True)) < 1e-5
@@ -149,9 +156,11 @@ def test_a_prefix_cache_refuses_another_prompt_model_or_tokenizer(friends_inputs
 
 @pytest.mark.slow
 @pytest.mark.skipif(not HAS_BF16, reason="this CPU has no bf16 matrix units")
-def test_bf16_scoring_with_the_prefix_cache(friends_inputs: list) -> None:
+def test_bf16_scoring_with_the_prefix_cache(
+    friends_inputs: list, fp32_decisions: tuple[list, list]
+) -> None:
     points = friends_inputs[:16]
-    fp32 = predict(points, cache=True)
+    fp32 = fp32_decisions[1][:16]
     plain = predict(points, cache=False, precision="bf16")
     cached = predict(points, cache=True, precision="bf16")
     # bf16 keeps 8 mantissa bits: probabilities move by up to a few hundredths, not more.
