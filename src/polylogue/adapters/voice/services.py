@@ -3,7 +3,8 @@
 * :class:`RecognizerSTTService` is a Pipecat ``SegmentedSTTService`` over any
   :class:`~polylogue.adapters.voice.recognition.Recognizer`: audio between a VAD's start and
   stop frames is decoded and one ``TranscriptionFrame`` comes out, with the participant's
-  ``user_id`` and, in ``metadata``, the segment's times and the recognition time.
+  ``user_id`` and, in ``metadata``, the segment's times and the recognition time (and, from a
+  recognizer that gives word confidences, the words it was unsure of: ``unsure``).
 * :class:`VoiceTTSService` is a Pipecat ``TTSService`` speaking through any
   :class:`~polylogue.adapters.voice.synthesis.Voice` (espeak-ng or piper).
 """
@@ -134,6 +135,8 @@ class RecognizerSTTService(SegmentedSTTService):
             frame = TranscriptionFrame(r.text, self.user_id, iso_time(end))
             frame.metadata["time"] = end
             frame.metadata["segment"] = seg
+            if r.words:  # the words it was unsure of, for the address verdict
+                frame.metadata["unsure"] = r.unsure()
             seg.pushed_wall = time.perf_counter()
             yield frame  # pushed on before the generator resumes
         if self._queued:
