@@ -83,6 +83,9 @@ from polylogue.turntaking.sounds import SoundIndex, ascii_fold
 #: An everyday word the recognizer was unsure of that sounds like a roster name is read as
 #: that name (the address model judges it as it judges a name), not as the everyday word.
 UNSURE_EVERYDAY_AS_NAME = True
+#: Words a recognizer was unsure of that may be joined into one name (two, or three words),
+#: when at least this many of them are unsure.
+UNSURE_JOIN_NEEDS = 2
 
 #: The kinds of address, in the order the module docstring explains them.
 ADDRESS_KINDS: tuple[str, ...] = (
@@ -1031,8 +1034,16 @@ def _name_hits(
             span = 1
             if heard is None and i + 1 < len(words) and words[i + 1] not in names.by_first:
                 # A name the recognizer split in two words ("jula jana").
-                both = doubt and words[i + 1] in unsure
+                both = (doubt + (words[i + 1] in unsure)) >= min(2, UNSURE_JOIN_NEEDS)
                 heard, span = names.sounds.match_pair(w, words[i + 1], unsure=both), 2
+            if heard is None and unsure and i + 2 < len(words):
+                # ... or in three, where it was unsure of them ("arm up lou" for Ermutlu).
+                three = words[i : i + 3]
+                if sum(x in unsure for x in three) >= UNSURE_JOIN_NEEDS and not any(
+                    x in names.by_first for x in three[1:]
+                ):
+                    heard = names.sounds.match_pair(w, three[1] + three[2], unsure=True)
+                    span = 3
             if heard is not None:
                 # An everyday word heard as a name ("grain" for Gráinne) counts as one only
                 # where the address model reads a vocative (see address_verdict); one the

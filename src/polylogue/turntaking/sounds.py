@@ -162,15 +162,15 @@ class SoundIndex:
         max_edits: int | None = None,
         min_similarity: float | None = None,
     ) -> tuple[str, float] | None:
-        """The closest name (see the module docstring); ``max_edits`` and ``min_similarity``
-        replace the usual bounds (a word the recognizer was unsure of)."""
+        """The closest name (see the module docstring). ``max_edits`` and ``min_similarity``
+        loosen the usual bounds (a word the recognizer was unsure of): never tighten them."""
         if not self._by_variant:
             return None
         code = sound_key(word)
         if len(code) < 2:
             return None
         folded = ascii_fold(word)
-        edits_allowed = max_edits if max_edits is not None else (0 if exact_key else 1)
+        edits_allowed = max(max_edits or 0, 0 if exact_key else 1)
         close: dict[str, float] = {}
         for v in self._variants(code, edits_allowed):
             for name in self._by_variant.get(v, ()):
@@ -181,10 +181,9 @@ class SoundIndex:
                     continue
                 score = jellyfish.jaro_winkler_similarity(folded, ascii_fold(name))
                 # The same sound asks less of the spelling than a sound one edit away.
+                least = MIN_SIMILARITY if edits == 0 else MIN_SIMILARITY_ONE_EDIT
                 if min_similarity is not None:
-                    least = min_similarity
-                else:
-                    least = MIN_SIMILARITY if edits == 0 else MIN_SIMILARITY_ONE_EDIT
+                    least = min(least, min_similarity)
                 if score >= least:
                     close[name] = score
         if not close:

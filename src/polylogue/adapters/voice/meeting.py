@@ -254,11 +254,15 @@ class VoiceRow:
     recognition_ms: float
     decision_ms: float
     reference_index: list[int] = field(default_factory=list)
+    #: the words the recognizer was unsure of, when it gave word confidences
+    unsure: list[str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
 
         d = asdict(self)
+        if self.unsure is None:
+            del d["unsure"]
         for k in ("latency_ms", "vad_wait_ms", "recognition_ms", "decision_ms"):
             d[k] = round(d[k], 1)
         d["p_speak"] = None if self.p_speak is None else round(self.p_speak, 4)
@@ -700,6 +704,7 @@ def _row(
         1000 * seg.recognition_s,
         1000 * decision,
         [x[0] for x in refs],
+        None if seg.unsure is None else list(seg.unsure),
     )
 
 

@@ -54,6 +54,8 @@ class Segment:
     recognition_s: float = 0.0
     pushed_wall: float = 0.0
     text: str = ""
+    #: the words the recognizer was unsure of (None: it gave no word confidences)
+    unsure: tuple[str, ...] | None = None
 
 
 class RecognizerSTTService(SegmentedSTTService):
@@ -127,6 +129,7 @@ class RecognizerSTTService(SegmentedSTTService):
         if seg is None:
             seg = Segment(self.user_id, 0.0, self._audio_end, 0.0, time.perf_counter())
         seg.recognition_s, seg.text = r.seconds, r.text
+        seg.unsure = r.unsure() if r.words else None
         self.segments.append(seg)
         if r.text:
             from polylogue.adapters.pipecat import iso_time
@@ -135,8 +138,8 @@ class RecognizerSTTService(SegmentedSTTService):
             frame = TranscriptionFrame(r.text, self.user_id, iso_time(end))
             frame.metadata["time"] = end
             frame.metadata["segment"] = seg
-            if r.words:  # the words it was unsure of, for the address verdict
-                frame.metadata["unsure"] = r.unsure()
+            if seg.unsure is not None:  # the words it was unsure of, for the address verdict
+                frame.metadata["unsure"] = seg.unsure
             seg.pushed_wall = time.perf_counter()
             yield frame  # pushed on before the generator resumes
         if self._queued:
