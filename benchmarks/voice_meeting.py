@@ -25,6 +25,18 @@ tiny.en, the bundled one; pocketsphinx) × voice (piper, espeak-ng) × room (cle
     nice -n 5 python benchmarks/voice_meeting.py --out build/voice-bench.json \
         --recognition-cache build/recognition-cache
 
+Options that change a run (each kept in ``--out`` as its own entry, the condition's name with
+the options in brackets, beside the plain run; ``--tables`` prints them beside it):
+
+* ``--vad-stop-secs S``: the VAD's stop time; the figures add segments per line and the share
+  of lines cut in two or more (a pause inside a line longer than the stop time);
+* ``--word-confidence``: Whisper gives word confidences and the words it was unsure of reach
+  the address verdict (``Utterance.unsure``);
+* ``--barge-in S``: the person after each of the agent's replies starts S seconds into it;
+  the barge-in model's decisions (stop or continue) are counted against what the line is (a
+  backchannel by the corpus's dialogue act or its words, else a real turn), beside the
+  always-stop baseline.
+
 Each condition's figures are saved in ``--out`` as soon as it finishes (``--conditions`` runs
 some of them; a rerun keeps the others). A voice line counts as SPEAK when any of its recognised
 segments got SPEAK (the agent acts on each segment the VAD cuts). Needs the voice extra (and
@@ -425,6 +437,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if cond not in CONDITIONS:
             raise SystemExit(f"--conditions: unknown condition {cond!r} ({', '.join(CONDITIONS)})")
         before = os.getloadavg()
+        # the machine is shared: its load is printed and kept beside the latencies
+        print(
+            f"{options.key(cond)}: load average {before[0]:.1f} {before[1]:.1f} "
+            f"{before[2]:.1f} (1, 5, 15 min) on {os.cpu_count()} cores",
+            file=sys.stderr,
+        )
         outs = {}
         for k in range(len(scenes)):
             _c, _k, out = voice_task((cond, k, args.recognition_cache), options)

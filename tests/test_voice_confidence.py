@@ -126,7 +126,8 @@ def test_confidences_find_misheard_names_on_the_development_half(names_heard) ->
     words = nh.score(dev, heard_talk=heard_talk)
     both = nh.score(dev, unsure_below=UNSURE_BELOW, heard_talk=heard_talk)
     assert both["misheard"] == words["misheard"] >= 80
-    assert both["misheard_found"] >= words["misheard_found"]
+    assert both["misheard_found"] >= words["misheard_found"] + 0.05
+    assert both["misheard_wrong_person"] <= words["misheard_wrong_person"]
     assert both["spelt_right_found"] >= words["spelt_right_found"]
     assert both["heard_talk_false_merges"] <= 0.05
     assert both["off_roster_merges"] <= 0.1

@@ -85,7 +85,7 @@ from polylogue.turntaking.sounds import SoundIndex, ascii_fold
 UNSURE_EVERYDAY_AS_NAME = True
 #: Words a recognizer was unsure of that may be joined into one name (two, or three words),
 #: when at least this many of them are unsure.
-UNSURE_JOIN_NEEDS = 2
+UNSURE_JOIN_NEEDS = 1
 
 #: The kinds of address, in the order the module docstring explains them.
 ADDRESS_KINDS: tuple[str, ...] = (

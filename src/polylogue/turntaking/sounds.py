@@ -47,7 +47,7 @@ MIN_LETTERS = 4
 #: A word the recognizer was unsure of: its sound this many edits from the name's at most,
 UNSURE_EDITS = 1
 #: and its spelling this close (Jaro-Winkler); an everyday word too.
-UNSURE_SIMILARITY = 0.6
+UNSURE_SIMILARITY = 0.7
 #: Two unsure words joined into one name (both may be everyday words).
 UNSURE_PAIR_SIMILARITY = 0.7
 
