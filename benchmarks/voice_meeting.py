@@ -489,26 +489,31 @@ def markdown(res: dict[str, Any]) -> str:
     a = res["address"]
     out += [
         "",
-        "| system | address recall % | false speaking % |",
-        "|---|---:|---:|",
+        "| the words | the agent: address recall % | false speaking % "
+        "| explicit-address rule: address recall % | false speaking % |",
+        "|---|---:|---:|---:|---:|",
     ]
-    rows = [("text as written (`original`)", a["text:original"])]
-    rows.append(("text, recognizer rendering", a["text:recognizer"]))
-    rows += [(f"voice: {label(c)}", res["conditions"][c]["address"]) for c in conds]
-    rows.append(("explicit-address rule on the text", a["rule:explicit-address"]))
+    cell = lambda r: (  # noqa: E731
+        f"{fmt(r['address_recall'])} ({r['addressed']}) | {fmt(r['false_speaking'])} ({r['other']})"
+    )
+    none = "- | -"
+    rows = [("text as written (`original`)", cell(a["text:original"]), none)]
+    rows.append(
+        ("text, recognizer rendering", cell(a["text:recognizer"]), cell(a["rule:explicit-address"]))
+    )
     rows += [
         (
-            f"explicit-address rule on the voice: {label(c)}",
-            res["conditions"][c]["rule:explicit-address"],
+            f"voice: {label(c)}",
+            cell(res["conditions"][c]["address"]),
+            cell(res["conditions"][c]["rule:explicit-address"]),
         )
         for c in conds
     ]
-    rows.append(("previous-speaker rule", a["rule:previous-speaker"]))
-    for name, r in rows:
-        out.append(
-            f"| {name} | {fmt(r['address_recall'])} ({r['addressed']}) "
-            f"| {fmt(r['false_speaking'])} ({r['other']}) |"
-        )
+    rows.append(
+        ("previous-speaker rule in the agent's place", cell(a["rule:previous-speaker"]), none)
+    )
+    for name, agent, rule in rows:
+        out.append(f"| {name} | {agent} | {rule} |")
     out += [
         "",
         "| end of speech → decision (ms), p50 / p95 | total | VAD wait (audio) | recognition "
@@ -547,9 +552,10 @@ def option_tables(res: dict[str, Any]) -> list[str]:
             out += [
                 "",
                 f"| VAD stop (s), {cond} | end of speech → decision p50 / p95 (ms) | VAD wait "
-                "p50 / p95 (ms) | segments per line | lines cut in two or more % | WER % "
-                "| address recall % | false speaking % | load average |",
-                "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+                "(audio) p50 / p95 (ms) | recognition p50 / p95 (ms) | segments per line "
+                "| lines cut in two or more % | WER % | address recall % | false speaking % "
+                "| load average |",
+                "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
             ]
             for stop, k in sorted(vad):
                 f = runs[k]
@@ -558,6 +564,7 @@ def option_tables(res: dict[str, Any]) -> list[str]:
                 out.append(
                     f"| {stop:g} | {ms(lat['total']['p50'])} / {ms(lat['total']['p95'])} "
                     f"| {ms(lat['vad']['p50'])} / {ms(lat['vad']['p95'])} "
+                    f"| {ms(lat['recognition']['p50'])} / {ms(lat['recognition']['p95'])} "
                     f"| {f.get('segments_per_line', '-')} | {f.get('lines_cut', '-')} "
                     f"| {f['wer']} | {pct(a['address_recall'])} | {pct(a['false_speaking'])} "
                     f"| {load} |"
