@@ -493,24 +493,28 @@ def markdown(res: dict[str, Any]) -> str:
         "| explicit-address rule: address recall % | false speaking % |",
         "|---|---:|---:|---:|---:|",
     ]
-    cell = lambda r: (  # noqa: E731
+    rates = lambda r: (  # noqa: E731
         f"{fmt(r['address_recall'])} ({r['addressed']}) | {fmt(r['false_speaking'])} ({r['other']})"
     )
     none = "- | -"
-    rows = [("text as written (`original`)", cell(a["text:original"]), none)]
+    rows = [("text as written (`original`)", rates(a["text:original"]), none)]
     rows.append(
-        ("text, recognizer rendering", cell(a["text:recognizer"]), cell(a["rule:explicit-address"]))
+        (
+            "text, recognizer rendering",
+            rates(a["text:recognizer"]),
+            rates(a["rule:explicit-address"]),
+        )
     )
     rows += [
         (
             f"voice: {label(c)}",
-            cell(res["conditions"][c]["address"]),
-            cell(res["conditions"][c]["rule:explicit-address"]),
+            rates(res["conditions"][c]["address"]),
+            rates(res["conditions"][c]["rule:explicit-address"]),
         )
         for c in conds
     ]
     rows.append(
-        ("previous-speaker rule in the agent's place", cell(a["rule:previous-speaker"]), none)
+        ("previous-speaker rule in the agent's place", rates(a["rule:previous-speaker"]), none)
     )
     for name, agent, rule in rows:
         out.append(f"| {name} | {agent} | {rule} |")

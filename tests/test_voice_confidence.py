@@ -62,6 +62,7 @@ def test_unsure_words_near_no_roster_name_call_no_one() -> None:
     assert _addressed(room, "bob", line, unsure=("well", "this", "kickoff")) == ()
 
 
+@pytest.mark.slow
 def test_whisper_word_confidences_give_the_unsure_words() -> None:
     voice = _neural()
     from polylogue.adapters.voice.recognition import UNSURE_BELOW, unsure_words
@@ -78,6 +79,7 @@ def test_whisper_word_confidences_give_the_unsure_words() -> None:
     assert voice.WhisperRecognizer().recognize(pcm).unsure() == ()
 
 
+@pytest.mark.slow
 def test_unsure_words_reach_the_gate_through_the_pipeline() -> None:
     """A voice meeting with word confidences: every decision row carries the words the
     recognizer was unsure of, and only words it wrote."""
