@@ -355,6 +355,7 @@ def condition_figures(
     """WER, names, address and latency of one condition from its scenes' rows."""
     counts, rule = Counts(), Counts()
     wer = [0, 0]
+    scene_wer: dict[str, list[int]] = {}  # per scene: where a run's WER comes from
     names = [0, 0, 0]  # found, said, inserted
     lat: dict[str, list[float]] = {k: [] for k in ("total", "vad", "recognition", "decision")}
     timeouts = 0
@@ -385,6 +386,9 @@ def condition_figures(
             segments.append(len(heard[i]))
             ref, hyp = words(conv.utterances[i].text), words(" ".join(heard[i]))
             wer[0] += edit_distance(ref, hyp)
+            sw = scene_wer.setdefault(_title, [0, 0])
+            sw[0] += edit_distance(ref, hyp)
+            sw[1] += len(ref)
             wer[1] += len(ref)
             ref_names = [w for w in ref if w in said]
             names[0] += sum(1 for w in ref_names if w in hyp)
@@ -398,6 +402,7 @@ def condition_figures(
         "recognizer": any_out["recognizer"],
         "voices": any_out["voices"],
         "wer": round(100 * wer[0] / max(1, wer[1]), 1),
+        "wer_by_scene": {t: round(100 * e / max(1, n), 1) for t, (e, n) in scene_wer.items()},
         "words": wer[1],
         "names": {
             "recall": round(names[0] / names[1], 3) if names[1] else None,
