@@ -473,7 +473,7 @@ LABELS = {
 
 
 def markdown(res: dict[str, Any]) -> str:
-    """The figures as the tables in docs/agents.md."""
+    """The figures as the tables in docs/voice.md."""
     fmt = lambda x: "-" if x is None else f"{x}"  # noqa: E731
     ms = lambda x: "-" if x is None else f"{x:.0f}"  # noqa: E731
     conds = [c for c in CONDITIONS if c in res["conditions"]]

@@ -46,7 +46,7 @@ KWS_THRESHOLD_PER_PHONE = 1e-2
 #: and spotting fires on other words in the middle.
 KWS_EDGE_FRAMES = 60
 
-# Whisper's settings, chosen by benchmarks/whisper_settings.py (figures in docs/agents.md):
+# Whisper's settings, chosen by benchmarks/whisper_settings.py (figures in docs/voice.md):
 #: int8 weights: as accurate as float32 on these lines and faster on a CPU.
 WHISPER_COMPUTE_TYPE = "int8"
 #: beam 5: fewer errors than greedy on espeak-ng voices (as good on piper's) and no slower on
