@@ -541,6 +541,16 @@ def markdown(res: dict[str, Any]) -> str:
     return "\n".join(out + option_tables(res))
 
 
+def precision(a: dict[str, Any]) -> str:
+    """Of the lines after which the agent spoke, the share addressed to it (from the rates
+    and their counts)."""
+    if a["address_recall"] is None or a["false_speaking"] is None:
+        return "-"
+    right = a["address_recall"] * a["addressed"]
+    spoke = right + a["false_speaking"] * a["other"]
+    return "-" if spoke == 0 else f"{100 * right / spoke:.1f}"
+
+
 def option_tables(res: dict[str, Any]) -> list[str]:
     """The runs with options (``--vad-stop-secs``, ``--word-confidence``, ``--barge-in``)
     beside the plain run of the same condition."""
@@ -583,8 +593,8 @@ def option_tables(res: dict[str, Any]) -> list[str]:
             out += [
                 "",
                 f"| {cond}: the verdict reads | WER % | name recall | address recall % "
-                "| false speaking % |",
-                "|---|---:|---:|---:|---:|",
+                "| false speaking % | precision % |",
+                "|---|---:|---:|---:|---:|---:|",
             ]
             for label, k in (("the words", cond), ("the words and their confidences", conf)):
                 f = runs[k]
@@ -592,7 +602,7 @@ def option_tables(res: dict[str, Any]) -> list[str]:
                 out.append(
                     f"| {label} | {f['wer']} | {f['names']['recall']} "
                     f"| {pct(a['address_recall'])} ({a['addressed']}) "
-                    f"| {pct(a['false_speaking'])} ({a['other']}) |"
+                    f"| {pct(a['false_speaking'])} ({a['other']}) | {precision(a)} |"
                 )
         for k in runs:
             if not (k.startswith(cond + " [") and "barge-in" in k):
