@@ -25,6 +25,18 @@ tiny.en, the bundled one; pocketsphinx) × voice (piper, espeak-ng) × room (cle
     nice -n 5 python benchmarks/voice_meeting.py --out build/voice-bench.json \
         --recognition-cache build/recognition-cache
 
+Options that change a run (each kept in ``--out`` as its own entry, the condition's name with
+the options in brackets, beside the plain run; ``--tables`` prints them beside it):
+
+* ``--vad-stop-secs S``: the VAD's stop time; the figures add segments per line and the share
+  of lines cut in two or more (a pause inside a line longer than the stop time);
+* ``--word-confidence``: Whisper gives word confidences and the words it was unsure of reach
+  the address verdict (``Utterance.unsure``);
+* ``--barge-in S``: the person after each of the agent's replies starts S seconds into it;
+  the barge-in model's decisions (stop or continue) are counted against what the line is (a
+  backchannel by the corpus's dialogue act or its words, else a real turn), beside the
+  always-stop baseline.
+
 Each condition's figures are saved in ``--out`` as soon as it finishes (``--conditions`` runs
 some of them; a rerun keeps the others). A voice line counts as SPEAK when any of its recognised
 segments got SPEAK (the agent acts on each segment the VAD cuts). Needs the voice extra (and
@@ -199,6 +211,15 @@ class Counts:
             self.other_spoke += spoke
 
 
+def backchannel(u: Utterance) -> bool:
+    """The line is a backchannel: the corpus's dialogue act says so, or its words are only
+    acknowledgements and fillers."""
+    from polylogue.turntaking.cues import is_lexical_backchannel
+
+    act = (u.dialogue_act or "").lower()
+    return act in ("bck", "backchannel") or is_lexical_backchannel(u.text)
+
+
 def text_decisions(
     conv: Conversation, agent: str, rendering: str, deployment: Any
 ) -> dict[int, bool]:
@@ -224,11 +245,34 @@ CONDITIONS = [
 ]
 
 
-def voice_task(task: tuple[str, int, str | None]) -> tuple[str, int, dict[str, Any]]:
+@dataclass(frozen=True)
+class Options:
+    """What a run changes besides the condition (the defaults: the example's)."""
+
+    vad_stop_secs: float | None = None
+    barge_in: float | None = None
+    word_confidence: bool = False
+
+    def key(self, cond: str) -> str:
+        """The condition's key in ``--out``: the condition, then the options that differ."""
+        parts = []
+        if self.vad_stop_secs is not None:
+            parts.append(f"vad {self.vad_stop_secs:g}")
+        if self.barge_in is not None:
+            parts.append(f"barge-in {self.barge_in:g}")
+        if self.word_confidence:
+            parts.append("confidences")
+        return cond + (f" [{', '.join(parts)}]" if parts else "")
+
+
+def voice_task(
+    task: tuple[str, int, str | None], options: Options = Options()
+) -> tuple[str, int, dict[str, Any]]:
     """One scene under one condition through the voice pipeline: its rows as dicts."""
     from loguru import logger
 
     from polylogue.adapters.voice import Room, run_voice_meeting
+    from polylogue.adapters.voice.meeting import VAD_STOP_S
     from polylogue.engine.deployment import Deployment
 
     logger.remove()
@@ -246,9 +290,11 @@ def voice_task(task: tuple[str, int, str | None]) -> tuple[str, int, dict[str, A
             reply=None,
             recognizer=rec,
             voices=voices,
-            room=Room(snr_db=10.0 if room == "snr10" else None),
+            room=Room(snr_db=10.0 if room == "snr10" else None, barge_in_s=options.barge_in),
             deployment=Deployment.resolve(domain=conv.domain),  # as `polylogue decide` would
             recognition_cache=cache,
+            vad_stop_secs=options.vad_stop_secs or VAD_STOP_S,
+            word_confidence=options.word_confidence,
         )
     )
     wall = round(time.perf_counter() - t0, 1)
@@ -258,6 +304,7 @@ def voice_task(task: tuple[str, int, str | None]) -> tuple[str, int, dict[str, A
         k,
         {
             "rows": [r.to_dict() for r in m.rows],
+            "barge_ins": m.barge_ins,
             "recognizer": m.recognizer,
             "voices": m.voices,
             "wall_s": wall,
@@ -308,9 +355,12 @@ def condition_figures(
     """WER, names, address and latency of one condition from its scenes' rows."""
     counts, rule = Counts(), Counts()
     wer = [0, 0]
+    scene_wer: dict[str, list[int]] = {}  # per scene: where a run's WER comes from
     names = [0, 0, 0]  # found, said, inserted
     lat: dict[str, list[float]] = {k: [] for k in ("total", "vad", "recognition", "decision")}
     timeouts = 0
+    segments: list[int] = []  # recognised segments per human line
+    barge = {"backchannel": [0, 0], "turn": [0, 0]}  # [barge-ins, stopped]
     for k, (_title, conv, agent) in enumerate(scenes):
         agent_id = next(p.id for p in conv.participants if agent in (p.id, p.name))
         humans = [i for i, u in enumerate(conv.utterances) if u.speaker != agent_id]
@@ -327,9 +377,18 @@ def condition_figures(
             lat["recognition"].append(r["recognition_ms"])
             lat["decision"].append(r["decision_ms"])
         agent_names = name_words(conv, agent_id)
+        for b in outs[k].get("barge_ins", []):
+            u = conv.utterances[b["index"]]
+            kind = "backchannel" if backchannel(u) else "turn"
+            barge[kind][0] += 1
+            barge[kind][1] += b["action"] == "yield"
         for i in humans:
+            segments.append(len(heard[i]))
             ref, hyp = words(conv.utterances[i].text), words(" ".join(heard[i]))
             wer[0] += edit_distance(ref, hyp)
+            sw = scene_wer.setdefault(_title, [0, 0])
+            sw[0] += edit_distance(ref, hyp)
+            sw[1] += len(ref)
             wer[1] += len(ref)
             ref_names = [w for w in ref if w in said]
             names[0] += sum(1 for w in ref_names if w in hyp)
@@ -343,6 +402,7 @@ def condition_figures(
         "recognizer": any_out["recognizer"],
         "voices": any_out["voices"],
         "wer": round(100 * wer[0] / max(1, wer[1]), 1),
+        "wer_by_scene": {t: round(100 * e / max(1, n), 1) for t, (e, n) in scene_wer.items()},
         "words": wer[1],
         "names": {
             "recall": round(names[0] / names[1], 3) if names[1] else None,
@@ -353,6 +413,11 @@ def condition_figures(
         "rule:explicit-address": _rate(rule),
         "latency_ms": {k: {"p50": q(v, 50), "p95": q(v, 95)} for k, v in lat.items()},
         "decision_timeouts": timeouts,
+        "segments_per_line": round(sum(segments) / max(1, len(segments)), 2),
+        "lines_cut": round(100 * sum(n > 1 for n in segments) / max(1, len(segments)), 1),
+        "barge_ins": {
+            kind: {"barge_ins": n, "stopped": stopped} for kind, (n, stopped) in barge.items()
+        },
         "wall_s": round(sum(o["wall_s"] for o in outs.values()), 1),
     }
 
@@ -372,18 +437,25 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     ]
     result.update(text_figures(scenes))
     conditions = args.conditions.split(",") if args.conditions else CONDITIONS
+    options = Options(args.vad_stop_secs, args.barge_in, args.word_confidence)
     for cond in conditions:
         if cond not in CONDITIONS:
             raise SystemExit(f"--conditions: unknown condition {cond!r} ({', '.join(CONDITIONS)})")
         before = os.getloadavg()
+        # the machine is shared: its load is printed and kept beside the latencies
+        print(
+            f"{options.key(cond)}: load average {before[0]:.1f} {before[1]:.1f} "
+            f"{before[2]:.1f} (1, 5, 15 min) on {os.cpu_count()} cores",
+            file=sys.stderr,
+        )
         outs = {}
         for k in range(len(scenes)):
-            _c, _k, out = voice_task((cond, k, args.recognition_cache))
+            _c, _k, out = voice_task((cond, k, args.recognition_cache), options)
             outs[k] = out
         fig = condition_figures(scenes, outs)
         fig["load_average"] = [round(before[1], 1), round(os.getloadavg()[1], 1)]
-        result["conditions"][cond] = fig
-        print(f"{cond}: {json.dumps(fig)}", file=sys.stderr)
+        result["conditions"][options.key(cond)] = fig
+        print(f"{options.key(cond)}: {json.dumps(fig)}", file=sys.stderr)
         if out_path is not None:  # each condition kept as soon as it is measured
             out_path.parent.mkdir(parents=True, exist_ok=True)
             out_path.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
@@ -401,7 +473,7 @@ LABELS = {
 
 
 def markdown(res: dict[str, Any]) -> str:
-    """The figures as the tables in docs/agents.md."""
+    """The figures as the tables in docs/voice.md."""
     fmt = lambda x: "-" if x is None else f"{x}"  # noqa: E731
     ms = lambda x: "-" if x is None else f"{x:.0f}"  # noqa: E731
     conds = [c for c in CONDITIONS if c in res["conditions"]]
@@ -422,26 +494,35 @@ def markdown(res: dict[str, Any]) -> str:
     a = res["address"]
     out += [
         "",
-        "| system | address recall % | false speaking % |",
-        "|---|---:|---:|",
+        "| the words | the agent: address recall % | false speaking % "
+        "| explicit-address rule: address recall % | false speaking % |",
+        "|---|---:|---:|---:|---:|",
     ]
-    rows = [("text as written (`original`)", a["text:original"])]
-    rows.append(("text, recognizer rendering", a["text:recognizer"]))
-    rows += [(f"voice: {label(c)}", res["conditions"][c]["address"]) for c in conds]
-    rows.append(("explicit-address rule on the text", a["rule:explicit-address"]))
+    rates = lambda r: (  # noqa: E731
+        f"{fmt(r['address_recall'])} ({r['addressed']}) | {fmt(r['false_speaking'])} ({r['other']})"
+    )
+    none = "- | -"
+    rows = [("text as written (`original`)", rates(a["text:original"]), none)]
+    rows.append(
+        (
+            "text, recognizer rendering",
+            rates(a["text:recognizer"]),
+            rates(a["rule:explicit-address"]),
+        )
+    )
     rows += [
         (
-            f"explicit-address rule on the voice: {label(c)}",
-            res["conditions"][c]["rule:explicit-address"],
+            f"voice: {label(c)}",
+            rates(res["conditions"][c]["address"]),
+            rates(res["conditions"][c]["rule:explicit-address"]),
         )
         for c in conds
     ]
-    rows.append(("previous-speaker rule", a["rule:previous-speaker"]))
-    for name, r in rows:
-        out.append(
-            f"| {name} | {fmt(r['address_recall'])} ({r['addressed']}) "
-            f"| {fmt(r['false_speaking'])} ({r['other']}) |"
-        )
+    rows.append(
+        ("previous-speaker rule in the agent's place", rates(a["rule:previous-speaker"]), none)
+    )
+    for name, agent, rule in rows:
+        out.append(f"| {name} | {agent} | {rule} |")
     out += [
         "",
         "| end of speech → decision (ms), p50 / p95 | total | VAD wait (audio) | recognition "
@@ -457,7 +538,90 @@ def markdown(res: dict[str, Any]) -> str:
             f"| {label(c)} | {cell('total')} | {cell('vad')} | {cell('recognition')} "
             f"| {cell('decision')} | {load} |"
         )
-    return "\n".join(out)
+    return "\n".join(out + option_tables(res))
+
+
+def precision(a: dict[str, Any]) -> str:
+    """Of the lines after which the agent spoke, the share addressed to it (from the rates
+    and their counts)."""
+    if a["address_recall"] is None or a["false_speaking"] is None:
+        return "-"
+    right = a["address_recall"] * a["addressed"]
+    spoke = right + a["false_speaking"] * a["other"]
+    return "-" if spoke == 0 else f"{100 * right / spoke:.1f}"
+
+
+def option_tables(res: dict[str, Any]) -> list[str]:
+    """The runs with options (``--vad-stop-secs``, ``--word-confidence``, ``--barge-in``)
+    beside the plain run of the same condition."""
+    from polylogue.adapters.voice.meeting import VAD_STOP_S
+
+    runs = res["conditions"]
+    out: list[str] = []
+    ms = lambda x: "-" if x is None else f"{x:.0f}"  # noqa: E731
+    pct = lambda x: "-" if x is None else f"{x}"  # noqa: E731
+    for cond in CONDITIONS:
+        vad = [(VAD_STOP_S, cond)] if cond in runs else []
+        vad += [
+            (float(m.group(1)), k)
+            for k in runs
+            if (m := re.fullmatch(re.escape(cond) + r" \[vad ([0-9.]+)\]", k))
+        ]
+        if len(vad) > 1:
+            out += [
+                "",
+                f"| VAD stop (s), {cond} | end of speech → decision p50 / p95 (ms) | VAD wait "
+                "(audio) p50 / p95 (ms) | recognition p50 / p95 (ms) | segments per line "
+                "| lines cut in two or more % | WER % | address recall % | false speaking % "
+                "| load average |",
+                "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            ]
+            for stop, k in sorted(vad):
+                f = runs[k]
+                lat, a = f["latency_ms"], f["address"]
+                load = "–".join(str(x) for x in f.get("load_average", []))
+                out.append(
+                    f"| {stop:g} | {ms(lat['total']['p50'])} / {ms(lat['total']['p95'])} "
+                    f"| {ms(lat['vad']['p50'])} / {ms(lat['vad']['p95'])} "
+                    f"| {ms(lat['recognition']['p50'])} / {ms(lat['recognition']['p95'])} "
+                    f"| {f.get('segments_per_line', '-')} | {f.get('lines_cut', '-')} "
+                    f"| {f['wer']} | {pct(a['address_recall'])} | {pct(a['false_speaking'])} "
+                    f"| {load} |"
+                )
+        conf = f"{cond} [confidences]"
+        if cond in runs and conf in runs:
+            out += [
+                "",
+                f"| {cond}: the verdict reads | WER % | name recall | address recall % "
+                "| false speaking % | precision % |",
+                "|---|---:|---:|---:|---:|---:|",
+            ]
+            for label, k in (("the words", cond), ("the words and their confidences", conf)):
+                f = runs[k]
+                a = f["address"]
+                out.append(
+                    f"| {label} | {f['wer']} | {f['names']['recall']} "
+                    f"| {pct(a['address_recall'])} ({a['addressed']}) "
+                    f"| {pct(a['false_speaking'])} ({a['other']}) | {precision(a)} |"
+                )
+        for k in runs:
+            if not (k.startswith(cond + " [") and "barge-in" in k):
+                continue
+            b = runs[k]["barge_ins"]
+            turn, back = b["turn"], b["backchannel"]
+            right = turn["stopped"] + back["barge_ins"] - back["stopped"]
+            n = turn["barge_ins"] + back["barge_ins"]
+            out += [
+                "",
+                f"| {k}: who decides | barge-ins | on a real turn: stopped | on a backchannel: "
+                "stopped | right decisions |",
+                "|---|---:|---:|---:|---:|",
+                f"| the barge-in model | {n} | {turn['stopped']} of {turn['barge_ins']} "
+                f"| {back['stopped']} of {back['barge_ins']} | {right} of {n} |",
+                f"| always stop | {n} | {turn['barge_ins']} of {turn['barge_ins']} "
+                f"| {back['barge_ins']} of {back['barge_ins']} | {turn['barge_ins']} of {n} |",
+            ]
+    return out
 
 
 def main() -> None:
@@ -469,6 +633,23 @@ def main() -> None:
         "and the decode times measured when they were made (the decisions are remade)",
     )
     ap.add_argument("--conditions", help=f"comma-separated, of: {', '.join(CONDITIONS)}")
+    ap.add_argument(
+        "--vad-stop-secs",
+        type=float,
+        help="the VAD's stop time (default: the example's); kept as its own condition",
+    )
+    ap.add_argument(
+        "--barge-in",
+        type=float,
+        metavar="S",
+        help="the person after each reply starts S seconds into it (Room(barge_in_s=S)): the "
+        "barge-in model's stop/continue decisions are counted against the line's kind",
+    )
+    ap.add_argument(
+        "--word-confidence",
+        action="store_true",
+        help="Whisper gives word confidences and the unsure words reach the address verdict",
+    )
     ap.add_argument("--tables", help="print the tables of a saved --out file and stop")
     args = ap.parse_args()
     if args.tables:

@@ -78,6 +78,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--no-hints", action="store_true", help="no roster names for the recognizer")
     ap.add_argument(
+        "--word-confidence",
+        action="store_true",
+        help="Whisper's word confidences reach the address verdict: a word it was unsure of "
+        "may match a roster name at a looser sound distance",
+    )
+    ap.add_argument(
         "--reply",
         default="Okay, I can take that.",
         help="what the agent says to a SPEAK when its own line does not come next ('' : nothing)",
@@ -180,6 +186,7 @@ def main() -> None:
                 only=focus.only,
                 espeak_timeout_s=args.espeak_timeout,
                 on_recognizer=said,
+                word_confidence=args.word_confidence,
                 **kwargs,
             )
         )

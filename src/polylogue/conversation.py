@@ -327,6 +327,10 @@ class Utterance:
     id: str | None = None
     #: Free-form annotation kept from the source (e.g. a Friends stage note "(to Ross)").
     note: str | None = None
+    #: Words (lower case) a speech recognizer wrote with a low confidence: the address
+    #: verdict matches one that sounds like a roster name at a looser distance. Live only
+    #: (a voice front end sets it), never saved.
+    unsure: tuple[str, ...] = ()
 
     @property
     def duration(self) -> float | None:

@@ -211,8 +211,9 @@ class PolylogueGate(RoomRole, FrameProcessor):
     async def _final(self, frame: TranscriptionFrame, direction: FrameDirection) -> None:
         end = self.time_of(frame)
         start = self._started.pop(frame.user_id, None) if frame.user_id else None
+        unsure = frame.metadata.get("unsure", ()) if isinstance(frame.metadata, dict) else ()
         r = await self.room.final_within(
-            frame.user_id or None, frame.text, start, end, self.decision_timeout_s
+            frame.user_id or None, frame.text, start, end, self.decision_timeout_s, unsure
         )
         if r is None:  # dropped (no speaker): the words reach the context, unanswered
             await self._context_only(frame.text, direction)

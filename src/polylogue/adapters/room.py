@@ -317,9 +317,16 @@ class RoomTracker:
         )
 
     def final(
-        self, speaker: str | None, text: str, start: float | None = None, end: float | None = None
+        self,
+        speaker: str | None,
+        text: str,
+        start: float | None = None,
+        end: float | None = None,
+        unsure: Sequence[str] = (),
     ) -> tuple[Heard, LiveDecision] | None:
-        """A final transcript: observed, then decided on (None: dropped, see module notes)."""
+        """A final transcript: observed, then decided on (None: dropped, see module notes).
+        ``unsure``: words the recognizer wrote with a low confidence
+        (:attr:`~polylogue.conversation.Utterance.unsure`)."""
         if not text.strip():
             return None
         who = self.resolve(speaker, text)
@@ -328,7 +335,7 @@ class RoomTracker:
         pid, words = who
         self.flush_agent()
         heard = Heard(pid, self.name_of(pid), words, start, end)
-        d = self.live.utterance(Utterance(pid, words, start, end))
+        d = self.live.utterance(Utterance(pid, words, start, end, unsure=tuple(unsure)))
         if d.barge_in is not None:
             d = replace(d, barge_in=self._guard(d.barge_in, words))
         if pid in self.left and pid != self.agent_id:
@@ -344,6 +351,7 @@ class RoomTracker:
         start: float | None = None,
         end: float | None = None,
         timeout_s: float = DECISION_TIMEOUT_S,
+        unsure: Sequence[str] = (),
     ) -> tuple[Heard, LiveDecision] | None:
         """:meth:`final` off the event loop; past ``timeout_s`` the agent stays silent.
 
@@ -351,7 +359,9 @@ class RoomTracker:
         answer is given up: the returned decision is SILENT with reason "decision timed out".
         """
         try:
-            return await self._within(timeout_s, lambda: self.final(speaker, text, start, end))
+            return await self._within(
+                timeout_s, lambda: self.final(speaker, text, start, end, unsure)
+            )
         except TimeoutError:
             self._warn(f"no decision within {timeout_s:g} s: staying silent")
             name = speaker or "?"

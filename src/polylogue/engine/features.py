@@ -412,6 +412,7 @@ class ConversationState:
             prior,
             resolve=self.last_index,
             model=self.address_model,
+            unsure=utt.source.unsure,
         )
         self._verdicts[utt.index] = (version, v)
         if len(self._verdicts) > 4:

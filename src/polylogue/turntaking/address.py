@@ -80,6 +80,13 @@ from polylogue.turntaking.cues import (
 )
 from polylogue.turntaking.sounds import SoundIndex, ascii_fold
 
+#: An everyday word the recognizer was unsure of that sounds like a roster name is read as
+#: that name (the address model judges it as it judges a name), not as the everyday word.
+UNSURE_EVERYDAY_AS_NAME = True
+#: Words a recognizer was unsure of that may be joined into one name (two, or three words),
+#: when at least this many of them are unsure.
+UNSURE_JOIN_NEEDS = 1
+
 #: The kinds of address, in the order the module docstring explains them.
 ADDRESS_KINDS: tuple[str, ...] = (
     "name-start",
@@ -632,6 +639,7 @@ def address_verdict(
     prior: PriorTurn | None = None,
     resolve: Mapping[str, int] | None = None,
     model: AddressModel | Literal["shipped"] | None = "shipped",
+    unsure: Collection[str] = (),
 ) -> AddressVerdict:
     """Who ``text`` (said by ``speaker``) addresses; see the module docstring.
 
@@ -639,13 +647,15 @@ def address_verdict(
     latest utterance) picks, for a name several people share, the one who spoke last.
     ``model`` judges the names the exact rules leave open (:mod:`.address_model`): the
     shipped one by default; ``None`` reads them by the rulebook alone (the earlier verdict,
-    kept for comparison).
+    kept for comparison). ``unsure``: words (lower case) the speech recognizer was unsure of
+    (:attr:`polylogue.conversation.Utterance.unsure`): one that sounds like a roster name is
+    matched at the looser distance of :mod:`polylogue.turntaking.sounds`.
     """
     prior = prior or PriorTurn()
     if model == "shipped":
         model = load_address_model()
     words = words_of(text)
-    hits = _name_hits(words, speaker, names, resolve)
+    hits = _name_hits(words, speaker, names, resolve, unsure)
     # Only an utterance that names someone needs its written marks (most name nobody).
     marks = set_off(text, words) if hits and written(text) else None
     name_starts = {s for s, _, _, _, _ in hits}
@@ -987,7 +997,11 @@ def asks_by_words(text: str) -> bool:
 
 
 def _name_hits(
-    words: Sequence[str], speaker: str, names: NameTerms, resolve: Mapping[str, int] | None
+    words: Sequence[str],
+    speaker: str,
+    names: NameTerms,
+    resolve: Mapping[str, int] | None,
+    unsure: Collection[str] = (),
 ) -> list[tuple[int, int, str, bool, bool]]:
     """``(start, end, participant, common_word, by_sound)`` of each name in ``words``
     (longest first, speaker excluded; a shared name goes to whoever of its bearers spoke
@@ -1015,15 +1029,30 @@ def _name_hits(
                         best.append((k, pid, common))
         by_sound = False
         if not best and w not in names.by_first:
-            heard = names.sounds.match(base, everyday=True)
+            doubt = w in unsure or base in unsure
+            heard = names.sounds.match(base, everyday=True, unsure=doubt)
             span = 1
             if heard is None and i + 1 < len(words) and words[i + 1] not in names.by_first:
                 # A name the recognizer split in two words ("jula jana").
-                heard, span = names.sounds.match_pair(w, words[i + 1]), 2
+                both = (doubt + (words[i + 1] in unsure)) >= min(2, UNSURE_JOIN_NEEDS)
+                heard, span = names.sounds.match_pair(w, words[i + 1], unsure=both), 2
+            if heard is None and unsure and i + 2 < len(words):
+                # ... or in three, where it was unsure of them ("arm up lou" for Ermutlu).
+                three = words[i : i + 3]
+                if sum(x in unsure for x in three) >= UNSURE_JOIN_NEEDS and not any(
+                    x in names.by_first for x in three[1:]
+                ):
+                    heard = names.sounds.match_pair(w, three[1] + three[2], unsure=True)
+                    span = 3
             if heard is not None:
                 # An everyday word heard as a name ("grain" for Gráinne) counts as one only
-                # where the address model reads a vocative (see address_verdict).
-                common = span == 1 and base in names.sounds.everyday
+                # where the address model reads a vocative (see address_verdict); one the
+                # recognizer was unsure of is judged as a name.
+                common = (
+                    span == 1
+                    and base in names.sounds.everyday
+                    and not (doubt and UNSURE_EVERYDAY_AS_NAME)
+                )
                 best = [(span, pid, common) for pid in sorted(names.sounds.owners(heard[0]))]
                 best_len, by_sound = span, True
         if best:

@@ -14,6 +14,13 @@ matched when it is
 * closer in spelling to two roster names than the margin (the roster holds Sean and Shane and
   the word is halfway: no one is meant, rather than the wrong one).
 
+A word the recognizer was **unsure** of (a low word confidence: the caller says which words)
+is matched at a looser distance (:data:`UNSURE_EDITS`, :data:`UNSURE_SIMILARITY`), everyday
+words included, and two unsure words may join into one name even when both are everyday words
+("yes man" for Yasmin): a recognizer unsure of a word it wrote where a name was said often
+wrote a common word that sounds like it. The looser bounds never apply to a word written with
+confidence.
+
 The index only proposes a name; whether the word is *used* as a name (and as a vocative) is
 for the address model to judge, as for a name spelt right.
 """
@@ -37,6 +44,12 @@ PAIR_SIMILARITY = 0.8
 MARGIN = 0.04
 #: Shortest word and name (letters) that are matched by sound.
 MIN_LETTERS = 4
+#: A word the recognizer was unsure of: its sound this many edits from the name's at most,
+UNSURE_EDITS = 1
+#: and its spelling this close (Jaro-Winkler); an everyday word too.
+UNSURE_SIMILARITY = 0.7
+#: Two unsure words joined into one name (both may be everyday words).
+UNSURE_PAIR_SIMILARITY = 0.7
 
 
 def ascii_fold(text: str) -> str:
@@ -104,13 +117,18 @@ class SoundIndex:
         """A copy that later ``add``/``remove`` calls on either do not share."""
         return SoundIndex(self.everyday, dict(self._by_variant))
 
-    def match(self, word: str, everyday: bool = False) -> tuple[str, float] | None:
+    def match(
+        self, word: str, everyday: bool = False, unsure: bool = False
+    ) -> tuple[str, float] | None:
         """The roster name word that ``word`` sounds like, and their spelling similarity;
         None when no name is close, or two people's names are about as close (see the
         module docstring). ``everyday``: an everyday word may match too (the caller then
-        asks more of the context than of a name)."""
+        asks more of the context than of a name). ``unsure``: the recognizer was unsure of
+        the word; the looser bounds apply."""
         if len(word) < MIN_LETTERS - 1 or not word.isalpha():
             return None
+        if unsure:
+            return self._closest(word, max_edits=UNSURE_EDITS, min_similarity=UNSURE_SIMILARITY)
         if word in self.everyday:
             if not (everyday and len(word) >= MIN_LETTERS):
                 return None
@@ -121,35 +139,52 @@ class SoundIndex:
         # A three-letter word has many neighbours: only the very same sound counts.
         return self._closest(word, exact_key=len(word) < MIN_LETTERS)
 
-    def match_pair(self, first: str, second: str) -> tuple[str, float] | None:
+    def match_pair(self, first: str, second: str, unsure: bool = False) -> tuple[str, float] | None:
         """A name a recognizer split in two ("jula jana" for Julijana, "and ross" for
         András): the joined words must sound exactly like the name and spell close to it,
-        and one of them must be no everyday word ("has to" is never Hesti)."""
+        and one of them must be no everyday word ("has to" is never Hesti). ``unsure``: the
+        recognizer was unsure of both words; the looser bounds apply."""
         if not (first.isalpha() and second.isalpha()):
             return None
+        if unsure:
+            return self._closest(
+                first + second, max_edits=UNSURE_EDITS, min_similarity=UNSURE_PAIR_SIMILARITY
+            )
         if first in self.everyday and second in self.everyday:
             return None
         hit = self._closest(first + second, exact_key=True)
         return hit if hit is not None and hit[1] >= PAIR_SIMILARITY else None
 
-    def _closest(self, word: str, exact_key: bool = False) -> tuple[str, float] | None:
+    def _closest(
+        self,
+        word: str,
+        exact_key: bool = False,
+        max_edits: int | None = None,
+        min_similarity: float | None = None,
+    ) -> tuple[str, float] | None:
+        """The closest name (see the module docstring). ``max_edits`` and ``min_similarity``
+        loosen the usual bounds (a word the recognizer was unsure of): never tighten them."""
         if not self._by_variant:
             return None
         code = sound_key(word)
         if len(code) < 2:
             return None
         folded = ascii_fold(word)
+        edits_allowed = max(max_edits or 0, 0 if exact_key else 1)
         close: dict[str, float] = {}
-        for v in _deletions(code):
+        for v in self._variants(code, edits_allowed):
             for name in self._by_variant.get(v, ()):
                 if name == word or name in close:
                     continue
                 edits = jellyfish.levenshtein_distance(code, sound_key(name))
-                if edits > (0 if exact_key else 1):
+                if edits > edits_allowed:
                     continue
                 score = jellyfish.jaro_winkler_similarity(folded, ascii_fold(name))
                 # The same sound asks less of the spelling than a sound one edit away.
-                if score >= (MIN_SIMILARITY if edits == 0 else MIN_SIMILARITY_ONE_EDIT):
+                least = MIN_SIMILARITY if edits == 0 else MIN_SIMILARITY_ONE_EDIT
+                if min_similarity is not None:
+                    least = min(least, min_similarity)
+                if score >= least:
                     close[name] = score
         if not close:
             return None
@@ -161,6 +196,11 @@ class SoundIndex:
             if self.owners(other) != owners and other_score > score - MARGIN:
                 return None
         return best, score
+
+    def _variants(self, code: str, edits: int) -> set[str]:
+        """The index keys a name within ``edits`` of ``code`` may sit under (one deletion
+        each side covers one edit; more edits: every key, the index is one roster)."""
+        return _deletions(code) if edits <= 1 else set(self._by_variant)
 
     def owners(self, name: str) -> frozenset[str]:
         """The participants one indexed name word belongs to."""

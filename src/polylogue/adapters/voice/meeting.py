@@ -254,11 +254,15 @@ class VoiceRow:
     recognition_ms: float
     decision_ms: float
     reference_index: list[int] = field(default_factory=list)
+    #: the words the recognizer was unsure of, when it gave word confidences
+    unsure: list[str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
 
         d = asdict(self)
+        if self.unsure is None:
+            del d["unsure"]
         for k in ("latency_ms", "vad_wait_ms", "recognition_ms", "decision_ms"):
             d[k] = round(d[k], 1)
         d["p_speak"] = None if self.p_speak is None else round(self.p_speak, 4)
@@ -344,6 +348,7 @@ async def run_voice_meeting(
     recognition_cache: str | None = None,
     espeak_timeout_s: float = ESPEAK_TIMEOUT_S,
     on_recognizer: Callable[[Recognizer], None] | None = None,
+    word_confidence: bool = False,
     **gate_kwargs: Any,
 ) -> VoiceMeeting:
     """Speak ``conversation``'s human lines (one voice per participant, one track each)
@@ -359,6 +364,8 @@ async def run_voice_meeting(
     ``room``: noise, bleed and overlapping hand-offs (default: a quiet room, one at a time).
     ``ignore`` / ``only``: the gate's focus, as ``decide --ignore/--only``.
     ``recognition_cache``: a folder where recognitions are kept by audio (benchmarks rerun).
+    ``word_confidence``: a recognizer made here from a spec gives word confidences (Whisper)
+    and the words it was unsure of reach the address verdict (``Utterance.unsure``).
     ``espeak_timeout_s`` bounds each espeak-ng run. Every human line is spoken before the
     pipeline starts: a voice failing on one, or any line in a script the voices cannot speak,
     stops the meeting with a :class:`VoiceError` naming the line before anything is heard; the
@@ -396,7 +403,12 @@ async def run_voice_meeting(
     roster = people or [Participant(s, s) for s in {u.speaker for u in utts}]
     if recognizer is None or isinstance(recognizer, str):
         recognizer = await asyncio.to_thread(
-            make_recognizer, recognizer, roster, hints=hints, cache_dir=recognition_cache
+            make_recognizer,
+            recognizer,
+            roster,
+            hints=hints,
+            cache_dir=recognition_cache,
+            word_confidence=word_confidence,
         )
     if on_recognizer is not None:
         on_recognizer(recognizer)
@@ -692,6 +704,7 @@ def _row(
         1000 * seg.recognition_s,
         1000 * decision,
         [x[0] for x in refs],
+        None if seg.unsure is None else list(seg.unsure),
     )
 
 

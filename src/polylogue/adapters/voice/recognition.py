@@ -46,7 +46,7 @@ KWS_THRESHOLD_PER_PHONE = 1e-2
 #: and spotting fires on other words in the middle.
 KWS_EDGE_FRAMES = 60
 
-# Whisper's settings, chosen by benchmarks/whisper_settings.py (figures in docs/agents.md):
+# Whisper's settings, chosen by benchmarks/whisper_settings.py (figures in docs/voice.md):
 #: int8 weights: as accurate as float32 on these lines and faster on a CPU.
 WHISPER_COMPUTE_TYPE = "int8"
 #: beam 5: fewer errors than greedy on espeak-ng voices (as good on piper's) and no slower on
@@ -57,6 +57,13 @@ WHISPER_BEAM_SIZE = 5
 WHISPER_THREADS = 2
 
 
+#: A written word with a probability below this is one the recognizer was unsure of: the
+#: address verdict matches it to a roster name at a looser distance
+#: (:attr:`polylogue.conversation.Utterance.unsure`). Tuned on the development half of
+#: benchmarks/names_heard.py.
+UNSURE_BELOW = 0.5
+
+
 @dataclass(frozen=True)
 class Recognition:
     text: str
@@ -65,6 +72,23 @@ class Recognition:
     seconds: float = 0.0
     #: (word, probability) as the recognizer gives them (Whisper with word confidences)
     words: tuple[tuple[str, float], ...] = ()
+
+    def unsure(self, below: float = UNSURE_BELOW) -> tuple[str, ...]:
+        """The words (lower case, as the address verdict reads them) written with a
+        probability below ``below``; () when the recognizer gave no confidences."""
+        return unsure_words(self.words, below)
+
+
+def unsure_words(
+    words: Iterable[tuple[str, float]], below: float = UNSURE_BELOW
+) -> tuple[str, ...]:
+    """The lower-case words of ``(word, probability)`` pairs under ``below`` (a recognizer's
+    word may hold several: "o'brien-smith"), each once."""
+    out: dict[str, None] = {}
+    for word, p in words:
+        if p < below:
+            out.update(dict.fromkeys(re.findall(r"[\w']+", word.lower())))
+    return tuple(out)
 
 
 @runtime_checkable
@@ -368,12 +392,14 @@ def make_recognizer(
     *,
     hints: bool = True,
     cache_dir: str | Path | None = None,
+    word_confidence: bool = False,
     **whisper_options: Any,
 ) -> Recognizer:
     """A recognizer for a meeting with ``participants`` (their names as hints unless
     ``hints`` is False). ``spec``: None for the best installed (Whisper with a model, else
     pocketsphinx), ``whisper`` (the bundled tiny.en), ``whisper:MODEL`` (a model name or a
-    CTranslate2 folder) or ``pocketsphinx``. A missing one is a :class:`VoiceUnavailable`
+    CTranslate2 folder) or ``pocketsphinx``. ``word_confidence``: Whisper gives each word's
+    probability (pocketsphinx gives none). A missing one is a :class:`VoiceUnavailable`
     saying what to install."""
     people = list(participants)
     kind, _, model = (spec or "").partition(":")
@@ -394,6 +420,7 @@ def make_recognizer(
             model or None,
             hint_names(people) if hints else (),
             cache_dir=cache_dir,
+            word_confidence=word_confidence,
             **whisper_options,
         )
     return PocketsphinxRecognizer(hint_words(people) if hints else (), cache_dir)
@@ -402,6 +429,7 @@ def make_recognizer(
 __all__ = [
     "KWS_EDGE_FRAMES",
     "RECOGNIZER_KINDS",
+    "UNSURE_BELOW",
     "PocketsphinxRecognizer",
     "Recognition",
     "Recognizer",
@@ -410,5 +438,6 @@ __all__ = [
     "make_recognizer",
     "merge_spotted",
     "pocketsphinx_installed",
+    "unsure_words",
     "whisper_installed",
 ]

@@ -3,7 +3,8 @@
 * :class:`RecognizerSTTService` is a Pipecat ``SegmentedSTTService`` over any
   :class:`~polylogue.adapters.voice.recognition.Recognizer`: audio between a VAD's start and
   stop frames is decoded and one ``TranscriptionFrame`` comes out, with the participant's
-  ``user_id`` and, in ``metadata``, the segment's times and the recognition time.
+  ``user_id`` and, in ``metadata``, the segment's times and the recognition time (and, from a
+  recognizer that gives word confidences, the words it was unsure of: ``unsure``).
 * :class:`VoiceTTSService` is a Pipecat ``TTSService`` speaking through any
   :class:`~polylogue.adapters.voice.synthesis.Voice` (espeak-ng or piper).
 """
@@ -53,6 +54,8 @@ class Segment:
     recognition_s: float = 0.0
     pushed_wall: float = 0.0
     text: str = ""
+    #: the words the recognizer was unsure of (None: it gave no word confidences)
+    unsure: tuple[str, ...] | None = None
 
 
 class RecognizerSTTService(SegmentedSTTService):
@@ -126,6 +129,7 @@ class RecognizerSTTService(SegmentedSTTService):
         if seg is None:
             seg = Segment(self.user_id, 0.0, self._audio_end, 0.0, time.perf_counter())
         seg.recognition_s, seg.text = r.seconds, r.text
+        seg.unsure = r.unsure() if r.words else None
         self.segments.append(seg)
         if r.text:
             from polylogue.adapters.pipecat import iso_time
@@ -134,6 +138,8 @@ class RecognizerSTTService(SegmentedSTTService):
             frame = TranscriptionFrame(r.text, self.user_id, iso_time(end))
             frame.metadata["time"] = end
             frame.metadata["segment"] = seg
+            if seg.unsure is not None:  # the words it was unsure of, for the address verdict
+                frame.metadata["unsure"] = seg.unsure
             seg.pushed_wall = time.perf_counter()
             yield frame  # pushed on before the generator resumes
         if self._queued:
