@@ -35,8 +35,8 @@ from polylogue.training.lora.distill import (
     distill,
     judge,
     load_reasoning,
-    teacher_prompt,
 )
+from polylogue.training.lora.teacher_prompts import teacher_prompt
 from polylogue.turntaking.dataset import load_benchmark
 from polylogue.turntaking.types import Decision, DecisionInput, DecisionPoint
 

@@ -28,32 +28,13 @@ from typing import Any
 
 from polylogue.llm.base import GenerateConfig, ScoreOptions
 from polylogue.llm.cache import with_cache
-from polylogue.llm.hf import (
-    SMOLLM2_GGUF,
-    HFCausalLM,
-    cache_root,
-    convert_gguf_to_safetensors,
-    load_causal_lm,
-    resolve_model_path,
-    resolve_precision,
-    smollm2_gguf_path,
-)
+from polylogue.llm.hf import HFCausalLM, load_causal_lm, resolve_precision
 from polylogue.models.base import ModelSpec, Prediction
 from polylogue.prompts.builder import ChatMessage, PromptOptions, build_messages, prompt_fingerprint
 from polylogue.prompts.parsing import parse_decision
 from polylogue.turntaking.types import Decision, DecisionInput
 
-# Loader functions re-exported for callers written before they moved to polylogue.llm.hf.
-__all__ = [
-    "DEFAULT_PROMPT_TOKENS",
-    "SMOLLM2_GGUF",
-    "HFLocalPredictor",
-    "cache_root",
-    "convert_gguf_to_safetensors",
-    "make_hf_predictor",
-    "resolve_model_path",
-    "smollm2_gguf_path",
-]
+__all__ = ["DEFAULT_PROMPT_TOKENS", "HFLocalPredictor", "make_hf_predictor"]
 
 #: Default prompt budget when none is given (the paper's 2,048-token training/eval cap).
 DEFAULT_PROMPT_TOKENS = 2048

@@ -52,9 +52,7 @@ from polylogue.runs import (
     resume_manifest,
     write_json_atomic,
 )
-
-# teacher_template is re-exported: callers and tests import both from here.
-from polylogue.training.lora.teacher_prompts import teacher_prompt, teacher_template  # noqa: F401
+from polylogue.training.lora.teacher_prompts import teacher_prompt
 from polylogue.turntaking.types import Decision, DecisionPoint
 
 REASONING_FILE = "reasoning.jsonl"
