@@ -100,37 +100,35 @@ def test_the_model_card_is_a_card() -> None:
     assert not missing, f"model card lacks the template's sections {missing}"
 
 
-@pytest.mark.parametrize("page", PAGES, ids=_rel)
-def test_figures_in_sentences_come_from_a_generated_block(page: Path) -> None:
-    found = [
-        f"{_rel(page)}:{n}: {m.group(0)!r} in {line[:90]!r}"
-        for n, line in _prose_lines(page)
-        for m in [_FIGURE_IN_PROSE.search(line)]
+def _hits(page: Path, pattern: re.Pattern[str], lines: list[tuple[int, str]]) -> list[str]:
+    """``page:line: match in text`` for each of ``lines`` where ``pattern`` is found."""
+    return [
+        f"{_rel(page)}:{n}: {m.group(0)!r} in {line.strip()[:90]!r}"
+        for n, line in lines
+        for m in [pattern.search(line)]
         if m
     ]
+
+
+def _all_lines(page: Path) -> list[tuple[int, str]]:
+    return list(enumerate(page.read_text(encoding="utf-8").splitlines(), start=1))
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_rel)
+def test_figures_in_sentences_come_from_a_generated_block(page: Path) -> None:
+    found = _hits(page, _FIGURE_IN_PROSE, _prose_lines(page))
     assert not found, "\n".join(found)
 
 
 @pytest.mark.parametrize("page", PAGES + REPORTS, ids=_rel)
 def test_no_machine_specific_paths(page: Path) -> None:
-    text = page.read_text(encoding="utf-8")
-    found = [
-        f"{_rel(page)}:{n}: {line.strip()[:100]}"
-        for n, line in enumerate(text.splitlines(), start=1)
-        if _ABSOLUTE_PATH.search(line)
-    ]
+    found = _hits(page, _ABSOLUTE_PATH, _all_lines(page))
     assert not found, "\n".join(found)
 
 
 @pytest.mark.parametrize("page", PAGES + REPORTS, ids=_rel)
 def test_project_history_lives_in_the_changelog_only(page: Path) -> None:
-    text = page.read_text(encoding="utf-8")
-    found = [
-        f"{_rel(page)}:{n}: {m.group(0)!r}"
-        for n, line in enumerate(text.splitlines(), start=1)
-        for m in [_HISTORY.search(line)]
-        if m
-    ]
+    found = _hits(page, _HISTORY, _all_lines(page))
     assert not found, "\n".join(found)
 
 
