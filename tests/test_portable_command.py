@@ -116,3 +116,28 @@ def test_committed_lora_reports_hold_no_machine_path() -> None:
     for report in sorted(RESULTS.glob("lora_*.*")):
         text = report.read_text(encoding="utf-8")
         assert not MACHINE_PATH.search(text), (report.name, MACHINE_PATH.search(text))
+
+
+def test_run_keys_do_not_depend_on_where_polylogue_is_installed(tmp_path: Path) -> None:
+    """The shipped model's folder is part of the default predictor's description; the run key
+    hashes it relative to the installation, so the same options in another checkout find the
+    same run folder (``runs.install_independent``)."""
+    import polylogue
+    from polylogue.evaluation.runner import DatasetInfo, run_key
+    from polylogue.models.base import load_predictor
+    from polylogue.runs import install_independent
+
+    package = str(Path(polylogue.__file__).resolve().parent)
+    described = load_predictor("default").describe()
+    assert package in json.dumps(described)  # the description names the shipped folder...
+    portable = install_independent(described)
+    assert package not in json.dumps(portable)  # ...the key's input does not
+    assert portable["deployment"]["model"].startswith("polylogue/")
+
+    # The same description seen from another checkout (the package moved) keys the same run.
+    elsewhere = json.loads(json.dumps(described).replace(package, str(tmp_path / "polylogue")))
+    (tmp_path / "polylogue").symlink_to(package, target_is_directory=True)
+    dataset = DatasetInfo(name="friends", data_hash="abc", split="test")
+    assert run_key(dataset, elsewhere) == run_key(dataset, described)
+    # A path outside the installation stays as it is (a user's adapter folder is its own).
+    assert install_independent({"adapter": "/data/runs/a"}) == {"adapter": "/data/runs/a"}

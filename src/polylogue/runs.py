@@ -306,6 +306,35 @@ def _portable_path(path: str, base: Path, named: Sequence[tuple[str, str]], opti
     return str(rel) if str(rel) != "." else "."
 
 
+def install_independent(value: Any) -> Any:
+    """``value`` (a predictor's or generator's description) with every path inside this
+    installation written relative to it: a file of the polylogue package as
+    ``polylogue/...``, one of an installed package as ``site-packages/...``. A run key hashes
+    this, so the same options give the same run folder in any checkout or environment (the
+    shipped model's own folder is otherwise part of the key)."""
+    if isinstance(value, Mapping):
+        return {k: install_independent(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [install_independent(v) for v in value]
+    if isinstance(value, str) and value.startswith("/"):
+        real = os.path.realpath(value)
+        for root, name in _install_roots():
+            if real == root or real.startswith(root + "/"):
+                return name + real[len(root) :]
+    return value
+
+
+def _install_roots() -> list[tuple[str, str]]:
+    import sysconfig
+
+    import polylogue
+
+    roots = [(str(Path(polylogue.__file__).resolve().parent), "polylogue")]
+    for key in ("purelib", "platlib"):
+        roots.append((str(Path(sysconfig.get_paths()[key]).resolve()), "site-packages"))
+    return sorted(set(roots), key=lambda r: -len(r[0]))
+
+
 def new_manifest(
     kind: str, run_key: str, packages: Iterable[str] = (), secret_env: Iterable[str] = ()
 ) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from polylogue.runs import (
     JsonlAppender,
     RunFileError,
     canonical_json,
+    install_independent,
     lock_run_folder,
     new_manifest,
     overwrite_json_in_place,
@@ -83,7 +84,8 @@ def run_key(dataset: DatasetInfo, predictor_description: dict[str, Any]) -> str:
         "data_hash": dataset.data_hash,
         "split": dataset.split,
         "class_ratio": dataset.class_ratio,
-        "predictor": predictor_description,
+        # Paths inside the installation (the shipped model's folder) hashed relative to it.
+        "predictor": install_independent(predictor_description),
     }
     return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
 

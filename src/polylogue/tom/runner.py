@@ -36,6 +36,7 @@ from polylogue.jsonio import load_json_object
 from polylogue.runs import (
     JsonlAppender,
     canonical_json,
+    install_independent,
     lock_run_folder,
     new_manifest,
     read_records,
@@ -86,7 +87,7 @@ class RunSpec:
     @property
     def key(self) -> str:
         payload = {
-            "generator": self.generator,
+            "generator": install_independent(self.generator),
             "options": self.options.to_dict(),
             "records": hashlib.sha256("\n".join(self.record_ids).encode()).hexdigest(),
             "data": self.data_hash,

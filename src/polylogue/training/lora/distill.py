@@ -46,6 +46,7 @@ from polylogue.prompts.builder import PromptOptions, build_messages, prompt_fing
 from polylogue.runs import (
     JsonlAppender,
     canonical_json,
+    install_independent,
     lock_run_folder,
     new_manifest,
     read_records,
@@ -220,8 +221,10 @@ class RateLimiter:
 
 
 def _identity(predictor: Predictor) -> dict[str, Any]:
-    # The prompt is recorded separately (per label); the rest identifies the teacher.
-    return {k: v for k, v in predictor.describe().items() if k not in ("prompt", "prompt_mode")}
+    # The prompt is recorded separately (per label); the rest identifies the teacher (paths
+    # inside the installation relative to it, so a folder resumes in another checkout).
+    described = predictor.describe().items()
+    return install_independent({k: v for k, v in described if k not in ("prompt", "prompt_mode")})
 
 
 def _set_prompt(predictor: Predictor, options: PromptOptions) -> None:
