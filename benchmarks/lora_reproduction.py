@@ -771,6 +771,61 @@ def _alive(pid: Any) -> bool:
     return True
 
 
+def validation_curve(train_dir: Path) -> list[dict[str, Any]]:
+    """The validations a training stage has written so far (``validation/step-N``): while it
+    runs, the only figures it has (development figures, used to pick the checkpoint)."""
+    rows = []
+    for path in sorted(train_dir.glob("validation/step-*/metrics.json")):
+        m = json.loads(path.read_text(encoding="utf-8"))
+        conf = m.get("confusion") or {}
+        said = sum(conf.get(gold, {}).get("SPEAK", 0) for gold in ("SPEAK", "SILENT"))
+        right = conf.get("SPEAK", {}).get("SPEAK", 0)
+        rows.append(
+            {
+                "step": m.get("step"),
+                "n": m.get("n"),
+                "n_speak": m.get("n_speak"),
+                "balanced_accuracy": m.get("balanced_accuracy"),
+                "f1_avg": m.get("f1_avg"),
+                "speak_ratio": said / m["n_speak"] if m.get("n_speak") else None,
+                "precision": right / said if said else None,
+                "missed_turn_rate": m.get("missed_turn_rate"),
+                "false_interruption_rate": m.get("false_interruption_rate"),
+                "unparseable_rate": m.get("unparseable_rate"),
+            }
+        )
+    return rows
+
+
+def validation_table(mode: str, curve: list[dict[str, Any]]) -> list[str]:
+    """The in-progress stage's validations, beside the rule a validation set answers with
+    no model: always SILENT (BalAcc 50, speak ratio 0)."""
+
+    def pct(x: Any) -> str:
+        return "–" if x is None else f"{100 * x:.1f}"
+
+    n, n_speak = curve[-1]["n"], curve[-1]["n_speak"]
+    lines = [
+        f"#### train/{mode}: in progress (validation, development figures)",
+        "",
+        f"The stage has not finished: these are its checkpoint validations so far ({n} "
+        f"validation points, {n_speak} of them SPEAK), the figures it picks its checkpoint by; "
+        "they are not test figures. Always SILENT scores BalAcc 50.0 with speak ratio 0 here.",
+        "",
+        "| step | BalAcc | F1avg | speak ratio | precision | missed turns | "
+        "false interruptions | unparseable |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in curve:
+        ratio = "–" if r["speak_ratio"] is None else f"{r['speak_ratio']:.2f}"
+        lines.append(
+            f"| {r['step']} | {pct(r['balanced_accuracy'])} | {pct(r['f1_avg'])} | {ratio} | "
+            f"{pct(r['precision'])} | {pct(r['missed_turn_rate'])} | "
+            f"{pct(r['false_interruption_rate'])} | {pct(r['unparseable_rate'])} |"
+        )
+    return [*lines, ""]
+
+
 def report(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, Any]:
     out = Path(args.out)
     run_args = json.loads((out / RUN_ARGS).read_text()) if (out / RUN_ARGS).is_file() else {}
@@ -876,6 +931,10 @@ def report(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, Any]:
     for mode in ("decision", "reasoning"):
         summary = out / "train" / mode / "training_summary.json"
         if not summary.is_file():
+            curve = validation_curve(out / "train" / mode)
+            if curve:
+                results[f"train_{mode}_in_progress"] = curve
+                lines += validation_table(mode, curve)
             continue
         s = json.loads(summary.read_text())
         ex = s.get("examples") or {}

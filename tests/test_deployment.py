@@ -307,3 +307,26 @@ def test_serve_role_switch_and_silence_events(tmp_path: Path) -> None:
         assert heard["decision"]["action"] == "SILENT" and heard["decision"]["suggested"] == "SPEAK"
         bad = send({"type": "role", "role": "boss"})[0]
         assert not bad["ok"] and "observer, assistant, facilitator" in bad["error"]
+
+
+def test_deployments_share_one_loaded_model_until_its_files_change(tmp_path: Path) -> None:
+    """``Deployment.resolve`` loads a folder once per process (``load_shared_model``); a
+    changed file (a retrained model written over the folder) is loaded again."""
+    from polylogue.engine.model import ModelFilesError
+
+    a, b = Deployment.resolve(), Deployment.resolve(role="facilitator")
+    assert a.model is b.model
+    folder = tmp_path / "model"
+    shutil.copytree(DEFAULT_MODEL_DIR, folder)
+    first = Deployment.resolve(model_dir=folder).model
+    assert first is Deployment.resolve(model_dir=str(folder)).model
+    assert first is not a.model  # another folder, another load
+    meta = json.loads((folder / "model.json").read_text(encoding="utf-8"))
+    meta["threshold"] = 0.123
+    (folder / "model.json").write_text(json.dumps(meta), encoding="utf-8")
+    again = Deployment.resolve(model_dir=folder).model
+    assert again is not first and again.threshold == 0.123
+    # load_model always reads afresh (training changes the model it loads).
+    assert load_model(folder) is not again
+    with pytest.raises(ModelFilesError, match="not a polylogue model folder"):
+        Deployment.resolve(model_dir=tmp_path / "missing")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from benches import friends_benchmark
 
+from polylogue.evaluation.metrics import compute_metrics
 from polylogue.evaluation.runner import read_predictions
 from polylogue.turntaking.dataset import load_benchmark
 
@@ -94,10 +95,37 @@ def test_cheap_rows_report_resume_and_publish(tmp_path: Path) -> None:
     resume = (out / "resume.sh").read_text()
     assert f"--out {out}" in resume and "nice -n 19" in resume
 
+    # A training stage still running has only its checkpoint validations: the report shows
+    # them as development figures (here: the rule's decisions written as a validation is).
+    rows = read_predictions(pred_path)
+    by_id = {p.point_id: p for p in points}
+    gold = [by_id[r["point_id"]].gold for r in rows]
+    said = [r["decision"] for r in rows]
+    metrics = compute_metrics(
+        [g.label.value for g in gold],
+        said,
+        [g.category.value for g in gold],
+        [by_id[r["point_id"]].group for r in rows],
+        None,
+        n_boot=0,
+    )
+    step = out / "train" / "decision" / "validation" / "step-000007"
+    step.mkdir(parents=True)
+    (step / "metrics.json").write_text(json.dumps({"step": 7, **metrics}, default=str))
+
     # The same command again: every finished stage is skipped, nothing is recorded twice.
     sessions = json.loads((out / "stages.json").read_text())
     again = run_script(*args)
     assert again.returncode == 0, again.stdout + again.stderr
+    (curve,) = json.loads((out / "results.json").read_text())["train_decision_in_progress"]
+    speak = [g.label.value == "SPEAK" for g in gold]
+    said_speak = [d == "SPEAK" for d in said]
+    assert curve["step"] == 7 and curve["n"] == 40
+    assert curve["speak_ratio"] == sum(said_speak) / sum(speak)
+    right = sum(a and b for a, b in zip(said_speak, speak, strict=True))
+    assert curve["precision"] == right / sum(said_speak)
+    assert curve["balanced_accuracy"] == metrics["balanced_accuracy"]
+    assert "#### train/decision: in progress" in (out / "results.md").read_text()
     assert "eval/friends-balanced/previous-speaker: skipped (40 points scored)" in again.stdout
     assert json.loads((out / "stages.json").read_text()) == sessions
 

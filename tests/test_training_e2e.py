@@ -1,9 +1,10 @@
 """End-to-end LoRA fine-tune of SmolLM2-135M-Instruct on CPU on a small real Friends split.
 
-Small on purpose (2 shared cores): 32 training points, a short system prompt, 4 optimizer steps,
-8 decoded validation points. It checks what matters, not speed: the loss falls, the checkpoint
-kept is the one with the best decoded validation F1avg, and the saved adapter reloads through the
-evaluation harness and reproduces that validation result point by point.
+Small on purpose (2 shared cores): 16 training points, a short system prompt, 2 optimizer steps
+of 4 points (one per category), a decoded validation of 8 points after each. It checks what
+matters, not speed: the loss falls, the checkpoint kept is the one with the best decoded
+validation F1avg, and the saved adapter reloads through the evaluation harness and reproduces
+that validation result point by point.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def tiny_config(bench: Path, system: Path, out: Path, **options: Any) -> TrainCo
         model="smollm2",
         data=(str(bench),),
         output_dir=str(out),
-        max_prompt_tokens=160,
+        max_prompt_tokens=128,
         system_template=str(system),
         per_device_batch_size=4,
         gradient_accumulation_steps=1,
@@ -54,10 +55,10 @@ def test_lora_finetune_selects_by_decoded_f1_and_reloads(tmp_path: Path) -> None
         bench,
         system,
         tmp_path / "run",
-        max_train_points=32,
-        max_steps=4,
+        max_train_points=16,
+        max_steps=2,
         learning_rate=2e-3,
-        eval_steps=2,
+        eval_steps=1,
         eval_max_points=8,
         eval_batch_size=8,
         logging_steps=1,
@@ -66,12 +67,12 @@ def test_lora_finetune_selects_by_decoded_f1_and_reloads(tmp_path: Path) -> None
     run = result.run_dir
 
     losses = result.train_losses()
-    assert len(losses) == 4
+    assert len(losses) == 2
     assert losses[-1] < losses[0]
 
-    # Two decoded validations (steps 2 and 4); the kept checkpoint is the first F1avg maximum.
+    # Two decoded validations (steps 1 and 2); the kept checkpoint is the first F1avg maximum.
     steps = [v["step"] for v in result.validations]
-    assert steps == [2, 4]
+    assert steps == [1, 2]
     best = max(result.validations, key=lambda v: v["f1_avg"])
     assert result.best_step == best["step"]
     assert result.best_metric == pytest.approx(best["f1_avg"])
@@ -83,7 +84,7 @@ def test_lora_finetune_selects_by_decoded_f1_and_reloads(tmp_path: Path) -> None
     assert meta["best_step"] == result.best_step and "--adapter" in meta["eval_command"]
     assert not (run / "checkpoints").exists()  # intermediate checkpoints removed after success
     summary = json.loads((run / "training_summary.json").read_text())
-    assert summary["examples"]["n_examples"] == 32
+    assert summary["examples"]["n_examples"] == 16
     assert summary["throughput"]["tokens_per_second"] > 0
 
     # Reload the adapter through the evaluation harness on the same validation points.
@@ -142,7 +143,7 @@ def test_reasoning_mode_trains_on_distilled_targets_and_decodes_validation(
         mode="reasoning",
         reasoning=(str(distilled),),
         max_train_points=8,
-        max_prompt_tokens=160,
+        max_prompt_tokens=128,
         system_template=str(system),
         per_device_batch_size=4,
         gradient_accumulation_steps=1,
@@ -152,9 +153,9 @@ def test_reasoning_mode_trains_on_distilled_targets_and_decodes_validation(
         lora_r=4,
         lora_alpha=8,
         eval_steps=1,
-        eval_max_points=4,
-        eval_batch_size=4,
-        eval_max_new_tokens=16,
+        eval_max_points=2,
+        eval_batch_size=2,
+        eval_max_new_tokens=12,
         precision="fp32",
         seed=42,
     )
@@ -164,7 +165,7 @@ def test_reasoning_mode_trains_on_distilled_targets_and_decodes_validation(
     assert [v["step"] for v in result.validations] == [1]
     assert 0.0 <= result.validations[0]["unparseable_rate"] <= 1.0
     preds = read_predictions(result.run_dir / "validation" / "step-000001" / "predictions.jsonl")
-    assert len(preds) == 4 and all(r["raw_output"] for r in preds)  # generated, not scored
+    assert len(preds) == 2 and all(r["raw_output"] for r in preds)  # generated, not scored
     meta = json.loads((result.run_dir / ADAPTER_META).read_text())
     assert meta["mode"] == "reasoning" and "--mode reasoning" in meta["eval_command"]
     assert (result.run_dir / "adapter_model.safetensors").is_file()
@@ -196,8 +197,8 @@ def test_gradient_checkpointing_reaches_the_trainer_and_trains_the_same_step(
             lora_dropout=0.0,
             optimizer="sgd",  # the update is the gradient itself (Adam's first step is its sign)
             eval_steps=1,
-            eval_max_points=4,
-            eval_batch_size=4,
+            eval_max_points=2,
+            eval_batch_size=2,
             precision="fp32",
             gradient_checkpointing=checkpointing,
             seed=42,

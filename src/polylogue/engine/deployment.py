@@ -58,7 +58,7 @@ from typing import Any
 
 from polylogue.conversation import DomainError, Participant, check_domain_name
 from polylogue.engine.engine import TurnTakingEngine
-from polylogue.engine.model import TurnTakingModel, load_model, model_dir_for
+from polylogue.engine.model import TurnTakingModel, load_shared_model, model_dir_for
 from polylogue.errors import PolylogueInputError
 
 
@@ -323,7 +323,7 @@ class Deployment:
         folder: Path | None
         if model is None:
             folder = Path(model_dir) if model_dir is not None else model_dir_for(domain)
-            model = load_model(folder)
+            model = load_shared_model(folder)
         else:
             folder = Path(model_dir) if model_dir is not None else None
         points = model_operating_points(model)

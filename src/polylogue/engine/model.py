@@ -19,6 +19,7 @@ Nothing is pickled; every file is JSON or plain numeric arrays, and loading need
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -319,6 +320,29 @@ def load_model(folder: str | Path | None = None, domain: str | None = None) -> T
     )
     model.prepare_live()
     return model
+
+
+def load_shared_model(folder: str | Path) -> TurnTakingModel:
+    """``load_model(folder)``, loaded once per process while the folder's files are unchanged.
+
+    Deployments only read their model, so the sessions, rooms and ``decide`` calls of one
+    process share one copy (its load, tens of milliseconds, and its memory); code that changes
+    a model (training) loads its own with :func:`load_model`.
+    """
+    path = Path(folder).resolve()
+    if not path.is_dir():
+        return load_model(folder)  # its error names the folder
+    stamp = tuple(
+        (p.name, st.st_mtime_ns, st.st_size)
+        for p in sorted(path.iterdir())
+        if p.is_file() and (st := p.stat())
+    )
+    return _load_once(path, stamp)
+
+
+@functools.lru_cache(maxsize=8)
+def _load_once(path: Path, stamp: tuple[tuple[str, int, int], ...]) -> TurnTakingModel:
+    return load_model(path)
 
 
 def _operating_points(meta: dict[str, Any], path: Path) -> dict[str, dict[str, dict[str, float]]]:

@@ -502,7 +502,14 @@ async def run_voice_meeting(
         while any(s.pending for s in stts.values()):
             await asyncio.sleep(0.005)
         await worker.queue_frame(_Marker())
-        await sink.markers.get()
+        marker = asyncio.ensure_future(sink.markers.get())
+        # A failed voice holds the marker behind its empty audio context until pipecat's stop
+        # timeout (30 s): the failure is known now, and the caller's check_tts raises it.
+        while not marker.done() and not tts.failures:
+            await asyncio.sleep(0.005)
+        if not marker.done():
+            marker.cancel()
+            return
         while output.speaking:
             await asyncio.sleep(0.005)
 
