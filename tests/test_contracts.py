@@ -166,7 +166,7 @@ def test_tom_baselines_meet_the_backend_contract(spec: str, tom: Any) -> None:
 @pytest.mark.slow
 def test_tom_hf_choice_meets_the_backend_contract(tom: Any) -> None:
     # Option scoring always yields a valid label, whatever the model.
-    generator = load_generator("hf:smollm2", max_prompt_tokens=600, threads=1)
+    generator = load_generator("hf:smollm2", max_prompt_tokens=400, threads=1)
     check_generator(generator, tom, always_valid=True)
 
 
