@@ -810,7 +810,9 @@ def validation_table(mode: str, curve: list[dict[str, Any]]) -> list[str]:
         "",
         f"The stage has not finished: these are its checkpoint validations so far ({n} "
         f"validation points, {n_speak} of them SPEAK), the figures it picks its checkpoint by; "
-        "they are not test figures. Always SILENT scores BalAcc 50.0 with speak ratio 0 here.",
+        "they are not test figures. Always SILENT scores BalAcc 50.0 with speak ratio 0 here; "
+        f"saying SPEAK at random, at any rate, has precision {pct(n_speak / n if n else None)} "
+        "(the share of SPEAK points) and BalAcc 50.0.",
         "",
         "| step | BalAcc | F1avg | speak ratio | precision | missed turns | "
         "false interruptions | unparseable |",
