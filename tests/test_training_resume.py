@@ -5,7 +5,7 @@ epoch boundary, and never trains a step twice after its checkpoint.
 Tiny on purpose: 8 real Friends points, 64-token prompts, 4-point batches (2 steps an epoch),
 5 steps, a checkpoint every 3 and at the end; the kill lands after the step-3 checkpoint
 (mid-epoch 1, so the resumed epoch is not epoch 0), and the resumed session trains step 4
-(the end of epoch 1) and step 5 (epoch 2). Validation decodes 2 points (not asserted on).
+(the end of epoch 1) and step 5 (epoch 2). Validation decodes 1 point (not asserted on).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def _args(bench: Path, run: Path, system: Path) -> list[str]:
         "--eval-steps",
         "3",
         "--eval-max-points",
-        "2",
+        "1",
         "--lora-r",
         "2",
         "--lora-alpha",
