@@ -106,12 +106,14 @@ DOCS_BEGIN = "<!-- lora-reproduction-results:begin -->"
 DOCS_END = "<!-- lora-reproduction-results:end -->"
 
 # Cost model for the printed estimate (CPU seconds), measured on SmolLM2-135M at 384 tokens on
-# the shared 2-core machine (docs/results/lora-cpu.md, "The smaller CPU run"): 24-37 CPU-ms per
-# training token, about 1.45x that with gradient checkpointing; 3.5 CPU-s per 384-token decision
-# point (9 ms a prompt token); 10-11 CPU-s per reasoning point decoding 48 new tokens.
-TRAIN_S_PER_TOKEN = 0.030
+# a quiet 2-core machine by the 1,000-point run (docs/results/lora-cpu.md, "The CPU-scale run"):
+# 17.5 CPU-ms per training token without activation checkpointing (about 1.45x that with it;
+# the smaller run under heavy contention measured 24-37); decision scoring with bf16 and the
+# prefix cache 0.67 CPU-s per 384-token point (3.4 ms a prompt token before both speed-ups);
+# 10-11 CPU-s per reasoning point decoding 48 new tokens (the smaller run).
+TRAIN_S_PER_TOKEN = 0.0175
 CHECKPOINTING_FACTOR = 1.45
-SCORE_S_PER_TOKEN = 0.009
+SCORE_S_PER_TOKEN = 0.0034
 DECODE_S_PER_NEW_TOKEN = 0.15
 # bf16 on a CPU with bf16 units and the prefix cache, per CPU-second on the same machine
 # (benchmarks/lora_cpu_speed.py; docs/training-reproduction.md, "bf16 and the prefix cache on a
