@@ -78,8 +78,10 @@ PAPER_NOTE = (
     "4-20B models, the authors' own data and splits and 2,048-token prompts. This run's model, "
     "size and prompt budget are in its configuration above."
 )
-#: Local LM evaluation: 32-point chunks (saved as they finish), batched 8 by prompt length.
-HF = ("--batch-size", "32", "-O", "batch_size=8")
+#: Local LM evaluation: points per forward batch (sorted by prompt length); chunks of at least
+#: 32 points are saved as they finish. A batch size changes throughput, not the rows (float
+#: rounding aside), so ``--lm-batch-size`` may differ between sessions.
+LM_BATCH = 8
 #: Model keys that need no language model (cheap rows, evaluated first).
 CHEAP = ("previous-speaker", "explicit-address", "default")
 RUN_ARGS = "run_args.json"
@@ -99,6 +101,7 @@ UNLOCKED = (
     "threads",
     "device",
     "reasoning_test_points",
+    "lm_batch_size",
 )
 #: The docs block ``--publish`` rewrites (between these two lines of ``DOCS_PAGE``).
 DOCS_PAGE = "docs/training-reproduction.md"
@@ -378,7 +381,9 @@ def lm_options(args: argparse.Namespace) -> tuple[str, ...]:
     fp32); the prefix cache is the predictor's default.
     """
     device = getattr(args, "device", "cpu")
-    options = (*HF, "-O", f"device={device}") if device != "cpu" else HF
+    batch = int(getattr(args, "lm_batch_size", None) or LM_BATCH)
+    hf = ("--batch-size", str(max(32, batch)), "-O", f"batch_size={batch}")
+    options = (*hf, "-O", f"device={device}") if device != "cpu" else hf
     precision = getattr(args, "precision", "fp32")
     return (*options, "-O", f"precision={precision}") if precision != "fp32" else options
 
@@ -662,14 +667,16 @@ def _ci(value: float | None, ci: list[float] | None) -> str:
     return f"{_pct(value)} [{_pct(ci[0])}, {_pct(ci[1])}]" if ci else _pct(value)
 
 
-def four_way_accuracy(run: Path) -> dict[str, dict[str, float | int | None]]:
+def four_way_accuracy(
+    run: Path, records: list[dict[str, Any]] | None = None
+) -> dict[str, dict[str, float | int | None]]:
     """Accuracy per paper category from the predictions (S3 and SA counted as S2)."""
     from polylogue.evaluation.runner import read_predictions
     from polylogue.training.lora.sampler import four_way_group
 
     right: dict[str, int] = dict.fromkeys(FOUR_WAY, 0)
     total: dict[str, int] = dict.fromkeys(FOUR_WAY, 0)
-    for r in read_predictions(run / "predictions.jsonl"):
+    for r in records if records is not None else read_predictions(run / "predictions.jsonl"):
         group = four_way_group(str(r.get("category")))
         if group not in total:
             continue
@@ -680,7 +687,9 @@ def four_way_accuracy(run: Path) -> dict[str, dict[str, float | int | None]]:
     }
 
 
-def table_row(m: dict[str, Any], run: Path) -> dict[str, Any]:
+def table_row(
+    m: dict[str, Any], run: Path, records: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     agent = m.get("agent") or {}
     return {
         "n": m.get("n"),
@@ -692,8 +701,54 @@ def table_row(m: dict[str, Any], run: Path) -> dict[str, Any]:
         "speak_ratio": agent.get("speak_ratio"),
         "precision": agent.get("precision"),
         "per_category": m.get("per_category"),
-        "four_way": four_way_accuracy(run),
+        "four_way": four_way_accuracy(run, records),
     }
+
+
+def rows_on_points(
+    runs: dict[str, Path], ids: list[str], n_boot: int = 1000
+) -> dict[str, dict[str, Any]]:
+    """Every finished row re-scored on ``ids`` (a cut row's sample; a seeded stratified sample
+    of N points is the first N of the larger one's, so the rows hold them all). Rows missing
+    any of the points are left out."""
+    from polylogue.evaluation.runner import metrics_from_records, read_predictions
+
+    wanted = set(ids)
+    out = {}
+    for key, run in runs.items():
+        records = [
+            r for r in read_predictions(run / "predictions.jsonl") if r["point_id"] in wanted
+        ]
+        if len(records) != len(wanted):
+            continue
+        # The harness's own metrics on the subset (same bootstrap as polylogue eval's default).
+        out[key] = table_row(metrics_from_records(records, n_boot=n_boot), run, records)
+    return out
+
+
+def row_line(label: str, row: dict[str, Any], base: dict[str, Any] | None, key: str) -> str:
+    delta = (
+        "–"
+        if base is None or key == "previous-speaker"
+        else f"{100 * (row['balanced_accuracy'] - base['balanced_accuracy']):+.1f}"
+    )
+    ci = row["ci95"]
+    cats = " | ".join(_pct(row["four_way"][c]["accuracy"]) for c in FOUR_WAY)
+    ratio = row["speak_ratio"]
+    return (
+        f"| {label} | {row['n']} | {_ci(row['accuracy'], ci['accuracy'])} "
+        f"| {_ci(row['f1_avg'], ci['f1_avg'])} "
+        f"| {_ci(row['balanced_accuracy'], ci['balanced_accuracy'])} | {delta} "
+        f"| {'–' if ratio is None else f'{ratio:.2f}'} | {_pct(row['precision'])} "
+        f"| {cats} |"
+    )
+
+
+TABLE_HEAD = [
+    "| model | n | Acc | F1avg | BalAcc | BalAcc − prev-speaker | speak ratio "
+    "| precision | " + " | ".join(FOUR_WAY) + " |",
+    "|---|---|---|---|---|---|---|---|" + "---|" * len(FOUR_WAY),
+]
 
 
 def stage_status(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, str]:
@@ -844,11 +899,27 @@ def report(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, Any]:
         "tables": {},
         "context": {},
     }
+    distinct = list(
+        dict.fromkeys(str(x.get("portable_command")) for x in run_args.get("sessions", []))
+    )
+    results["session_commands"] = distinct
     lines = [
         "## Configuration",
         "",
         f"Command (from a clone's root, `{RUN_FOLDER}` the run folder): `{command}`",
         "",
+        *(
+            [
+                f"The folder's {len(distinct)} distinct session commands (the same "
+                "configuration; they differ only in the options that may change between "
+                "sessions), in order:",
+                "",
+                *(f"{i}. `{c}`" for i, c in enumerate(distinct, 1)),
+                "",
+            ]
+            if len(distinct) > 1
+            else []
+        ),
         f"Model `{args.model}`, teacher `{args.teacher}`, {mode_points(args, 'decision')} "
         f"training points (four-way balanced subset of the Friends + AMI training splits; "
         f"reasoning: {mode_points(args, 'reasoning')} of the same points), "
@@ -870,30 +941,22 @@ def report(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, Any]:
         for corpus in CORPORA:
             rows = []
             base = None
+            runs: dict[str, Path] = {}
+            cut: list[tuple[Model, Path]] = []
             for model in models(args):
-                run = finished_run(eval_folder(args, corpus, view, model), n)
+                points = view_points(args, model, view, n)
+                run = finished_run(eval_folder(args, corpus, view, model), points)
                 if run is None:
                     continue
+                runs[model.key] = run
+                if points < n:
+                    cut.append((model, run))
                 m = json.loads((run / "metrics.json").read_text())
                 row = table_row(m, run)
                 results["tables"].setdefault(f"{corpus}-{view}", {})[model.key] = row
                 if model.key == "previous-speaker":
                     base = row
-                delta = (
-                    "–"
-                    if base is None or model.key == "previous-speaker"
-                    else f"{100 * (row['balanced_accuracy'] - base['balanced_accuracy']):+.1f}"
-                )
-                ci = row["ci95"]
-                cats = " | ".join(_pct(row["four_way"][c]["accuracy"]) for c in FOUR_WAY)
-                ratio = row["speak_ratio"]
-                rows.append(
-                    f"| {model.label} | {row['n']} | {_ci(row['accuracy'], ci['accuracy'])} "
-                    f"| {_ci(row['f1_avg'], ci['f1_avg'])} "
-                    f"| {_ci(row['balanced_accuracy'], ci['balanced_accuracy'])} | {delta} "
-                    f"| {'–' if ratio is None else f'{ratio:.2f}'} | {_pct(row['precision'])} "
-                    f"| {cats} |"
-                )
+                rows.append(row_line(model.label, row, base, model.key))
             if not rows:
                 continue
             context = context_counts(args, corpus, view, n)
@@ -925,13 +988,24 @@ def report(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, Any]:
                     f"turns kept {context['mean_turns_kept']}).",
                     "",
                 ]
-            lines += [
-                "| model | n | Acc | F1avg | BalAcc | BalAcc − prev-speaker | speak ratio "
-                "| precision | " + " | ".join(FOUR_WAY) + " |",
-                "|---|---|---|---|---|---|---|---|" + "---|" * len(FOUR_WAY),
-                *rows,
-                "",
-            ]
+            lines += [*TABLE_HEAD, *rows, ""]
+            for model, run in cut:
+                # A cut row (--reasoning-test-points) against every row on its own points.
+                from polylogue.evaluation.runner import read_predictions
+
+                ids = [r["point_id"] for r in read_predictions(run / "predictions.jsonl")]
+                same = rows_on_points(runs, ids)
+                results["tables"][f"{corpus}-{view}-{model.key}-points"] = same
+                labels = {m.key: m.label for m in models(args)}
+                sub_base = same.get("previous-speaker")
+                lines += [
+                    f"The {model.label} row scored {len(ids)} of these points "
+                    "(`--reasoning-test-points`); every row on those points:",
+                    "",
+                    *TABLE_HEAD,
+                    *(row_line(labels[k], r, sub_base, k) for k, r in same.items()),
+                    "",
+                ]
     for mode in ("decision", "reasoning"):
         summary = out / "train" / mode / "training_summary.json"
         if not summary.is_file():
@@ -1151,6 +1225,12 @@ def parser() -> argparse.ArgumentParser:
         help="torch threads of every stage (OMP_NUM_THREADS; default: torch's own)",
     )
     ap.add_argument(
+        "--lm-batch-size",
+        type=int,
+        default=LM_BATCH,
+        help="points per forward batch of the LM rows (throughput only; a GPU takes 64)",
+    )
+    ap.add_argument(
         "--stages",
         default="build,distill,train,eval,report",
         help="comma-separated subset of build,distill,train,eval,report",
@@ -1234,9 +1314,18 @@ def main() -> None:
         portable = f"PYTHONPATH=src {threads}nohup nice -n 19 " + runs_portable_command(
             ["python", "benchmarks/lora_reproduction.py", *sys.argv[1:]], placeholders=folder
         )
+        # Every session's command, in order: sessions of one folder may differ in the unlocked
+        # options (device, stages, rows), and the report names them all.
+        earlier = json.loads(saved.read_text()).get("sessions", []) if saved.is_file() else []
+        sessions = [*earlier, {"portable_command": portable, "started": time.strftime("%FT%T%z")}]
         saved.write_text(
             json.dumps(
-                {"args": recorded_args, "command": command, "portable_command": portable},
+                {
+                    "args": recorded_args,
+                    "command": command,
+                    "portable_command": portable,
+                    "sessions": sessions,
+                },
                 indent=2,
             )
             + "\n"

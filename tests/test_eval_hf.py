@@ -14,7 +14,7 @@ import pytest
 from test_eval_support import friends_benchmark
 
 from polylogue.evaluation.runner import load_points, run_evaluation
-from polylogue.llm.hf import resolve_model_path
+from polylogue.llm.hf import cache_keyword, resolve_model_path
 from polylogue.models import load_predictor
 from polylogue.models.hf_local import HFLocalPredictor
 from polylogue.prompts import PromptOptions
@@ -100,6 +100,31 @@ def test_lora_adapter_loads_through_peft(
     a = tuned.predict(inputs[:2])
     b = smollm2.predict(inputs[:2])
     assert [x.p_speak for x in a] != pytest.approx([x.p_speak for x in b], abs=1e-4)
+
+
+def test_kv_cache_keyword_is_the_one_the_models_forward_takes(bench: Path) -> None:
+    """transformers 5.2x names the forward's KV-cache argument ``cache``; earlier 5.x releases
+    (the GPU image's 5.17, say) ``past_key_values``: the prefix cache passes whichever the
+    installed model takes, also through a PEFT wrapper."""
+    import inspect
+
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(str(resolve_model_path("smollm2")))
+    keyword = cache_keyword(model)
+    assert keyword in inspect.signature(model.forward).parameters
+    wrapped = get_peft_model(
+        model, LoraConfig(r=2, target_modules=["q_proj"], task_type="CAUSAL_LM")
+    )
+    assert cache_keyword(wrapped) == keyword
+
+    class OlderForward(torch.nn.Module):
+        def forward(self, input_ids, past_key_values=None, use_cache=None):  # type: ignore[no-untyped-def]
+            return input_ids
+
+    assert cache_keyword(OlderForward()) == "past_key_values"
 
 
 def test_generation_mode_parses_and_scores(inputs: list[DecisionInput]) -> None:

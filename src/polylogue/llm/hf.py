@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import importlib.util
+import inspect
 import os
 import shutil
 import tempfile
@@ -318,6 +319,17 @@ class Scored:
     cache: Any = field(repr=False, default=None)
 
 
+def cache_keyword(model: Any) -> str:
+    """The forward keyword that takes a KV cache: ``cache`` from transformers 5.2x on,
+    ``past_key_values`` before (pyproject allows both; a GPU image may ship the older one)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    try:
+        params = inspect.signature(base.forward).parameters
+    except (TypeError, ValueError):
+        return "cache"
+    return "cache" if "cache" in params else "past_key_values"
+
+
 @dataclass
 class HFCausalLM(ScoresInBatches):
     """A loaded causal LM and its tokenizer (see :func:`load_causal_lm`)."""
@@ -541,6 +553,9 @@ class HFCausalLM(ScoresInBatches):
         """Greedy continuations of an encoded batch (:meth:`encode_batch`), decoded."""
         import torch
 
+        if "cache" in enc:  # from encode_after_prefix, under this transformers' keyword
+            enc = {**enc}
+            enc[cache_keyword(self.model)] = enc.pop("cache")
         with torch.inference_mode(), self.autocast():
             gen = self.model.generate(
                 **enc,
@@ -584,7 +599,7 @@ class HFCausalLM(ScoresInBatches):
                     input_ids=enc["input_ids"][:, start:],
                     attention_mask=mask,
                     position_ids=positions[:, start:],
-                    cache=enc["cache"],
+                    **{cache_keyword(self.model): enc["cache"]},
                     use_cache=True,
                     logits_to_keep=1,
                 )
@@ -632,7 +647,7 @@ class HFCausalLM(ScoresInBatches):
         with torch.no_grad(), self.autocast():
             out = self.model(
                 input_ids=torch.tensor([list(tokens)], device=self.device),
-                cache=cache,
+                **{cache_keyword(self.model): cache},
                 use_cache=True,
             )
         new_cache = getattr(out, "cache", None) or out.past_key_values
@@ -683,7 +698,7 @@ class HFCausalLM(ScoresInBatches):
         with torch.inference_mode(), self.autocast():
             out = self.model(
                 input_ids=torch.tensor([tails[0][:common]], device=self.device),
-                cache=shared_kv,
+                **{cache_keyword(self.model): shared_kv},
                 use_cache=True,
             )
             shared = torch.log_softmax(out.logits[0].float(), -1)  # predicts ids n+1..n+common
@@ -693,7 +708,7 @@ class HFCausalLM(ScoresInBatches):
                 rest = tail[common:]
                 branch = self.model(
                     input_ids=torch.tensor([rest], device=self.device),
-                    cache=copy.deepcopy(kv),
+                    **{cache_keyword(self.model): copy.deepcopy(kv)},
                     use_cache=True,
                 )
                 own = torch.log_softmax(branch.logits[0].float(), -1)
