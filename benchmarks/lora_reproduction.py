@@ -702,7 +702,24 @@ def table_row(
         "precision": agent.get("precision"),
         "per_category": m.get("per_category"),
         "four_way": four_way_accuracy(run, records),
+        "auc": ranking_auc(run, records),
     }
+
+
+def ranking_auc(run: Path, records: list[dict[str, Any]] | None = None) -> float | None:
+    """ROC AUC of the row's P(SPEAK) against the label: does it rank SPEAK points above
+    SILENT ones, whatever its cut? (None when a point has no P(SPEAK) or one class is absent.)"""
+    from sklearn.metrics import roc_auc_score
+
+    from polylogue.evaluation.runner import read_predictions
+
+    rows = records if records is not None else read_predictions(run / "predictions.jsonl")
+    if not rows or any(r.get("p_speak") is None for r in rows):
+        return None
+    labels = [r["gold"] == "SPEAK" for r in rows]
+    if all(labels) or not any(labels):
+        return None
+    return float(roc_auc_score(labels, [float(r["p_speak"]) for r in rows]))
 
 
 def rows_on_points(
@@ -735,19 +752,20 @@ def row_line(label: str, row: dict[str, Any], base: dict[str, Any] | None, key: 
     ci = row["ci95"]
     cats = " | ".join(_pct(row["four_way"][c]["accuracy"]) for c in FOUR_WAY)
     ratio = row["speak_ratio"]
+    auc = row.get("auc")
     return (
         f"| {label} | {row['n']} | {_ci(row['accuracy'], ci['accuracy'])} "
         f"| {_ci(row['f1_avg'], ci['f1_avg'])} "
         f"| {_ci(row['balanced_accuracy'], ci['balanced_accuracy'])} | {delta} "
         f"| {'–' if ratio is None else f'{ratio:.2f}'} | {_pct(row['precision'])} "
-        f"| {cats} |"
+        f"| {'–' if auc is None else f'{auc:.3f}'} | {cats} |"
     )
 
 
 TABLE_HEAD = [
     "| model | n | Acc | F1avg | BalAcc | BalAcc − prev-speaker | speak ratio "
-    "| precision | " + " | ".join(FOUR_WAY) + " |",
-    "|---|---|---|---|---|---|---|---|" + "---|" * len(FOUR_WAY),
+    "| precision | AUC | " + " | ".join(FOUR_WAY) + " |",
+    "|---|---|---|---|---|---|---|---|---|" + "---|" * len(FOUR_WAY),
 ]
 
 
@@ -932,9 +950,11 @@ def report(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, Any]:
         "",
         "Cells: percent, with the 95% bootstrap interval over conversation groups. Speak ratio: "
         "predicted SPEAK rate / real floor-take rate (1.0 = speaks as often as people did). "
-        "Precision: share of SPEAK decisions where the person did take the floor. Per-category "
+        "Precision: share of SPEAK decisions where the person did take the floor (a random "
+        "SPEAK has the SPEAK share). AUC: ROC AUC of the row's P(SPEAK), 0.5 = chance ranking "
+        "(a rule's 0/1 scores give its BalAcc). Per-category "
         "cells are accuracy on the paper's four categories (S2 includes benchmark v2.1's S3 and "
-        "SA). Every row of a table is on the same sampled test points.",
+        "SA). Every row of a table is on the same sampled test points (a cut row: see below it).",
         "",
     ]
     for view, n in views(args):

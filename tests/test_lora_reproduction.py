@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from benches import friends_benchmark
+from sklearn.metrics import roc_auc_score
 
 from polylogue.evaluation.metrics import compute_metrics
 from polylogue.evaluation.runner import read_predictions
@@ -75,6 +76,14 @@ def test_cheap_rows_report_resume_and_publish(tmp_path: Path) -> None:
         assert abs(total_right / 40 - metrics["accuracy"]) < 1e-9
         assert row["speak_ratio"] == metrics["agent"]["speak_ratio"]
         assert row["precision"] == metrics["agent"]["precision"]
+        # The ranking figure is sklearn's ROC AUC of the predictions' P(SPEAK) (a rule's 0/1
+        # scores: its balanced accuracy).
+        (preds_path,) = (out / "eval" / "friends-balanced" / key).glob("*/predictions.jsonl")
+        preds = read_predictions(preds_path)
+        assert row["auc"] == roc_auc_score(
+            [r["gold"] == "SPEAK" for r in preds], [r["p_speak"] for r in preds]
+        )
+        assert abs(row["auc"] - metrics["balanced_accuracy"]) < 1e-9
     # Prompts that kept no earlier turn under the budget, counted on the sampled points.
     context = results["context"]["friends-balanced"]
 
