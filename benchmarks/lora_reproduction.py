@@ -702,24 +702,9 @@ def table_row(
         "precision": agent.get("precision"),
         "per_category": m.get("per_category"),
         "four_way": four_way_accuracy(run, records),
-        "auc": ranking_auc(run, records),
+        # The harness's ROC AUC of P(SPEAK) (unparseable answers ranked wrong).
+        "auc": (m.get("threshold_sweep") or {}).get("roc_auc"),
     }
-
-
-def ranking_auc(run: Path, records: list[dict[str, Any]] | None = None) -> float | None:
-    """ROC AUC of the row's P(SPEAK) against the label: does it rank SPEAK points above
-    SILENT ones, whatever its cut? (None when a point has no P(SPEAK) or one class is absent.)"""
-    from sklearn.metrics import roc_auc_score
-
-    from polylogue.evaluation.runner import read_predictions
-
-    rows = records if records is not None else read_predictions(run / "predictions.jsonl")
-    if not rows or any(r.get("p_speak") is None for r in rows):
-        return None
-    labels = [r["gold"] == "SPEAK" for r in rows]
-    if all(labels) or not any(labels):
-        return None
-    return float(roc_auc_score(labels, [float(r["p_speak"]) for r in rows]))
 
 
 def rows_on_points(
@@ -740,6 +725,37 @@ def rows_on_points(
             continue
         # The harness's own metrics on the subset (same bootstrap as polylogue eval's default).
         out[key] = table_row(metrics_from_records(records, n_boot=n_boot), run, records)
+    return out
+
+
+def paired_differences(
+    runs: dict[str, Path], ids: list[str], cut_key: str, n_boot: int = 1000
+) -> dict[str, list[float]]:
+    """BalAcc of the cut row minus each other row on the cut row's points: the difference
+    and its 95% interval, both rows resampled together by conversation group."""
+    from polylogue.evaluation.metrics import paired_balanced_accuracy_difference
+    from polylogue.evaluation.runner import read_predictions
+
+    def decisions(run: Path) -> dict[str, dict[str, Any]]:
+        return {r["point_id"]: r for r in read_predictions(run / "predictions.jsonl")}
+
+    cut = decisions(runs[cut_key])
+    order = [i for i in ids if i in cut]
+    gold = [cut[i]["gold"] for i in order]
+    group = [cut[i].get("group") or i for i in order]
+    out = {}
+    for key, run in runs.items():
+        other = decisions(run)
+        if key == cut_key or any(i not in other for i in order):
+            continue
+        diff = paired_balanced_accuracy_difference(
+            gold,
+            [cut[i].get("decision") for i in order],
+            [other[i].get("decision") for i in order],
+            group,
+            n_boot=n_boot,
+        )
+        out[key] = [round(x, 4) for x in diff]
     return out
 
 
@@ -917,9 +933,11 @@ def report(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, Any]:
         "tables": {},
         "context": {},
     }
-    distinct = list(
-        dict.fromkeys(str(x.get("portable_command")) for x in run_args.get("sessions", []))
-    )
+    # Distinct session commands, each with where it ran when the folder records it.
+    where: dict[str, str | None] = {}
+    for session in run_args.get("sessions", []):
+        where.setdefault(str(session.get("portable_command")), session.get("where"))
+    distinct = list(where)
     results["session_commands"] = distinct
     lines = [
         "## Configuration",
@@ -932,7 +950,10 @@ def report(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, Any]:
                 "configuration; they differ only in the options that may change between "
                 "sessions), in order:",
                 "",
-                *(f"{i}. `{c}`" for i, c in enumerate(distinct, 1)),
+                *(
+                    f"{i}. `{c}`" + (f" ({where[c]})" if where[c] else "")
+                    for i, c in enumerate(distinct, 1)
+                ),
                 "",
             ]
             if len(distinct) > 1
@@ -1018,12 +1039,22 @@ def report(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, Any]:
                 results["tables"][f"{corpus}-{view}-{model.key}-points"] = same
                 labels = {m.key: m.label for m in models(args)}
                 sub_base = same.get("previous-speaker")
+                paired = paired_differences(runs, ids, model.key)
+                results["tables"][f"{corpus}-{view}-{model.key}-paired"] = paired
                 lines += [
                     f"The {model.label} row scored {len(ids)} of these points "
                     "(`--reasoning-test-points`); every row on those points:",
                     "",
                     *TABLE_HEAD,
                     *(row_line(labels[k], r, sub_base, k) for k, r in same.items()),
+                    "",
+                    "Its BalAcc minus each row's on those points, with the 95% interval of the "
+                    "difference (both rows resampled together by conversation group): "
+                    + "; ".join(
+                        f"{labels[k]} {100 * d:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}]"
+                        for k, (d, lo, hi) in paired.items()
+                    )
+                    + ".",
                     "",
                 ]
     for mode in ("decision", "reasoning"):

@@ -19,6 +19,7 @@ from polylogue.evaluation.metrics import (
     false_interruption_rate,
     metrics_from_counts,
     missed_turn_rate,
+    paired_balanced_accuracy_difference,
     per_category_accuracy,
     threshold_sweep,
     unparseable_rate,
@@ -157,3 +158,30 @@ def test_bad_inputs_are_rejected() -> None:
     with pytest.raises(ValueError, match="zero decision points"):
         accuracy([], [])
     assert math.isnan(false_interruption_rate(["SPEAK"], ["SPEAK"]))
+
+
+def test_paired_difference_resamples_both_rows_by_group() -> None:
+    """Against a plain loop: the same group draws, each replicate's points gathered and
+    scored with scikit-learn, the difference of the two rows taken per replicate."""
+    rng = np.random.default_rng(5)
+    n, k = 400, 12
+    group = [f"g{i}" for i in rng.integers(0, k, n)]
+    gold = list(rng.choice(["SPEAK", "SILENT"], n))
+    a = [g if rng.random() < 0.7 else ("SILENT" if g == "SPEAK" else "SPEAK") for g in gold]
+    b = [None if rng.random() < 0.05 else str(x) for x in rng.choice(["SPEAK", "SILENT"], n)]
+    point, lo, hi = paired_balanced_accuracy_difference(gold, a, b, group, n_boot=300, seed=3)
+    assert point == pytest.approx(balanced_accuracy(gold, a) - balanced_accuracy(gold, b))
+    keys = list(dict.fromkeys(group))
+    draws = np.random.default_rng(3).integers(0, len(keys), size=(300, len(keys)))
+    by_group = {key: [i for i in range(n) if group[i] == key] for key in keys}
+    diffs = []
+    for row in draws:
+        idx = [i for j in row for i in by_group[keys[j]]]
+        g = [gold[i] for i in idx]
+        diffs.append(
+            balanced_accuracy(g, [a[i] for i in idx]) - balanced_accuracy(g, [b[i] for i in idx])
+        )
+    assert (lo, hi) == pytest.approx(tuple(np.quantile(diffs, [0.025, 0.975])))
+    assert lo < point < hi
+    # A row against itself differs by nothing, in every replicate.
+    assert paired_balanced_accuracy_difference(gold, a, a, group) == (0.0, 0.0, 0.0)

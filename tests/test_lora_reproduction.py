@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from benches import friends_benchmark
 from sklearn.metrics import roc_auc_score
 
@@ -80,8 +81,9 @@ def test_cheap_rows_report_resume_and_publish(tmp_path: Path) -> None:
         # scores: its balanced accuracy).
         (preds_path,) = (out / "eval" / "friends-balanced" / key).glob("*/predictions.jsonl")
         preds = read_predictions(preds_path)
-        assert row["auc"] == roc_auc_score(
-            [r["gold"] == "SPEAK" for r in preds], [r["p_speak"] for r in preds]
+        assert row["auc"] == metrics["threshold_sweep"]["roc_auc"]
+        assert row["auc"] == pytest.approx(
+            roc_auc_score([r["gold"] == "SPEAK" for r in preds], [r["p_speak"] for r in preds])
         )
         assert abs(row["auc"] - metrics["balanced_accuracy"]) < 1e-9
     # Prompts that kept no earlier turn under the budget, counted on the sampled points.
@@ -174,8 +176,17 @@ def test_cheap_rows_report_resume_and_publish(tmp_path: Path) -> None:
             "balanced_accuracy"
         ]
     )
+    # The cut row against each row, paired on its points: against the same rule, nothing.
+    paired = later["tables"]["friends-balanced-sft-reasoning-paired"]
+    assert paired["explicit-address"] == [0.0, 0.0, 0.0]
+    d, lo, hi = paired["previous-speaker"]
+    assert d == pytest.approx(
+        cut["balanced_accuracy"] - same["previous-speaker"]["balanced_accuracy"], abs=1e-4
+    )
+    assert lo <= d <= hi
     md = (out / "results.md").read_text()
     assert "row scored 20 of these points" in md
+    assert "Its BalAcc minus each row's on those points" in md
     # Both session commands are named (they differ in an option that may change).
     assert len(later["session_commands"]) == 2
     assert "--reasoning-test-points 20" in later["session_commands"][1]

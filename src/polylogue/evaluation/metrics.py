@@ -275,6 +275,55 @@ def bootstrap_ci(
     return out
 
 
+def paired_balanced_accuracy_difference(
+    gold: Sequence[Label],
+    pred_a: Sequence[Label | None],
+    pred_b: Sequence[Label | None],
+    group: Sequence[Hashable],
+    *,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float, float]:
+    """BalAcc(a) − BalAcc(b) on the same points and its percentile interval.
+
+    Both rows are resampled together, by whole groups: the interval is the difference's own,
+    narrower than the two rows' separate intervals suggest when the rows err on the same
+    points. Unparseable answers are misses, as in :func:`balanced_accuracy`.
+    """
+    _check_lengths(gold, pred_a, pred_b, group)
+    g = _gold_codes(gold)
+    a, b = _pred_codes(pred_a), _pred_codes(pred_b)
+    keys = {k: i for i, k in enumerate(dict.fromkeys(group))}
+    gi = np.array([keys[k] for k in group], dtype=np.int64)
+    # Per group: [SPEAK hits, SPEAK points, SILENT hits, SILENT points] for each row.
+    counts = np.zeros((2, len(keys), 4))
+    for row, pred in enumerate((a, b)):
+        np.add.at(counts[row, :, 0], gi, (g == 0) & (pred == 0))
+        np.add.at(counts[row, :, 1], gi, g == 0)
+        np.add.at(counts[row, :, 2], gi, (g == 1) & (pred == 1))
+        np.add.at(counts[row, :, 3], gi, g == 1)
+
+    def balanced(totals: NDArray[np.float64]) -> NDArray[np.float64]:
+        recalls = [_safe_div(totals[..., hits], totals[..., n]) for hits, n in ((0, 1), (2, 3))]
+        present = [totals[..., n] > 0 for n in (1, 3)]
+        with np.errstate(invalid="ignore"):
+            return np.asarray(
+                (np.where(present[0], recalls[0], 0) + np.where(present[1], recalls[1], 0))
+                / (present[0].astype(float) + present[1].astype(float)),
+                dtype=np.float64,
+            )
+
+    point = balanced(counts.sum(axis=1))
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(keys), size=(n_boot, len(keys)))
+    diff = balanced(counts[0][draws].sum(axis=1)) - balanced(counts[1][draws].sum(axis=1))
+    alpha = (1 - confidence) / 2
+    finite = diff[np.isfinite(diff)]
+    lo, hi = np.quantile(finite, [alpha, 1 - alpha]) if finite.size else (math.nan, math.nan)
+    return float(point[0] - point[1]), float(lo), float(hi)
+
+
 # ----------------------------------------------------------------------------- thresholds
 
 

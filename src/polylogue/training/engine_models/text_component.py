@@ -560,34 +560,16 @@ def stage_package(work: Path) -> Path:
 def _paired_gain(
     y: np.ndarray, a: np.ndarray, b: np.ndarray, groups: np.ndarray, n_boot: int = 1000
 ) -> list[float]:
-    """Mean and 95% interval of BalAcc(a) - BalAcc(b), resampling conversation groups."""
-    names, gi = np.unique(groups, return_inverse=True)
-    k = len(names)
+    """BalAcc(a) - BalAcc(b) and its 95% interval, resampling conversation groups."""
+    from polylogue.evaluation.metrics import paired_balanced_accuracy_difference
 
-    def counts(pred: np.ndarray) -> np.ndarray:
-        c = np.zeros((k, 4))
-        np.add.at(c[:, 0], gi, (y == 1) & (pred == 1))
-        np.add.at(c[:, 1], gi, y == 1)
-        np.add.at(c[:, 2], gi, (y == 0) & (pred == 0))
-        np.add.at(c[:, 3], gi, y == 0)
-        return c
+    def labels(v: np.ndarray) -> list[str]:
+        return ["SPEAK" if x else "SILENT" for x in v]
 
-    ca, cb = counts(a), counts(b)
-    rng = np.random.default_rng(13)
-    draws = rng.integers(0, k, size=(n_boot, k))
-
-    def ba(c: np.ndarray) -> np.ndarray:
-        t = c[draws].sum(axis=1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return 0.5 * (t[:, 0] / t[:, 1] + t[:, 2] / t[:, 3])
-
-    d = ba(ca) - ba(cb)
-    lo, hi = np.nanpercentile(d, [2.5, 97.5])
-    return [
-        round(balanced_accuracy_binary(y, a) - balanced_accuracy_binary(y, b), 4),
-        round(float(lo), 4),
-        round(float(hi), 4),
-    ]
+    diff = paired_balanced_accuracy_difference(
+        labels(y), labels(a), labels(b), list(groups), n_boot=n_boot, seed=13
+    )
+    return [round(x, 4) for x in diff]
 
 
 if __name__ == "__main__":
