@@ -9,8 +9,8 @@
     python benchmarks/lora_reproduction.py --out runs/qwen-repro \\
         --model hf:/models/Qwen2.5-7B-Instruct --teacher openai:MODEL@http://HOST:8000/v1 \\
         --max-prompt-tokens 2048
-    # the results of a run (possibly still running) into docs/results/ and
-    # docs/training-reproduction.md
+    # the results of a run (possibly still running) into docs/results/ (PREFIX.md/.json and
+    # the report block of --docs, default docs/results/lora-cpu.md)
     python benchmarks/lora_reproduction.py --out RUN_FOLDER \\
         --publish docs/results/lora_reproduction_1k
 
@@ -104,7 +104,7 @@ UNLOCKED = (
     "lm_batch_size",
 )
 #: The docs block ``--publish`` rewrites (between these two lines of ``DOCS_PAGE``).
-DOCS_PAGE = "docs/training-reproduction.md"
+DOCS_PAGE = "docs/results/lora-cpu.md"
 DOCS_BEGIN = "<!-- lora-reproduction-results:begin -->"
 DOCS_END = "<!-- lora-reproduction-results:end -->"
 
