@@ -57,6 +57,13 @@ def eval_command(
     balanced: Annotated[
         bool, typer.Option(help="Evaluate a class-balanced view (majority class subsampled).")
     ] = False,
+    rendering: Annotated[
+        str,
+        typer.Option(
+            help="The words as written (original) or as a speech recognizer writes them "
+            "(recognizer: lower case, no punctuation)."
+        ),
+    ] = "original",
     mode: Annotated[str, typer.Option(help="Prompt mode: decision or reasoning.")] = "decision",
     system_repeats: Annotated[int, typer.Option(help="System prompt repetitions (1 or 2).")] = 1,
     max_prompt_tokens: Annotated[
@@ -146,7 +153,14 @@ def eval_command(
         },
         option=option or [],
     )
-    points, info = load_points(data, split, balanced=balanced)
+    from polylogue.rendering import RENDERINGS
+
+    if rendering not in RENDERINGS:
+        raise typer.BadParameter(
+            f"unknown rendering {rendering!r}; choose one of {', '.join(RENDERINGS)}",
+            param_hint="--rendering",
+        )
+    points, info = load_points(data, split, balanced=balanced, rendering=rendering)
     if domain is None and BACKENDS[kind].takes("point_domains"):
         # Each point declares its corpus's domain: decided with that domain's deployment.
         options["point_domains"] = sorted({p.input.domain for p in points})
@@ -181,7 +195,10 @@ def eval_command(
     m = result.metrics or {}
     state = "complete" if m.get("complete") else f"{result.n_done}/{len(points)} points"
     console.print(
-        f"run folder: {result.folder} ({state}, {info.class_ratio} class ratio)", markup=False
+        f"run folder: {result.folder} ({state}, {info.class_ratio} class ratio"
+        + ("" if rendering == "original" else f", {rendering} rendering")
+        + ")",
+        markup=False,
     )
     if m:
         console.print(

@@ -75,6 +75,10 @@ class RunSummary:
         return str(self.manifest["dataset"].get("class_ratio", "natural"))
 
     @property
+    def rendering(self) -> str:
+        return str(self.manifest["dataset"].get("rendering", "original"))
+
+    @property
     def label(self) -> str:
         model = self.manifest["model"]
         desc = model.get("description") or {}
@@ -170,16 +174,17 @@ def _delta(v: float | None, ref: float | None) -> str:
 def table_rows(
     runs: Sequence[RunSummary], references: Sequence[RunSummary] = ()
 ) -> list[dict[str, Any]]:
-    refs = {(r.dataset, r.split): r for r in references}
+    refs = {(r.dataset, r.split, r.rendering): r for r in references}
     rows = []
     for run in runs:
-        ref = refs.get((run.dataset, run.split))
+        ref = refs.get((run.dataset, run.split, run.rendering))
         ci = (run.metrics.get("ci95") or {}).get("balanced_accuracy")
         row: dict[str, Any] = {
             "model": run.label,
             "dataset": run.dataset,
             "split": run.split,
             "class_ratio": run.class_ratio,
+            "rendering": run.rendering,
             "n": run.metrics.get("n"),
             "complete": run.unfinished is None,
             "status": run.unfinished or "complete",
@@ -255,7 +260,9 @@ def ci_cell(ci: Sequence[float] | None, groups: int | None) -> str:
 
 def _row_cells(r: dict[str, Any], with_ratio: bool) -> list[str]:
     """One table row's cells (Markdown and HTML tables show the same values)."""
-    cells = [str(r["model"]), f"{r['dataset']}/{r['split']}"]
+    rendering = r.get("rendering", "original")
+    words = "" if rendering == "original" else f" ({rendering} rendering)"
+    cells = [str(r["model"]), f"{r['dataset']}/{r['split']}{words}"]
     if with_ratio:
         cells.append(str(r["class_ratio"]))
     for key, _ in COLUMNS:

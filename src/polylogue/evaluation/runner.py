@@ -59,6 +59,9 @@ class DatasetInfo:
     #: "natural" (the split as built) or "balanced" (majority class subsampled).
     class_ratio: str = "natural"
     path: str | None = None
+    #: The words as written ("original") or as a speech recognizer writes them ("recognizer":
+    #: :func:`polylogue.rendering.recognizer_text` on every utterance the model sees).
+    rendering: str = "original"
 
 
 @dataclass
@@ -87,6 +90,8 @@ def run_key(dataset: DatasetInfo, predictor_description: dict[str, Any]) -> str:
         # Paths inside the installation (the shipped model's folder) hashed relative to it.
         "predictor": install_independent(predictor_description),
     }
+    if dataset.rendering != "original":  # original-text runs keep the keys they always had
+        payload["rendering"] = dataset.rendering
     return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
 
 
@@ -96,6 +101,8 @@ def _slug(text: str, limit: int = 48) -> str:
 
 def run_folder_name(dataset: DatasetInfo, predictor_name: str, key: str) -> str:
     ratio = "" if dataset.class_ratio == "natural" else f"-{dataset.class_ratio}"
+    if dataset.rendering != "original":
+        ratio += f"-{dataset.rendering}"
     return f"{_slug(predictor_name)}__{_slug(dataset.name)}__{dataset.split}{ratio}__{key[:12]}"
 
 
@@ -448,6 +455,7 @@ def _write_metrics(
             "dataset": dataset.name,
             "split": dataset.split,
             "class_ratio": dataset.class_ratio,
+            "rendering": dataset.rendering,
             "model": model_name,
             "complete": len(scored) == n_split,
             "n_split": n_split,
@@ -507,6 +515,7 @@ def _manifest(
         "data_hash": dataset.data_hash,
         "split": dataset.split,
         "class_ratio": dataset.class_ratio,
+        "rendering": dataset.rendering,
         "path": dataset.path,
         "n_split": n_split,
     }
@@ -540,18 +549,44 @@ def stratified_order(points: Sequence[DecisionPoint], seed: int) -> list[Decisio
 
 
 def load_points(
-    data: str | Path, split: str, balanced: bool = False
+    data: str | Path, split: str, balanced: bool = False, rendering: str = "original"
 ) -> tuple[list[DecisionPoint], DatasetInfo]:
-    """Decision points and dataset info from a benchmark folder built by ``polylogue build``."""
+    """Decision points and dataset info from a benchmark folder built by ``polylogue build``,
+    their words in ``rendering`` (:data:`polylogue.rendering.RENDERINGS`)."""
     from polylogue.turntaking.dataset import load_benchmark
 
     bench = load_benchmark(data)
-    points = bench.points(split, balanced=balanced)
+    points = render_points(bench.points(split, balanced=balanced), rendering)
     info = DatasetInfo(
         name=bench.name,
         data_hash=bench.data_hash,
         split=split,
         class_ratio="balanced" if balanced else "natural",
         path=str(Path(data).resolve()),
+        rendering=rendering,
     )
     return points, info
+
+
+def render_points(points: Sequence[DecisionPoint], rendering: str) -> list[DecisionPoint]:
+    """The points with every context utterance's words in ``rendering``; labels, speakers and
+    times unchanged. Points of one conversation share utterances, so each is rendered once."""
+    from dataclasses import replace
+
+    from polylogue.rendering import RENDERINGS, render_utterance
+
+    if rendering not in RENDERINGS:
+        raise ValueError(f"unknown rendering {rendering!r}; choose one of {', '.join(RENDERINGS)}")
+    if rendering == "original":
+        return list(points)
+    rendered: dict[int, Any] = {}
+
+    def words(u: Any) -> Any:
+        if id(u) not in rendered:
+            rendered[id(u)] = render_utterance(u, rendering)
+        return rendered[id(u)]
+
+    return [
+        replace(p, input=replace(p.input, context=tuple(words(u) for u in p.input.context)))
+        for p in points
+    ]
