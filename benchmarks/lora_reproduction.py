@@ -102,6 +102,7 @@ UNLOCKED = (
     "device",
     "reasoning_test_points",
     "lm_batch_size",
+    "renderings",
 )
 #: The docs block ``--publish`` rewrites (between these two lines of ``DOCS_PAGE``).
 DOCS_PAGE = "docs/results/lora-cpu.md"
@@ -428,10 +429,29 @@ def models(args: argparse.Namespace) -> list[Model]:
 
 
 def views(args: argparse.Namespace) -> list[tuple[str, int]]:
-    out = [("balanced", int(args.test_points))]
+    """The test views: class ratio, then each further rendering of the words
+    (``balanced-recognizer``: the balanced points as a speech recognizer writes them)."""
+    ratios = [("balanced", int(args.test_points))]
     if int(args.natural_points):
-        out.append(("natural", int(args.natural_points)))
+        ratios.append(("natural", int(args.natural_points)))
+    out = list(ratios)
+    for rendering in renderings(args)[1:]:
+        out += [(f"{ratio}-{rendering}", n) for ratio, n in ratios]
     return out
+
+
+def renderings(args: argparse.Namespace) -> list[str]:
+    """``original`` first, then the others ``--renderings`` asks for."""
+    asked = str(getattr(args, "renderings", None) or "original").split(",")
+    return ["original", *(r for r in asked if r != "original")]
+
+
+def view_ratio(view: str) -> str:
+    return view.split("-", 1)[0]
+
+
+def view_rendering(view: str) -> str:
+    return view.split("-", 1)[1] if "-" in view else "original"
 
 
 def view_points(args: argparse.Namespace, model: Model, view: str, n: int) -> int:
@@ -460,7 +480,8 @@ def finished_metrics(folder: Path, n: int) -> dict[str, Any] | None:
 def wanted(args: argparse.Namespace, model: Model, view: str) -> bool:
     if args.eval_models and model.key not in args.eval_models.split(","):
         return False
-    return not (model.key == "sft-reasoning" and view == "natural" and not args.reasoning_natural)
+    natural = view_ratio(view) == "natural"
+    return not (model.key == "sft-reasoning" and natural and not args.reasoning_natural)
 
 
 def evaluate(
@@ -505,8 +526,10 @@ def evaluate(
                     "--n-boot",
                     "1000",
                 ]
-                if view == "balanced":
+                if view_ratio(view) == "balanced":
                     cmd.append("--balanced")
+                if view_rendering(view) != "original":
+                    cmd += ["--rendering", view_rendering(view)]
                 stages.run(name, cmd)
 
 
@@ -581,7 +604,7 @@ def estimate(args: argparse.Namespace) -> dict[str, float]:
     for view, n in views(args):
         for key, cost in (("zero-shot", per_point), ("sft-decision", per_point)):
             out[f"eval/{view}/{key}"] = 2 * n * cost
-        if view == "balanced" or args.reasoning_natural:
+        if view_ratio(view) == "balanced" or args.reasoning_natural:
             cut = getattr(args, "reasoning_test_points", None)
             out[f"eval/{view}/sft-reasoning"] = 2 * (int(cut) if cut else n) * decode
     return {k: round(v) for k, v in out.items()}
@@ -621,7 +644,7 @@ def context_counts(args: argparse.Namespace, corpus: str, view: str, n: int) -> 
         return {}
     from transformers import AutoTokenizer
 
-    from polylogue.evaluation.runner import read_predictions
+    from polylogue.evaluation.runner import read_predictions, render_points
     from polylogue.llm.hf import resolve_model_path
     from polylogue.prompts.builder import PromptOptions, build_messages_kept
     from polylogue.training.lora.data import token_counter
@@ -629,7 +652,7 @@ def context_counts(args: argparse.Namespace, corpus: str, view: str, n: int) -> 
 
     ids = [r["point_id"] for r in read_predictions(run / "predictions.jsonl")]
     bench = load_benchmark(str(Path(args.out) / "bench" / corpus))
-    points = bench.points_by_id("test", ids)
+    points = render_points(bench.points_by_id("test", ids), view_rendering(view))
     tok = AutoTokenizer.from_pretrained(str(resolve_model_path(model_target(args.model))))
     options = PromptOptions(mode="decision", max_prompt_tokens=int(args.max_prompt_tokens))
     count = token_counter(tok)
@@ -1005,7 +1028,13 @@ def report(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, Any]:
                 results["context"][f"{corpus}-{view}"] = context
             counts = (base or {}).get("four_way", {})
             lines += [
-                f"## {corpus}, test, {view} class ratio ({n} sampled points, "
+                f"## {corpus}, test, {view_ratio(view)} class ratio"
+                + (
+                    ""
+                    if view_rendering(view) == "original"
+                    else f", {view_rendering(view)} rendering (lower case, no punctuation)"
+                )
+                + f" ({n} sampled points, "
                 f"{(base or {}).get('n_groups')} conversation groups)",
                 "",
                 "Points per category: "
@@ -1276,6 +1305,12 @@ def parser() -> argparse.ArgumentParser:
         help="torch threads of every stage (OMP_NUM_THREADS; default: torch's own)",
     )
     ap.add_argument(
+        "--renderings",
+        default="original",
+        help="renderings of the words the rows are scored on, comma-separated: original, "
+        "recognizer (lower case, no punctuation: extra views named VIEW-recognizer)",
+    )
+    ap.add_argument(
         "--lm-batch-size",
         type=int,
         default=LM_BATCH,
@@ -1313,6 +1348,11 @@ def parser() -> argparse.ArgumentParser:
 
 def main() -> None:
     args = parser().parse_args()
+    from polylogue.rendering import RENDERINGS
+
+    unknown = [r for r in str(args.renderings).split(",") if r not in RENDERINGS]
+    if unknown:
+        raise SystemExit(f"--renderings: unknown {unknown}; choose from {', '.join(RENDERINGS)}")
     args.out.mkdir(parents=True, exist_ok=True)
     if args.device == "auto" and not args.publish:
         import torch

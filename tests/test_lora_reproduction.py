@@ -236,3 +236,22 @@ def test_cheap_rows_report_resume_and_publish(tmp_path: Path) -> None:
     assert json.loads(prefix.with_suffix(".json").read_text())["tables"] == later["tables"]
     assert run_script(*publish).returncode == 0
     assert docs.read_text(encoding="utf-8") == text
+
+    # The recognizer rendering: the same sampled points, their words as a speech recognizer
+    # writes them, in views of their own beside the written ones (nothing else is rerun).
+    heard = run_script(
+        *args, "--renderings", "original,recognizer", "--reasoning-test-points", "20"
+    )
+    assert heard.returncode == 0, heard.stdout + heard.stderr
+    tables = json.loads((out / "results.json").read_text())["tables"]
+    assert set(tables["friends-balanced-recognizer"]) == {"previous-speaker", "explicit-address"}
+    for key in ("previous-speaker", "explicit-address"):
+        (run,) = (out / "eval" / "friends-balanced-recognizer" / key).glob("*/metrics.json")
+        assert json.loads(run.read_text())["rendering"] == "recognizer"
+        (heard_preds,) = run.parent.glob("predictions.jsonl")
+        assert {r["point_id"] for r in read_predictions(heard_preds)} == {
+            r["point_id"] for r in read_predictions(pred_path)
+        }
+    assert tables["friends-balanced"] == later["tables"]["friends-balanced"]
+    assert "balanced class ratio, recognizer rendering" in (out / "results.md").read_text()
+    assert "eval/friends-balanced/previous-speaker: skipped" in heard.stdout
