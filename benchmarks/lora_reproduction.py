@@ -822,7 +822,10 @@ def stage_status(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, 
         elif sessions:
             status[name] = f"stopped (exit {sessions[-1]['exit']})"
         else:
-            status[name] = "pending"
+            # Killed before its runner could record it: its files say how far it got.
+            note = stage_progress(args, name)
+            cut = note and not note.startswith((" (0 of", " (no checkpoint"))
+            status[name] = f"stopped{note}" if cut else "pending"
     return status
 
 
@@ -920,7 +923,7 @@ def validation_table(mode: str, curve: list[dict[str, Any]]) -> list[str]:
 
     n, n_speak = curve[-1]["n"], curve[-1]["n_speak"]
     lines = [
-        f"#### train/{mode}: in progress (validation, development figures)",
+        f"#### train/{mode}: not finished (validation, development figures)",
         "",
         f"The stage has not finished: these are its checkpoint validations so far ({n} "
         f"validation points, {n_speak} of them SPEAK), the figures it picks its checkpoint by; "
@@ -962,6 +965,11 @@ def report(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, Any]:
         where.setdefault(str(session.get("portable_command")), session.get("where"))
     distinct = list(where)
     results["session_commands"] = distinct
+    # The command that runs everything: the last session without a restriction to some
+    # stages, modes, rows or corpora (a folder's sessions may each run a part).
+    parts = ("--stages", "--modes", "--eval-models", "--eval-corpora")
+    command = next((c for c in reversed(distinct) if not any(f"{p} " in c for p in parts)), command)
+    results["command"] = command
     lines = [
         "## Configuration",
         "",

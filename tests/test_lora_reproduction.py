@@ -198,7 +198,7 @@ def test_cheap_rows_report_resume_and_publish(tmp_path: Path) -> None:
     right = sum(a and b for a, b in zip(said_speak, speak, strict=True))
     assert curve["precision"] == right / sum(said_speak)
     assert curve["balanced_accuracy"] == metrics["balanced_accuracy"]
-    assert "#### train/decision: in progress" in (out / "results.md").read_text()
+    assert "#### train/decision: not finished" in (out / "results.md").read_text()
     assert "eval/friends-balanced/previous-speaker: skipped (40 points scored)" in again.stdout
     assert json.loads((out / "stages.json").read_text()) == sessions
 
