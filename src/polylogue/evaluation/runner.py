@@ -579,12 +579,13 @@ def render_points(points: Sequence[DecisionPoint], rendering: str) -> list[Decis
         raise ValueError(f"unknown rendering {rendering!r}; choose one of {', '.join(RENDERINGS)}")
     if rendering == "original":
         return list(points)
-    rendered: dict[int, Any] = {}
+    # By object identity; the original is kept beside its rendering so its id is never reused.
+    rendered: dict[int, tuple[Any, Any]] = {}
 
     def words(u: Any) -> Any:
         if id(u) not in rendered:
-            rendered[id(u)] = render_utterance(u, rendering)
-        return rendered[id(u)]
+            rendered[id(u)] = (u, render_utterance(u, rendering))
+        return rendered[id(u)][1]
 
     return [
         replace(p, input=replace(p.input, context=tuple(words(u) for u in p.input.context)))
