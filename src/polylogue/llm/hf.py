@@ -23,6 +23,7 @@ Below them, on token ids: ``generate_encoded``, ``generate_ids``, ``next_token_p
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import importlib.util
 import inspect
@@ -323,9 +324,15 @@ def cache_keyword(model: Any) -> str:
     """The forward keyword that takes a KV cache: ``cache`` from transformers 5.2x on,
     ``past_key_values`` before (pyproject allows both; a GPU image may ship the older one)."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return _cache_keyword_of(type(base))
+
+
+@functools.cache
+def _cache_keyword_of(cls: type) -> str:
+    # Read once per model class: every scored continuation calls the forward.
     try:
-        params = inspect.signature(base.forward).parameters
-    except (TypeError, ValueError):
+        params = inspect.signature(cls.forward).parameters
+    except (TypeError, ValueError, AttributeError):
         return "cache"
     return "cache" if "cache" in params else "past_key_values"
 
