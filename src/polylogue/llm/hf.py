@@ -324,11 +324,11 @@ def cache_keyword(model: Any) -> str:
     """The forward keyword that takes a KV cache: ``cache`` from transformers 5.2x on,
     ``past_key_values`` before (pyproject allows both; a GPU image may ship the older one)."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    return _cache_keyword_of(type(base))
+    return _cache_keyword_of(base.__class__)
 
 
 @functools.cache
-def _cache_keyword_of(cls: type) -> str:
+def _cache_keyword_of(cls: Any) -> str:
     # Read once per model class: every scored continuation calls the forward.
     try:
         params = inspect.signature(cls.forward).parameters
